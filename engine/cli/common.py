@@ -1,0 +1,59 @@
+"""Shared CLI plumbing: error rendering, exit codes, JSON output."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+import traceback
+from typing import Any, Callable, TypeVar
+
+import click
+
+from ..errors import EXIT_BAD_INPUT, InputError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def emit_json(obj: Any) -> None:
+    """Print a JSON document on stdout (ids stay strings; floats as JSON numbers)."""
+    click.echo(json.dumps(obj, indent=2, sort_keys=False, default=_default))
+
+
+def _default(o: Any) -> Any:
+    if isinstance(o, (set, frozenset)):
+        return sorted(o)
+    if hasattr(o, "model_dump"):
+        return o.model_dump(mode="json")
+    if hasattr(o, "as_dict"):
+        return o.as_dict()
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+def handle_errors(fn: F) -> F:
+    """Turn :class:`InputError` into one line on stderr and exit code 2 (no traceback)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except InputError as exc:
+            click.echo(exc.render(), err=True)
+            sys.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            sys.exit(130)
+        except (click.exceptions.Exit, click.ClickException, SystemExit):
+            raise
+        except Exception as exc:  # an engine bug: say so plainly, traceback on request
+            if os.environ.get("MEMGOV_DEBUG"):
+                traceback.print_exc()
+            click.echo(f"memgov: internal error: {type(exc).__name__}: {exc} "
+                       "(set MEMGOV_DEBUG=1 for a traceback; please report it)", err=True)
+            sys.exit(3)
+
+    return wrapper  # type: ignore[return-value]
+
+
+__all__ = ["EXIT_BAD_INPUT", "emit_json", "handle_errors"]

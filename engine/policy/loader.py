@@ -1,0 +1,256 @@
+"""Safe YAML loading of policies with a source map (JSON path → line, column).
+
+Only ``yaml.SafeLoader`` constructs values: tags that try to build Python objects are
+errors. Duplicate keys, documents over :data:`MAX_BYTES`, nesting deeper than
+:data:`MAX_DEPTH` and alias expansion beyond :data:`MAX_NODES` nodes (billion laughs) are
+rejected before any value is built. Schema errors from pydantic are mapped back to the
+line and column of the offending field.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from ..errors import InputError
+from .findings import Finding
+from .model import Policy
+
+MAX_BYTES = 1 << 20  # 1 MiB
+MAX_DEPTH = 48
+MAX_NODES = 100_000
+
+Loc = tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class SourceMap:
+    """Positions (1-based line, column) of every key and value of a YAML document."""
+
+    file: str
+    positions: dict[Loc, tuple[int, int]]
+
+    def where(self, loc: Loc) -> tuple[int, int]:
+        """Position of the deepest known prefix of a pydantic/JSON location."""
+        best = self.positions.get((), (1, 1))
+        prefix: Loc = ()
+        for part in loc:
+            candidate = prefix + (part,)
+            if candidate in self.positions:
+                prefix = candidate
+                best = self.positions[candidate]
+            # components pydantic adds (union tags, 'function-after', ...) are skipped
+        return best
+
+
+@dataclass(frozen=True)
+class PolicySource:
+    """A loaded policy together with where each of its fields came from."""
+
+    policy: Policy
+    source: SourceMap
+
+    @property
+    def file(self) -> str:
+        return self.source.file
+
+
+class PolicySchemaError(Exception):
+    """The document is YAML but not a valid policy; carries one finding per problem."""
+
+    def __init__(self, findings: list[Finding]) -> None:
+        super().__init__("; ".join(f.message for f in findings))
+        self.findings = findings
+
+
+# --------------------------------------------------------------------------- YAML reading
+
+
+def _read_text(path: str | Path) -> tuple[str, str]:
+    name = str(path)
+    try:
+        raw = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise InputError("file not found", file=name) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, expected a policy file", file=name) from None
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", file=name) from None
+    if len(raw) > MAX_BYTES:
+        raise InputError(f"document is {len(raw)} bytes, over the {MAX_BYTES}-byte limit", file=name, line=1)
+    try:
+        return name, raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text (byte {exc.start})", file=name) from None
+
+
+def _mark_error(name: str, exc: yaml.MarkedYAMLError, prefix: str) -> InputError:
+    mark = exc.problem_mark or exc.context_mark
+    problem = exc.problem or exc.context or "invalid YAML"
+    line = mark.line + 1 if mark else None
+    col = mark.column + 1 if mark else None
+    return InputError(f"{prefix}: {problem}", file=name, line=line, col=col)
+
+
+def _walk(node: yaml.Node, loc: Loc, positions: dict[Loc, tuple[int, int]], name: str,
+          depth: int, budget: list[int]) -> None:
+    """Record positions, reject duplicate keys, deep nesting and alias blow-up."""
+    budget[0] += 1
+    if budget[0] > MAX_NODES:
+        raise InputError(f"document expands to more than {MAX_NODES} nodes (aliases?)", file=name,
+                         line=node.start_mark.line + 1, col=node.start_mark.column + 1,
+                         field=_dotted(loc))
+    if depth > MAX_DEPTH:
+        raise InputError(f"nesting deeper than {MAX_DEPTH} levels", file=name,
+                         line=node.start_mark.line + 1, col=node.start_mark.column + 1,
+                         field=_dotted(loc))
+    positions.setdefault(loc, (node.start_mark.line + 1, node.start_mark.column + 1))
+    if isinstance(node, yaml.MappingNode):
+        seen: dict[str, int] = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise InputError("mapping keys must be plain strings", file=name,
+                                 line=key_node.start_mark.line + 1, col=key_node.start_mark.column + 1,
+                                 field=_dotted(loc))
+            key = key_node.value
+            if key in seen:
+                raise InputError(f"duplicate key '{key}' (first defined on line {seen[key]})", file=name,
+                                 line=key_node.start_mark.line + 1, col=key_node.start_mark.column + 1,
+                                 field=_dotted(loc + (key,)))
+            seen[key] = key_node.start_mark.line + 1
+            positions[loc + (key,)] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+            _walk(value_node, loc + (key,), positions, name, depth + 1, budget)
+            positions[loc + (key,)] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            _walk(item, loc + (index,), positions, name, depth + 1, budget)
+
+
+def _dotted(loc: Loc) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def load_yaml(path: str | Path) -> tuple[Any, SourceMap]:
+    """Read a YAML document safely and return (data, source map). Raises :class:`InputError`."""
+    name, text = _read_text(path)
+    loader = yaml.SafeLoader(text)
+    try:
+        try:
+            node = loader.get_single_node()
+        except yaml.composer.ComposerError as exc:
+            raise _mark_error(name, exc, "YAML structure") from None
+        except yaml.MarkedYAMLError as exc:
+            raise _mark_error(name, exc, "YAML syntax") from None
+        except RecursionError:
+            raise InputError(f"nesting deeper than {MAX_DEPTH} levels", file=name) from None
+        if node is None:
+            raise InputError("empty document, expected a policy mapping", file=name, line=1, col=1)
+        positions: dict[Loc, tuple[int, int]] = {}
+        _walk(node, (), positions, name, 0, [0])
+        try:
+            data = loader.construct_document(node)
+        except yaml.constructor.ConstructorError as exc:
+            raise _mark_error(name, exc, "unsafe or unknown YAML tag") from None
+        except yaml.MarkedYAMLError as exc:
+            raise _mark_error(name, exc, "YAML") from None
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise InputError(f"YAML value cannot be read: {exc}", file=name) from None
+    finally:
+        loader.dispose()
+    return data, SourceMap(name, positions)
+
+
+# --------------------------------------------------------------------------- policy validation
+
+_SECRET_FIELDS = {"api_key", "apikey", "token", "secret", "password", "openai_api_key"}
+
+
+def _schema_findings(exc: ValidationError, source: SourceMap) -> list[Finding]:
+    findings = []
+    for err in exc.errors(include_url=False):
+        loc = tuple(err["loc"])
+        line, col = source.where(loc)
+        field = _field_of(source, loc)
+        message = err["msg"]
+        if err["type"] == "extra_forbidden":
+            last = str(loc[-1]) if loc else ""
+            if last.lower() in _SECRET_FIELDS:
+                message = (f"secrets are never read from policy files; set the key in an environment "
+                           f"variable and name it with 'api_key_env' (field '{last}')")
+            else:
+                message = f"unknown field '{last}'"
+        elif err["type"] == "literal_error":
+            message = f"{message}, got {json.dumps(err.get('input'), default=str)}"
+        elif err["type"] == "finite_number":
+            message = "must be a finite number (NaN and infinity are not allowed)"
+        elif err["type"] == "missing":
+            message = f"missing required field '{loc[-1]}'"
+        elif err["type"] == "union_tag_invalid":
+            message = f"unknown oracle {json.dumps(err.get('input', {}).get('oracle') if isinstance(err.get('input'), dict) else None)}; expected one of schema, replay, task_regression, sandbox, forget_reference"
+        findings.append(Finding("error", "schema", message, source.file, line, col, field))
+    return findings
+
+
+def _field_of(source: SourceMap, loc: Loc) -> str:
+    """Dotted field name: the known prefix of ``loc`` plus a final missing/unknown key."""
+    prefix: Loc = ()
+    for part in loc:
+        if prefix + (part,) in source.positions:
+            prefix = prefix + (part,)
+    if loc and loc[-1] != (prefix[-1] if prefix else None) and isinstance(loc[-1], (str, int)):
+        tail = loc[-1]
+        if not (isinstance(tail, str) and tail in {"replay", "schema", "task_regression", "sandbox", "forget_reference"}):
+            prefix = prefix + (tail,)
+    return _dotted(prefix)
+
+
+def parse_policy(data: Any, source: SourceMap) -> PolicySource:
+    """Validate parsed YAML as a :class:`Policy`. Raises :class:`PolicySchemaError`."""
+    if not isinstance(data, dict):
+        kind = type(data).__name__ if data is not None else "nothing"
+        raise PolicySchemaError([Finding("error", "schema", f"a policy is a mapping, got {kind}",
+                                         source.file, 1, 1, "")])
+    try:
+        policy = Policy.model_validate(data)
+    except ValidationError as exc:
+        raise PolicySchemaError(_schema_findings(exc, source)) from None
+    except RecursionError:
+        raise PolicySchemaError([Finding("error", "schema", "document nests too deeply", source.file)]) from None
+    return PolicySource(policy, source)
+
+
+def load_policy_source(path: str | Path) -> PolicySource:
+    """Read and validate a policy file, keeping its source map.
+
+    Raises :class:`InputError` (unreadable / not YAML) or :class:`PolicySchemaError`.
+    """
+    data, source = load_yaml(path)
+    return parse_policy(data, source)
+
+
+def load_policy(path: str | Path) -> Policy:
+    """Load a policy for execution: any schema or analysis error is an :class:`InputError`.
+
+    Engines call this; a policy the engine runs has passed ``memgov check`` without errors.
+    """
+    from .analysis import analyze  # local: analysis imports z3
+
+    try:
+        src = load_policy_source(path)
+    except PolicySchemaError as exc:
+        first = exc.findings[0]
+        raise InputError(first.message, file=first.file, line=first.line, col=first.col, field=first.field) from None
+    errors = [f for f in analyze(src) if f.severity == "error"]
+    if errors:
+        first = errors[0]
+        more = f" (and {len(errors) - 1} more; run memgov check)" if len(errors) > 1 else ""
+        raise InputError(first.message + more, file=first.file, line=first.line, col=first.col, field=first.field)
+    return src.policy

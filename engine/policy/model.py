@@ -1,0 +1,371 @@
+"""The policy language, modelled in pydantic (frozen, unknown fields forbidden).
+
+A policy declares, for MemoRepair (shared/seeds/002, §2.3–2.4):
+
+* the artifact ``kinds`` (record, cache, summary, skill), whether each is replayable, which
+  skill architectures exist (neural, prompt, chain) and the numeric metadata rules may test;
+* the repair-mode map Φ_μ as ordered ``modes`` rules ``when → mode`` (first match wins);
+* what "retained support suffices" means (``support``);
+* the validation oracles per mode (and per kind / architecture), composed as "all must pass";
+* the value w_i and cost c_i of each candidate, the tradeoff λ and an optional budget β;
+
+and, for MeClear (shared/seeds/000, Algorithm 1), the query-time ``clearance`` settings.
+
+Structural constraints (types, enums, unknown fields, NaN) are enforced here; semantic
+constraints (totality, shadowing, type-safety, λ ≥ 0, …) are findings of
+:mod:`engine.policy.analysis`, so that ``memgov check`` can report all of them at once.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+KINDS: tuple[str, ...] = ("record", "cache", "summary", "skill")
+ARCHITECTURES: tuple[str, ...] = ("neural", "prompt", "chain")
+EVENTS: tuple[str, ...] = ("delete", "correct", "migrate")
+MODES: tuple[str, ...] = ("remove", "recompute", "regen", "param")
+ORACLES: tuple[str, ...] = ("schema", "replay", "task_regression", "sandbox", "forget_reference")
+
+Kind = Literal["record", "cache", "summary", "skill"]
+Architecture = Literal["neural", "prompt", "chain"]
+EventType = Literal["delete", "correct", "migrate"]
+Mode = Literal["remove", "recompute", "regen", "param"]
+Support = Literal["sufficient", "insufficient"]
+
+
+class Strict(BaseModel):
+    """Base: frozen, unknown fields are errors, NaN/inf are rejected."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+def _one_or_many(value: object) -> object:
+    """Accept a scalar where a list is expected (``kind: cache`` ≡ ``kind: [cache]``)."""
+    if isinstance(value, (str, bool)):
+        return [value]
+    return value
+
+
+# --------------------------------------------------------------------------- kinds
+
+
+class MetaField(Strict):
+    """A numeric metadata field of a kind that mode rules may test (e.g. ``age_days``)."""
+
+    min: float | None = None
+    max: float | None = None
+    default: float = 0.0
+    description: str = ""
+
+
+class KindSpec(Strict):
+    """Declaration of one artifact kind."""
+
+    replayable: bool = False
+    architectures: list[Architecture] = Field(default_factory=list)
+    meta: dict[str, MetaField] = Field(default_factory=dict)
+    description: str = ""
+
+
+# --------------------------------------------------------------------------- mode map Φ_μ
+
+
+class NumericCondition(Strict):
+    """Bounds on one numeric metadata field; all given bounds must hold."""
+
+    gt: float | None = None
+    ge: float | None = None
+    lt: float | None = None
+    le: float | None = None
+    eq: float | None = None
+    ne: float | None = None
+
+    @model_validator(mode="after")
+    def _non_empty(self) -> "NumericCondition":
+        if all(getattr(self, k) is None for k in ("gt", "ge", "lt", "le", "eq", "ne")):
+            raise ValueError("a metadata condition needs at least one of gt, ge, lt, le, eq, ne")
+        return self
+
+    def holds(self, x: float) -> bool:
+        """Evaluate the condition on a concrete value."""
+        return (
+            (self.gt is None or x > self.gt)
+            and (self.ge is None or x >= self.ge)
+            and (self.lt is None or x < self.lt)
+            and (self.le is None or x <= self.le)
+            and (self.eq is None or x == self.eq)
+            and (self.ne is None or x != self.ne)
+        )
+
+    def thresholds(self) -> list[float]:
+        return [v for v in (self.gt, self.ge, self.lt, self.le, self.eq, self.ne) if v is not None]
+
+
+class When(Strict):
+    """The guard of a mode rule. An omitted field matches everything."""
+
+    kind: list[Kind] | None = None
+    arch: list[Architecture] | None = None
+    event: list[EventType] | None = None
+    support: Support | None = None
+    partitions: bool | None = None
+    meta: dict[str, NumericCondition] = Field(default_factory=dict)
+
+    _lists = field_validator("kind", "arch", "event", mode="before")(_one_or_many)
+
+
+class ModeRule(Strict):
+    """One ordered rule of Φ_μ: the first rule whose ``when`` matches assigns ``mode``."""
+
+    name: str | None = None
+    when: When = Field(default_factory=When)
+    mode: Mode
+    description: str = ""
+
+
+class SupportSpec(Strict):
+    """When retained support suffices for a descendant (MemoRepair §2.3).
+
+    An artifact's inputs are its influence parents; an input is *retained* when it is in
+    Ret(e) (or is an affected descendant that can itself be repaired). Support suffices when
+    ``retained ≥ min_retained`` and ``retained / inputs ≥ min_fraction``.
+    """
+
+    min_retained: int = Field(default=1, ge=0)
+    min_fraction: float = Field(default=0.0, ge=0.0, le=1.0)
+
+    def sufficient(self, retained: int, inputs: int) -> bool:
+        fraction = 1.0 if inputs == 0 else retained / inputs
+        return retained >= self.min_retained and fraction >= self.min_fraction
+
+
+# --------------------------------------------------------------------------- validation oracles
+
+
+class SchemaOracle(Strict):
+    """Successor content must validate against a JSON Schema (per kind, or a default)."""
+
+    oracle: Literal["schema"]
+    schema_: dict = Field(default_factory=dict, alias="schema")
+    by_kind: dict[Kind, dict] = Field(default_factory=dict)
+
+
+class ReplayOracle(Strict):
+    """Re-running the recorded transform must reproduce the successor (within tolerance)."""
+
+    oracle: Literal["replay"]
+    runs: int = Field(default=2, ge=1)
+    tolerance: float = Field(default=0.0, ge=0.0)
+
+
+class Probe(Strict):
+    query: str
+    expect: str
+
+
+class TaskRegressionOracle(Strict):
+    """Probe queries with expected answers; at least ``min_pass`` of them must pass."""
+
+    oracle: Literal["task_regression"]
+    probes: list[Probe] = Field(default_factory=list)
+    min_pass: float = Field(default=1.0, ge=0.0, le=1.0)
+
+
+class SandboxOracle(Strict):
+    """A chain procedure's calls must type-check against the current interface κ_e."""
+
+    oracle: Literal["sandbox"]
+    allow_extra_args: bool = False
+
+
+class ForgetReferenceOracle(Strict):
+    """Parametric repair: forget-set suppression and retained (reference) utility."""
+
+    oracle: Literal["forget_reference"]
+    max_forget_score: float = Field(default=0.2, ge=0.0, le=1.0)
+    min_retained_utility: float = Field(default=0.8, ge=0.0, le=1.0)
+
+
+OracleSpec = Annotated[
+    Union[SchemaOracle, ReplayOracle, TaskRegressionOracle, SandboxOracle, ForgetReferenceOracle],
+    Field(discriminator="oracle"),
+]
+
+
+class ValidationRule(Strict):
+    """Oracles that apply to successors built with ``mode`` (optionally only some kinds/archs)."""
+
+    mode: Mode
+    kind: list[Kind] | None = None
+    arch: list[Architecture] | None = None
+    oracles: list[OracleSpec] = Field(default_factory=list)
+
+    _lists = field_validator("kind", "arch", mode="before")(_one_or_many)
+
+    def applies(self, mode: str, kind: str, arch: str | None) -> bool:
+        return (
+            self.mode == mode
+            and (self.kind is None or kind in self.kind)
+            and (self.arch is None or (arch is not None and arch in self.arch))
+        )
+
+
+# --------------------------------------------------------------------------- value and cost
+
+
+class Weight(Strict):
+    """How w_i (value) or c_i (cost) is assigned to a candidate.
+
+    Resolution: ``meta[from_meta]`` when the artifact carries it, else ``by_kind[kind]``,
+    else ``by_mode[mode]``, else ``default``.
+    """
+
+    default: float = Field(default=1.0, ge=0.0)
+    by_mode: dict[Mode, float] = Field(default_factory=dict)
+    by_kind: dict[Kind, float] = Field(default_factory=dict)
+    from_meta: str | None = None
+
+    @field_validator("by_mode", "by_kind")
+    @classmethod
+    def _non_negative(cls, table: dict[str, float]) -> dict[str, float]:
+        for key, v in table.items():
+            if v < 0:
+                raise ValueError(f"{key}: value must be ≥ 0 (MemoRepair §2.3: w_i, c_i ≥ 0)")
+        return table
+
+    def resolve(self, kind: str, mode: str, meta: dict | None = None) -> float:
+        if self.from_meta and meta and isinstance(meta.get(self.from_meta), (int, float)):
+            v = float(meta[self.from_meta])
+            if math.isfinite(v) and v >= 0:
+                return v
+        if kind in self.by_kind:
+            return self.by_kind[kind]  # type: ignore[index]
+        if mode in self.by_mode:
+            return self.by_mode[mode]  # type: ignore[index]
+        return self.default
+
+
+class SelectionSpec(Strict):
+    """Eq. 1–4: maximise Repair(x) − λ·Cost(x); optional hard budget Σ c_i x_i ≤ β."""
+
+    tradeoff: float = 0.3
+    budget: float | None = None
+    value: Weight = Field(default_factory=Weight)
+    cost: Weight = Field(default_factory=Weight)
+
+
+# --------------------------------------------------------------------------- LLM endpoints
+
+
+class Endpoint(Strict):
+    """An OpenAI-compatible endpoint. The API key is read from ``api_key_env`` only."""
+
+    base_url: str
+    model: str
+    judge_model: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    concurrency: int = Field(default=4, ge=1, le=256)
+    timeout: float = Field(default=30.0, gt=0)
+    retries: int = Field(default=2, ge=0, le=20)
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+
+
+class Evaluator(Strict):
+    """The agent + judge that scores a coalition (MeClear Eq. 1–2)."""
+
+    type: Literal["offline", "openai"] = "offline"
+    endpoint: Endpoint | None = None
+    judge: Literal["llm", "lexical"] = "lexical"
+    lexical_threshold: float = Field(default=0.5, ge=0.0, le=1.0)
+
+    @model_validator(mode="after")
+    def _endpoint_for_openai(self) -> "Evaluator":
+        if self.type == "openai" and self.endpoint is None:
+            raise ValueError("evaluator type 'openai' needs an 'endpoint' (base_url, model)")
+        return self
+
+
+class Recovery(Strict):
+    """The recovery predicate ν(S): which share of trials must be correct."""
+
+    rule: Literal["all_trials", "majority", "any_trial", "threshold"] = "all_trials"
+    threshold: float = Field(default=1.0, ge=0.0, le=1.0)
+
+    def holds(self, value: float) -> bool:
+        """ν from the mean of the trials' 0/1 outcomes (v̂(S))."""
+        eps = 1e-9
+        if self.rule == "all_trials":
+            return value >= 1.0 - eps
+        if self.rule == "majority":
+            return value > 0.5 + eps
+        if self.rule == "any_trial":
+            return value > eps
+        return value >= self.threshold - eps
+
+
+class ClearanceSpec(Strict):
+    """MeClear settings (Algorithm 1; paper: K = 5, L = 16, κ = τ = 0.05, two trials)."""
+
+    retrieval_budget: int = 5  # K
+    permutations: int = 16  # L
+    screen_tolerance: float = 0.05  # κ (LOO screening, Eq. 5)
+    harm_tolerance: float = 0.05  # τ (harmful set H = {ψ_i < −τ}, Eq. 16)
+    trials: int = 2
+    seed: int = 0
+    exact: Literal["auto", "always", "never"] = "auto"
+    recovery: Recovery = Field(default_factory=Recovery)
+    evaluator: Evaluator = Field(default_factory=Evaluator)
+
+
+class RepairSpec(Strict):
+    """Repair-time operator settings (offline operators by default)."""
+
+    regen_endpoint: Endpoint | None = None
+
+
+# --------------------------------------------------------------------------- the policy
+
+
+class Policy(Strict):
+    """A memory-governance policy (the root of a policy YAML file)."""
+
+    version: Literal[1] = 1
+    name: str = "policy"
+    description: str = ""
+    kinds: dict[Kind, KindSpec]
+    support: SupportSpec = Field(default_factory=SupportSpec)
+    modes: list[ModeRule] = Field(default_factory=list)
+    validation: list[ValidationRule] = Field(default_factory=list)
+    selection: SelectionSpec = Field(default_factory=SelectionSpec)
+    repair: RepairSpec = Field(default_factory=RepairSpec)
+    clearance: ClearanceSpec = Field(default_factory=ClearanceSpec)
+
+    # ---- pure helpers the engines use --------------------------------------------------
+
+    def architectures(self, kind: str) -> tuple[str | None, ...]:
+        """The architecture values a kind ranges over (``None`` for non-skills)."""
+        spec = self.kinds.get(kind)  # type: ignore[call-overload]
+        if spec is None:
+            return ()
+        if kind == "skill":
+            return tuple(spec.architectures) if spec.architectures else ARCHITECTURES
+        return (None,)
+
+    def oracles_for(self, mode: str, kind: str, arch: str | None) -> list:
+        """All oracles that must pass for a successor (mode, kind, arch): "all must pass"."""
+        found: list = []
+        for rule in self.validation:
+            if rule.applies(mode, kind, arch):
+                found.extend(rule.oracles)
+        return found
+
+    def value_of(self, kind: str, mode: str, meta: dict | None = None) -> float:
+        """w_i for a candidate."""
+        return self.selection.value.resolve(kind, mode, meta)
+
+    def cost_of(self, kind: str, mode: str, meta: dict | None = None) -> float:
+        """c_i for a candidate."""
+        return self.selection.cost.resolve(kind, mode, meta)
