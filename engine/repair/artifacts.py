@@ -1,0 +1,183 @@
+"""Artifacts, edges and snapshots: the provenance graph G = (V, E^inf, E^sem) (§2.1).
+
+Also the JSON exchange format of a store and its validation. Validation reads the whole
+document before anything is written, so bad input never changes a store.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+from ..errors import InputError
+from ..policy.model import ARCHITECTURES, KINDS
+
+EDGE_TYPES: tuple[str, ...] = ("influence", "semantic")
+STATES: tuple[str, ...] = ("servable", "withdrawn", "staged", "republished", "erased")
+SERVABLE_STATES: frozenset[str] = frozenset({"servable", "republished"})
+ARTIFACT_FIELDS: frozenset[str] = frozenset({"id", "kind", "arch", "version", "content", "meta", "state"})
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """One durable artifact at one version (kind ∈ {record, cache, summary, skill}; arch for skills)."""
+
+    id: str
+    kind: str
+    arch: str | None = None
+    version: int = 1
+    content: Any = None
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    state: str = "servable"
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id, "kind": self.kind}
+        if self.arch is not None:
+            out["arch"] = self.arch
+        out.update(version=self.version, content=self.content, meta=dict(self.meta), state=self.state)
+        return out
+
+
+@dataclass(frozen=True)
+class Edge:
+    src: str
+    dst: str
+    type: str = "influence"
+
+    def as_dict(self) -> dict[str, str]:
+        return {"src": self.src, "dst": self.dst, "type": self.type}
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A read-only view of a store: artifacts by id (current versions) and all edges."""
+
+    artifacts: Mapping[str, Artifact]
+    edges: tuple[Edge, ...]
+
+    def influence_edges(self) -> list[tuple[str, str]]:
+        return [(e.src, e.dst) for e in self.edges if e.type == "influence"]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"artifacts": [a.as_dict() for a in self.artifacts.values()],
+                "edges": [e.as_dict() for e in self.edges]}
+
+
+# --------------------------------------------------------------------------- JSON parsing
+
+
+def line_of(text: str, value: Any) -> int | None:
+    """Best-effort line of the first occurrence of a JSON value in a document."""
+    if not text:
+        return None
+    needle = json.dumps(value)
+    pos = text.find(needle)
+    return None if pos < 0 else text.count("\n", 0, pos) + 1
+
+
+def read_json(path: str) -> tuple[Any, str]:
+    """Read a JSON file; malformed JSON is an :class:`InputError` with line and column."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except FileNotFoundError:
+        raise InputError("file not found", file=path) from None
+    except (IsADirectoryError, UnicodeDecodeError, PermissionError) as exc:
+        raise InputError(f"cannot read file: {exc.__class__.__name__}", file=path) from None
+    try:
+        return json.loads(text), text
+    except json.JSONDecodeError as exc:
+        raise InputError(f"malformed JSON: {exc.msg}", file=path, line=exc.lineno, col=exc.colno) from None
+
+
+def parse_artifact(obj: Any, where: str, file: str, text: str = "") -> Artifact:
+    """Validate one artifact object of the exchange format."""
+    def fail(msg: str, fld: str = "", value: Any = None) -> InputError:
+        return InputError(msg, file=file, line=line_of(text, value) if value is not None else None,
+                          field=f"{where}.{fld}" if fld else where)
+
+    if not isinstance(obj, dict):
+        raise fail("an artifact is an object")
+    extra = set(obj) - ARTIFACT_FIELDS
+    if extra:
+        raise fail(f"unknown field {sorted(extra)[0]!r} (extra fields belong in 'meta')", sorted(extra)[0])
+    ident = obj.get("id")
+    if not isinstance(ident, str) or not ident:
+        raise fail("artifact 'id' must be a non-empty string", "id")
+    kind = obj.get("kind")
+    if kind not in KINDS:
+        raise fail(f"artifact {ident!r}: kind must be one of {', '.join(KINDS)}", "kind", ident)
+    arch = obj.get("arch")
+    if kind == "skill":
+        if arch not in ARCHITECTURES:
+            raise fail(f"skill {ident!r}: arch must be one of {', '.join(ARCHITECTURES)}", "arch", ident)
+    elif arch is not None:
+        raise fail(f"artifact {ident!r}: only skills have an arch", "arch", ident)
+    version = obj.get("version", 1)
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise fail(f"artifact {ident!r}: version must be a positive integer", "version", ident)
+    meta = obj.get("meta", {})
+    if not isinstance(meta, dict):
+        raise fail(f"artifact {ident!r}: meta must be an object", "meta", ident)
+    state = obj.get("state", "servable")
+    if state not in STATES:
+        raise fail(f"artifact {ident!r}: state must be one of {', '.join(STATES)}", "state", ident)
+    return Artifact(ident, kind, arch, version, obj.get("content"), dict(meta), state)
+
+
+def parse_store_document(doc: Any, file: str, text: str = "") -> Snapshot:
+    """Validate a whole store document: unique ids, edges between existing nodes, known types."""
+    if not isinstance(doc, dict):
+        raise InputError("a store document is an object with 'artifacts' and 'edges'", file=file)
+    extra = set(doc) - {"artifacts", "edges"}
+    if extra:
+        raise InputError(f"unknown top-level field {sorted(extra)[0]!r}", file=file, field=sorted(extra)[0])
+    raw_artifacts = doc.get("artifacts", [])
+    raw_edges = doc.get("edges", [])
+    if not isinstance(raw_artifacts, list):
+        raise InputError("'artifacts' must be a list", file=file, field="artifacts")
+    if not isinstance(raw_edges, list):
+        raise InputError("'edges' must be a list", file=file, field="edges")
+    artifacts: dict[str, Artifact] = {}
+    for i, obj in enumerate(raw_artifacts):
+        art = parse_artifact(obj, f"artifacts[{i}]", file, text)
+        if art.id in artifacts:
+            raise InputError(f"duplicate artifact id {art.id!r}", file=file,
+                             line=_second_line(text, art.id), field=f"artifacts[{i}].id")
+        artifacts[art.id] = art
+    edges = parse_edges(raw_edges, artifacts.keys(), file, text)
+    return Snapshot(artifacts, edges)
+
+
+def parse_edges(raw_edges: list, known: Iterable[str], file: str, text: str = "") -> tuple[Edge, ...]:
+    known_ids = set(known)
+    seen: set[Edge] = set()
+    out: list[Edge] = []
+    for i, e in enumerate(raw_edges):
+        where = f"edges[{i}]"
+        if not isinstance(e, dict) or set(e) - {"src", "dst", "type"}:
+            raise InputError("an edge is an object {src, dst, type}", file=file, field=where)
+        etype = e.get("type", "influence")
+        if etype not in EDGE_TYPES:
+            raise InputError(f"edge type must be 'influence' or 'semantic', got {etype!r}", file=file,
+                             field=f"{where}.type")
+        for end in ("src", "dst"):
+            node = e.get(end)
+            if not isinstance(node, str):
+                raise InputError(f"edge {end} must be an artifact id", file=file, field=f"{where}.{end}")
+            if node not in known_ids:
+                raise InputError(f"edge {end} {node!r} names a missing artifact", file=file,
+                                 line=line_of(text, node), field=f"{where}.{end}")
+        edge = Edge(e["src"], e["dst"], etype)
+        if edge not in seen:
+            seen.add(edge)
+            out.append(edge)
+    return tuple(out)
+
+
+def _second_line(text: str, ident: str) -> int | None:
+    needle = json.dumps(ident)
+    first = text.find(needle)
+    second = text.find(needle, first + 1) if first >= 0 else -1
+    return None if second < 0 else text.count("\n", 0, second) + 1

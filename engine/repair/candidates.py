@@ -1,0 +1,145 @@
+"""Mode assignment Φ_μ and repair candidates q_i = (μ_i, π_i, P_i, v_i, w_i, c_i) (§2.3).
+
+For each descendant i ∈ D(F), in topological order of the influence graph, a
+:class:`~engine.policy.domain.Cell` is built from the artifact and the event and the policy's
+ordered mode rules assign μ_i (``engine.policy.domain.decide``; no matching rule ⇒ remove).
+Support suffices when ``policy.support.sufficient(retained, inputs)`` where an influence input is
+retained when it lies in Ret(e) or is an affected descendant that is itself repairable (μ ≠ remove).
+Partitions exist for a neural skill when provenance yields a non-empty forget set (inputs
+outside Ret(e)) and a non-empty reference set (inputs in Ret(e)). Inputs left withdrawn or erased
+by an earlier event are not support (they are not servable in the post-event store).
+
+P_i is the set of affected influence inputs whose repaired successors π_i consumes: parents in
+D(F) — except for ``param``, which forgets affected inputs instead of consuming them (§3.1:
+the operator "removes the deleted support from the skill's retained reference set").
+A candidate is non-executable (v_i = 0) when P_i \\ D⁺(F) ≠ ∅, when it lies on a cycle (of E^inf
+within C(F), hence of E^req), or when no registered operator can run on it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Collection, Mapping
+
+import networkx as nx
+
+from ..policy.domain import Cell, decide
+from ..policy.model import Policy
+from .artifacts import SERVABLE_STATES, Artifact
+from .events import Event
+from .graph import cascade, cyclic_nodes, is_retained
+from .operators import OperatorRegistry, default_operators
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """q_i for one non-removed descendant i ∈ D⁺(F)."""
+
+    id: str
+    kind: str
+    arch: str | None
+    mode: str
+    operator: str
+    prerequisites: tuple[str, ...]  # P_i
+    executable: bool  # v_i
+    value: float  # w_i
+    cost: float  # c_i
+    reason: str = ""  # why v_i = 0
+
+    def as_dict(self) -> dict:
+        return {"id": self.id, "kind": self.kind, "arch": self.arch, "mode": self.mode,
+                "operator": self.operator, "prerequisites": list(self.prerequisites),
+                "executable": self.executable, "value": self.value, "cost": self.cost,
+                "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """Result of lines 3–5 of Algorithm 1: modes for D(F), candidates for D⁺(F)."""
+
+    modes: Mapping[str, str]
+    candidates: tuple[Candidate, ...]
+    cells: Mapping[str, Cell]
+
+
+def topological_order(g: nx.DiGraph, nodes: Collection[str]) -> list[str]:
+    """Nodes in an order where parents precede children (cycles collapsed, ids break ties)."""
+    sub = g.subgraph(nodes)
+    cond = nx.condensation(sub)
+    order: list[str] = []
+    for comp in nx.lexicographical_topological_sort(cond, key=lambda c: min(cond.nodes[c]["members"])):
+        order.extend(sorted(cond.nodes[comp]["members"]))
+    return order
+
+
+def meta_cell_values(policy: Policy, artifact: Artifact) -> dict[str, float]:
+    """The numeric metadata the artifact's kind declares (declared default when absent)."""
+    spec = policy.kinds.get(artifact.kind)  # type: ignore[call-overload]
+    if spec is None:
+        return {}
+    out: dict[str, float] = {}
+    for name, mf in spec.meta.items():
+        v = artifact.meta.get(name)
+        out[name] = float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else mf.default
+    return out
+
+
+def assign(policy: Policy, artifacts: Mapping[str, Artifact], g: nx.DiGraph, event: Event,
+           operators: OperatorRegistry | None = None) -> Assignment:
+    """Algorithm 1 lines 3–5: modes μ_i, candidates Q_ρ, P_i, and executability v_i."""
+    operators = operators or default_operators()
+    affected = cascade(g, event.roots)
+    roots = frozenset(event.roots)
+    desc = affected - roots
+    reps = event.replacement_ids
+    cyclic = cyclic_nodes(g, affected)
+    modes: dict[str, str] = {}
+    cells: dict[str, Cell] = {}
+    for i in topological_order(g, desc):
+        art = artifacts[i]
+        parents = list(g.predecessors(i))
+        kept = [p for p in parents if is_retained(p, affected, event.type, reps)
+                and (p in reps or artifacts[p].state in SERVABLE_STATES)]
+        repairable = [p for p in parents if p in desc and modes.get(p, "remove") != "remove"]
+        support = policy.support.sufficient(len(kept) + len(repairable), len(parents))
+        forget = [p for p in parents if not is_retained(p, affected, event.type, reps)]
+        partitions = art.kind == "skill" and art.arch == "neural" and bool(forget) and bool(kept)
+        cell = Cell(art.kind, art.arch, event.type, "sufficient" if support else "insufficient",
+                    partitions, meta_cell_values(policy, art))
+        cells[i] = cell
+        modes[i] = decide(policy, cell) or "remove"
+    plus = frozenset(i for i, m in modes.items() if m != "remove")
+    candidates = []
+    for i in sorted(plus):
+        candidates.append(_candidate(policy, artifacts[i], modes[i], g, desc, plus, cyclic, operators))
+    return Assignment(modes, tuple(candidates), cells)
+
+
+def _candidate(policy: Policy, art: Artifact, mode: str, g: nx.DiGraph, desc: frozenset[str],
+               plus: frozenset[str], cyclic: frozenset[str], operators: OperatorRegistry) -> Candidate:
+    prereqs = () if mode == "param" else tuple(sorted(p for p in g.predecessors(art.id) if p in desc))
+    op = operators.find(mode, art.kind, art.arch)
+    reason = ""
+    missing = [p for p in prereqs if p not in plus]
+    if missing:
+        reason = f"requires removed descendant {missing[0]}"
+    elif art.id in cyclic:
+        reason = "on a cycle of influence (E^req) edges"
+    elif op is None:
+        reason = f"no operator registered for mode {mode}"
+    else:
+        reason = op.check(art) or ""
+    return Candidate(
+        id=art.id, kind=art.kind, arch=art.arch, mode=mode,
+        operator=op.name if op is not None else "",
+        prerequisites=prereqs, executable=not reason,
+        value=policy.value_of(art.kind, mode, dict(art.meta)),
+        cost=policy.cost_of(art.kind, mode, dict(art.meta)),
+        reason=reason,
+    )
+
+
+def requirement_edges(candidates: Collection[Candidate]) -> list[tuple[str, str]]:
+    """E^req = {(j, i) : i ∈ D⁺(F), j ∈ P̄_i} with P̄_i = P_i ∩ D⁺(F) (§2.3)."""
+    plus = {c.id for c in candidates}
+    return [(j, c.id) for c in candidates for j in c.prerequisites if j in plus]

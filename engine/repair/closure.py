@@ -1,0 +1,341 @@
+"""Publication selection S_ρ (MemoRepair §2.4, Eq. 1–4, Theorem 1) and the paper's baselines.
+
+``max_weight_closure`` solves max Σ p_i x_i with p_i = w_i − λ c_i subject to x_i ≤ v_i (Eq. 2)
+and x_i ≤ x_j for j ∈ P̄_i (Eq. 3) exactly, by one s–t min cut (Picard 1976): s → i with
+capacity p_i for p_i > 0, i → t with capacity −p_i for p_i < 0, and infinite edges i → j for
+j ∈ P̄_i (selecting i forces its prerequisites) and i → t for v_i = 0 (never selectable).
+The selection is the source side of the cut: the nodes reachable from s in the residual network,
+i.e. the unique *minimal* optimal closure (zero-profit candidates are selected only when needed).
+
+Exact integer capacities: every w_i, c_i and λ is read as the exact decimal rational of its
+shortest float representation (``Fraction(repr(x))``, e.g. 0.3 → 3/10), p_i is computed in
+rationals, and all p_i are multiplied by the lcm of their denominators. Both backends get these
+same integers, so they agree exactly: ``networkx`` (reference; arbitrary-precision ints) and
+``ortools`` (``SimpleMaxFlow``, int64; when the scaled capacities would not fit in 62 bits the
+``ortools`` backend falls back to ``networkx``, reported in ``Selection.method``).
+
+Hard budget β (Σ c_i x_i ≤ β, a precedence-constrained knapsack): exact enumeration of
+predecessor-closed sets when at most ``BUDGET_EXACT_LIMIT`` candidates are selectable; otherwise a
+Lagrangian search: bisection on a cost multiplier μ ≥ 0 over min cuts with p_i = w_i − (λ+μ) c_i,
+returning the min-cut selection of the smallest μ found whose cost fits the budget (feasible, not
+guaranteed optimal; ``Selection.optimal`` says which).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Callable, Collection, Iterable, Sequence
+
+import networkx as nx
+
+from .candidates import Candidate
+
+SELECTORS: tuple[str, ...] = ("mincut", "greedy", "repair_all", "remove_all", "no_action")
+BACKENDS: tuple[str, ...] = ("networkx", "ortools")
+BUDGET_EXACT_LIMIT = 20
+INT64_SAFE = 1 << 62
+
+
+@dataclass(frozen=True)
+class Selection:
+    """S_ρ with its objective Repair(x) − λ·Cost(x) (exact rational and float)."""
+
+    selected: frozenset[str]
+    objective_exact: Fraction
+    method: str
+    optimal: bool
+
+    @property
+    def objective(self) -> float:
+        return float(self.objective_exact)
+
+    def as_dict(self) -> dict:
+        return {"selected": sorted(self.selected), "objective": self.objective,
+                "method": self.method, "optimal": self.optimal}
+
+
+def exact(x: float) -> Fraction:
+    """The decimal rational a float was written as (shortest repr round-trips, so this is exact)."""
+    if not math.isfinite(x):
+        raise ValueError(f"non-finite weight {x!r}")
+    return Fraction(repr(float(x)))
+
+
+def profit(c: Candidate, tradeoff: float | Fraction, extra: Fraction = Fraction(0)) -> Fraction:
+    """p_i = w_i − λ c_i (exact)."""
+    lam = tradeoff if isinstance(tradeoff, Fraction) else exact(tradeoff)
+    return exact(c.value) - (lam + extra) * exact(c.cost)
+
+
+def objective(candidates: Iterable[Candidate], selected: Collection[str], tradeoff: float) -> Fraction:
+    """Eq. 1: Repair(x) − λ·Cost(x) of a selection (exact)."""
+    return sum((profit(c, tradeoff) for c in candidates if c.id in selected), Fraction(0))
+
+
+def is_feasible(candidates: Sequence[Candidate], selected: Collection[str]) -> bool:
+    """Eq. 2–3: only executable candidates, closed under P̄_i; P_i must lie in D⁺(F)."""
+    by_id = {c.id: c for c in candidates}
+    for i in selected:
+        c = by_id.get(i)
+        if c is None or not c.executable:
+            return False
+        if any(j not in by_id or j not in selected for j in c.prerequisites):
+            return False
+    return True
+
+
+def _prereqs_in_plus(c: Candidate, plus: Collection[str]) -> list[str]:
+    return [j for j in c.prerequisites if j in plus]
+
+
+def _scaled(candidates: Sequence[Candidate], tradeoff: float, extra: Fraction) -> tuple[dict[str, int], int]:
+    profits = {c.id: profit(c, tradeoff, extra) for c in candidates}
+    scale = 1
+    for p in profits.values():
+        scale = scale * p.denominator // math.gcd(scale, p.denominator)
+    ints = {i: int(p * scale) for i, p in profits.items()}
+    return ints, scale
+
+
+# --------------------------------------------------------------------------- min cut backends
+
+
+def _cut_networkx(candidates: Sequence[Candidate], ints: dict[str, int]) -> frozenset[str]:
+    plus = {c.id for c in candidates}
+    g = nx.DiGraph()
+    s, t = ("__source__",), ("__sink__",)
+    g.add_node(s)
+    g.add_node(t)
+    for c in candidates:
+        p = ints[c.id]
+        g.add_node(c.id)
+        if p > 0:
+            g.add_edge(s, c.id, capacity=p)
+        if not c.executable:
+            g.add_edge(c.id, t)  # no capacity attribute: infinite (one DiGraph edge per pair)
+        elif p < 0:
+            g.add_edge(c.id, t, capacity=-p)
+        for j in _prereqs_in_plus(c, plus):
+            g.add_edge(c.id, j)
+    residual = nx.algorithms.flow.preflow_push(g, s, t)
+    seen = {s}
+    stack = [s]
+    while stack:
+        u = stack.pop()
+        for v, attr in residual[u].items():
+            if v not in seen and attr["capacity"] - attr["flow"] > 0:
+                seen.add(v)
+                stack.append(v)
+    return frozenset(n for n in seen if n != s)
+
+
+def _cut_ortools(candidates: Sequence[Candidate], ints: dict[str, int]) -> frozenset[str]:
+    from ortools.graph.python import max_flow
+
+    plus = {c.id for c in candidates}
+    index = {c.id: k + 2 for k, c in enumerate(candidates)}
+    s, t = 0, 1
+    inf = sum(abs(v) for v in ints.values()) + 1
+    smf = max_flow.SimpleMaxFlow()
+    for c in candidates:
+        p, k = ints[c.id], index[c.id]
+        if p > 0:
+            smf.add_arc_with_capacity(s, k, p)
+        elif p < 0:
+            smf.add_arc_with_capacity(k, t, -p)
+        if not c.executable:
+            smf.add_arc_with_capacity(k, t, inf)
+        for j in _prereqs_in_plus(c, plus):
+            smf.add_arc_with_capacity(k, index[j], inf)
+    if not candidates:
+        return frozenset()
+    status = smf.solve(s, t)
+    if status != smf.OPTIMAL:
+        raise RuntimeError(f"OR-Tools max flow failed with status {status}")
+    ids = {k: i for i, k in index.items()}
+    return frozenset(ids[k] for k in smf.get_source_side_min_cut() if k in ids)
+
+
+def max_weight_closure(candidates: Sequence[Candidate], tradeoff: float, backend: str = "networkx",
+                       extra: Fraction = Fraction(0)) -> Selection:
+    """Theorem 1: the exact optimum of Eq. 1–4 by a single s–t min cut (minimal optimal closure)."""
+    ints, _scale = _scaled(candidates, tradeoff, extra)
+    method = backend
+    if backend == "ortools":
+        if 2 * sum(abs(v) for v in ints.values()) + 2 < INT64_SAFE:
+            chosen = _cut_ortools(candidates, ints)
+        else:
+            method, chosen = "ortools→networkx (capacities exceed int64)", _cut_networkx(candidates, ints)
+    elif backend == "networkx":
+        chosen = _cut_networkx(candidates, ints)
+    else:
+        raise ValueError(f"unknown backend {backend!r}")
+    return Selection(chosen, objective(candidates, chosen, tradeoff), f"mincut/{method}", True)
+
+
+# --------------------------------------------------------------------------- baselines
+
+
+def closure_feasible(candidates: Sequence[Candidate]) -> frozenset[str]:
+    """E_0: candidates that can be selected at all (executable, prerequisites all selectable)."""
+    by_id = {c.id: c for c in candidates}
+    memo: dict[str, bool] = {}
+    for start in sorted(by_id):
+        stack = [(start, False)]
+        on_path: set[str] = set()
+        while stack:
+            i, done = stack.pop()
+            if done:
+                on_path.discard(i)
+                c = by_id[i]
+                memo[i] = c.executable and all(j in by_id and memo.get(j, False) for j in c.prerequisites)
+                continue
+            if i in memo or i in on_path:
+                continue
+            on_path.add(i)
+            stack.append((i, True))
+            for j in by_id[i].prerequisites:
+                if j in by_id and j not in memo and j not in on_path:
+                    stack.append((j, False))
+    return frozenset(i for i, ok in memo.items() if ok)
+
+
+def repair_all(candidates: Sequence[Candidate], tradeoff: float) -> Selection:
+    """Baseline *Repair all*: every initially executable candidate (E_0)."""
+    chosen = closure_feasible(candidates)
+    return Selection(chosen, objective(candidates, chosen, tradeoff), "repair_all", False)
+
+
+def remove_all(candidates: Sequence[Candidate], tradeoff: float) -> Selection:
+    """Baseline *Remove all*: the barrier without any repair (S = ∅)."""
+    return Selection(frozenset(), Fraction(0), "remove_all", False)
+
+
+def no_action(candidates: Sequence[Candidate], tradeoff: float) -> Selection:
+    """Baseline *No action*: no barrier and no repair (the store is left unchanged)."""
+    return Selection(frozenset(), Fraction(0), "no_action", False)
+
+
+def greedy(candidates: Sequence[Candidate], tradeoff: float) -> Selection:
+    """Baseline *Barrier+Greedy*: visit candidates by value-to-cost ratio w_i/c_i (ties: id);
+    add a candidate together with its unselected prerequisites when the group is feasible and its
+    profit Σ (w − λc) is positive. Feasible by construction, never better than the min cut."""
+    by_id = {c.id: c for c in candidates}
+    feasible = closure_feasible(candidates)
+
+    def ratio(c: Candidate) -> float:
+        return math.inf if c.cost == 0 else c.value / c.cost
+
+    chosen: set[str] = set()
+    for c in sorted(candidates, key=lambda c: (-ratio(c), c.id)):
+        if c.id in chosen or c.id not in feasible:
+            continue
+        group = _ancestors(c.id, by_id) - chosen
+        if sum((profit(by_id[i], tradeoff) for i in group), Fraction(0)) > 0:
+            chosen |= group
+    return Selection(frozenset(chosen), objective(candidates, chosen, tradeoff), "greedy", False)
+
+
+def _ancestors(i: str, by_id: dict[str, Candidate]) -> set[str]:
+    out = {i}
+    stack = [i]
+    while stack:
+        for j in by_id[stack.pop()].prerequisites:
+            if j in by_id and j not in out:
+                out.add(j)
+                stack.append(j)
+    return out
+
+
+# --------------------------------------------------------------------------- budget β
+
+
+def enumerate_closures(candidates: Sequence[Candidate], budget: float | None = None) -> Iterable[frozenset[str]]:
+    """All feasible (executable, predecessor-closed) selections, optionally with cost ≤ β."""
+    feasible = closure_feasible(candidates)
+    by_id = {c.id: c for c in candidates if c.id in feasible}
+    order = _topo(by_id)
+    cap = None if budget is None else exact(budget)
+
+    def rec(k: int, chosen: frozenset[str], cost: Fraction) -> Iterable[frozenset[str]]:
+        if k == len(order):
+            yield chosen
+            return
+        yield from rec(k + 1, chosen, cost)
+        c = by_id[order[k]]
+        if all(j in chosen for j in c.prerequisites):
+            new_cost = cost + exact(c.cost)
+            if cap is None or new_cost <= cap:
+                yield from rec(k + 1, chosen | {c.id}, new_cost)
+
+    yield from rec(0, frozenset(), Fraction(0))
+
+
+def _topo(by_id: dict[str, Candidate]) -> list[str]:
+    g = nx.DiGraph()
+    g.add_nodes_from(by_id)
+    g.add_edges_from((j, c.id) for c in by_id.values() for j in c.prerequisites if j in by_id)
+    return list(nx.lexicographical_topological_sort(g))
+
+
+def brute_force(candidates: Sequence[Candidate], tradeoff: float, budget: float | None = None) -> Selection:
+    """Reference optimum by enumeration (small instances): max objective, ties → fewest, then ids."""
+    best: tuple[Fraction, int, list[str]] | None = None
+    for sel in enumerate_closures(candidates, budget):
+        val = objective(candidates, sel, tradeoff)
+        key = (val, -len(sel), sorted(sel))
+        if best is None or (key[0], key[1]) > (best[0], best[1]):
+            best = key
+    assert best is not None
+    return Selection(frozenset(best[2]), best[0], "enumeration", True)
+
+
+def budgeted_closure(candidates: Sequence[Candidate], tradeoff: float, budget: float,
+                     backend: str = "networkx") -> Selection:
+    """max Eq. 1 s.t. Eq. 2–4 and Σ c_i x_i ≤ β: exact enumeration when small, else Lagrangian."""
+    if len(closure_feasible(candidates)) <= BUDGET_EXACT_LIMIT:
+        sel = brute_force(candidates, tradeoff, budget)
+        return Selection(sel.selected, sel.objective_exact, "budget/enumeration", True)
+    cap = exact(budget)
+
+    def cost(sel: frozenset[str]) -> Fraction:
+        return sum((exact(c.cost) for c in candidates if c.id in sel), Fraction(0))
+
+    base = max_weight_closure(candidates, tradeoff, backend)
+    if cost(base.selected) <= cap:
+        return Selection(base.selected, base.objective_exact, "budget/mincut (β not binding)", True)
+    lo, hi = Fraction(0), Fraction(1)
+    while cost(max_weight_closure(candidates, tradeoff, backend, hi).selected) > cap:
+        hi *= 2
+        if hi > 2**64:
+            break
+    best = max_weight_closure(candidates, tradeoff, backend, hi).selected
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        sel = max_weight_closure(candidates, tradeoff, backend, mid).selected
+        if cost(sel) <= cap:
+            hi, best = mid, sel
+        else:
+            lo = mid
+    if cost(best) > cap:
+        best = frozenset()
+    return Selection(best, objective(candidates, best, tradeoff), "budget/lagrangian", False)
+
+
+SelectorFn = Callable[[Sequence[Candidate], float], Selection]
+
+
+def select(candidates: Sequence[Candidate], tradeoff: float, selector: str = "mincut",
+           budget: float | None = None, backend: str = "networkx") -> Selection:
+    """Dispatch one of :data:`SELECTORS` (the budget applies to ``mincut`` only)."""
+    if selector == "mincut":
+        if budget is not None:
+            return budgeted_closure(candidates, tradeoff, budget, backend)
+        return max_weight_closure(candidates, tradeoff, backend)
+    table: dict[str, SelectorFn] = {"greedy": greedy, "repair_all": repair_all,
+                                    "remove_all": remove_all, "no_action": no_action}
+    if selector not in table:
+        raise ValueError(f"unknown selector {selector!r}")
+    return table[selector](candidates, tradeoff)

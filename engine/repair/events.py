@@ -1,0 +1,141 @@
+"""Repair events e = (F, τ, Δ) (MemoRepair §2.1) and their JSON format.
+
+``{"type": "delete", "roots": ["r1"]}``;
+``{"type": "correct", "roots": ["r2"], "replacements": [<artifact>...]}`` — each replacement is a
+fresh version of a root (same id), the set X_Δ;
+``{"type": "migrate", "roots": ["api-v1"], "interface": {...}}`` — the post-event interface κ_e
+(for several roots: an object keyed by root id).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from ..errors import InputError
+from ..policy.model import EVENTS
+from .artifacts import Artifact, Snapshot, line_of, parse_artifact, read_json
+
+EVENT_FIELDS = frozenset({"type", "roots", "replacements", "interface", "id"})
+
+
+@dataclass(frozen=True)
+class Event:
+    """e = (F, τ, Δ): ``roots`` F, ``type`` τ, Δ = replacements X_Δ and/or interfaces κ_e."""
+
+    type: str
+    roots: tuple[str, ...]
+    replacements: tuple[Artifact, ...] = ()
+    interfaces: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def replacement_ids(self) -> frozenset[str]:
+        return frozenset(a.id for a in self.replacements)
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": self.type, "roots": list(self.roots)}
+        if self.replacements:
+            out["replacements"] = [_replacement_dict(a) for a in self.replacements]
+        if self.interfaces:
+            out["interface"] = (dict(self.interfaces) if len(self.roots) > 1
+                                else self.interfaces[self.roots[0]])
+        return out
+
+
+def _replacement_dict(a: Artifact) -> dict[str, Any]:
+    d = a.as_dict()
+    d.pop("state", None)
+    d.pop("version", None)
+    return d
+
+
+def load_event(path: str, snapshot: Snapshot) -> Event:
+    """Read and validate an event file against the store's snapshot (InputError on any problem)."""
+    doc, text = read_json(path)
+    return parse_event(doc, snapshot, path, text)
+
+
+def parse_event(doc: Any, snapshot: Snapshot, file: str = "<event>", text: str = "") -> Event:
+    """Validate an event document: known type, existing roots, well-formed Δ."""
+    def fail(msg: str, fld: str, value: Any = None) -> InputError:
+        return InputError(msg, file=file, line=line_of(text, value) if value is not None else None, field=fld)
+
+    if not isinstance(doc, dict):
+        raise fail("an event is an object with 'type' and 'roots'", "")
+    extra = set(doc) - EVENT_FIELDS
+    if extra:
+        raise fail(f"unknown event field {sorted(extra)[0]!r}", sorted(extra)[0])
+    etype = doc.get("type")
+    if etype not in EVENTS:
+        raise fail(f"event type must be one of {', '.join(EVENTS)}", "type")
+    roots = doc.get("roots")
+    if not isinstance(roots, list) or not roots or not all(isinstance(r, str) for r in roots):
+        raise fail("'roots' must be a non-empty list of artifact ids", "roots")
+    for i, r in enumerate(roots):
+        if r not in snapshot.artifacts:
+            raise fail(f"unknown artifact {r!r}", f"roots[{i}]", r)
+        if snapshot.artifacts[r].state == "erased":
+            raise fail(f"artifact {r!r} was erased by an earlier delete event", f"roots[{i}]", r)
+    if len(set(roots)) != len(roots):
+        raise fail("'roots' lists an artifact twice", "roots")
+    replacements = _replacements(doc, etype, roots, snapshot, file, text)
+    interfaces = _interfaces(doc, etype, roots, file)
+    return Event(etype, tuple(roots), replacements, interfaces)
+
+
+def _replacements(doc: dict, etype: str, roots: list[str], snapshot: Snapshot, file: str,
+                  text: str) -> tuple[Artifact, ...]:
+    raw = doc.get("replacements")
+    if etype != "correct":
+        if raw is not None:
+            raise InputError("'replacements' belong to correct events only", file=file, field="replacements")
+        return ()
+    if not isinstance(raw, list) or not raw:
+        raise InputError("a correct event needs a non-empty 'replacements' list", file=file, field="replacements")
+    out: list[Artifact] = []
+    for i, obj in enumerate(raw):
+        art = parse_artifact(obj, f"replacements[{i}]", file, text)
+        if art.id not in roots:
+            raise InputError(f"replacement {art.id!r} is not a root of the event (a replacement is a fresh "
+                             "version of a root)", file=file, line=line_of(text, art.id),
+                             field=f"replacements[{i}].id")
+        old = snapshot.artifacts[art.id]
+        if (art.kind, art.arch) != (old.kind, old.arch):
+            raise InputError(f"replacement {art.id!r} changes kind/arch", file=file, field=f"replacements[{i}].kind")
+        if art.id in {a.id for a in out}:
+            raise InputError(f"replacement {art.id!r} given twice", file=file, field=f"replacements[{i}].id")
+        out.append(art)
+    return tuple(out)
+
+
+def _interfaces(doc: dict, etype: str, roots: list[str], file: str) -> dict[str, Any]:
+    raw = doc.get("interface")
+    if etype != "migrate":
+        if raw is not None:
+            raise InputError("'interface' belongs to migrate events only", file=file, field="interface")
+        return {}
+    if not isinstance(raw, dict):
+        raise InputError("a migrate event needs an 'interface' object (the new κ_e)", file=file, field="interface")
+    if len(roots) == 1:
+        return {roots[0]: raw}
+    if set(raw) != set(roots):
+        raise InputError("with several roots, 'interface' is an object keyed by exactly the root ids",
+                         file=file, field="interface")
+    for r, iface in raw.items():
+        if not isinstance(iface, dict):
+            raise InputError("an interface is an object", file=file, field=f"interface.{r}")
+    return dict(raw)
+
+
+def event_from_dict(doc: dict, snapshot: Snapshot | None = None) -> Event:
+    """Rebuild an event recorded in the store (already validated when it was accepted)."""
+    roots = tuple(doc["roots"])
+    reps = tuple(parse_artifact(o, "replacements", "<store>") for o in doc.get("replacements", []))
+    raw = doc.get("interface")
+    interfaces = {} if raw is None else (dict(raw) if len(roots) > 1 else {roots[0]: raw})
+    return Event(doc["type"], roots, reps, interfaces)
+
+
+def dumps(event: Event) -> str:
+    return json.dumps(event.as_dict(), sort_keys=True)

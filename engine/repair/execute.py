@@ -1,0 +1,181 @@
+"""Executing a transition plan: barrier, repair in topological order, validation, publication.
+
+Algorithm 1 line 2 (barrier, one transaction), line 7 (run S_ρ in topological order of
+E^req[S_ρ], staging each successor z_i) and line 8 (republish validated successors whose
+prerequisites were republished; a failure keeps itself and every dependent withdrawn). Every
+step is recorded in the store, so :func:`recover` can roll an interrupted event forward.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from ..errors import InputError
+from ..policy.model import Policy
+from .artifacts import SERVABLE_STATES, Artifact, Snapshot
+from .candidates import Candidate
+from .events import Event
+from .graph import is_retained
+from .operators import OperatorError, OperatorRegistry, RepairContext, Successor, default_operators
+from .oracles import OracleInput, validate
+from .plan import StepResult, TransitionPlan, compute_plan
+from .store import Store
+
+
+def policy_document(policy: Policy) -> dict[str, Any]:
+    return policy.model_dump(mode="json", by_alias=True)
+
+
+def root_successors(event: Event, snapshot: Snapshot) -> dict[str, Artifact]:
+    """Fresh root versions supplied by Δ: correction replacements X_Δ, migration interfaces κ_e."""
+    if event.type == "correct":
+        return {a.id: a for a in event.replacements}
+    if event.type == "migrate":
+        return {r: Artifact(r, snapshot.artifacts[r].kind, snapshot.artifacts[r].arch, content=iface,
+                            meta=dict(snapshot.artifacts[r].meta)) for r, iface in event.interfaces.items()}
+    return {}
+
+
+def run_event(store: Store, policy: Policy, event: Event, selector: str = "mincut", backend: str = "networkx",
+              operators: OperatorRegistry | None = None) -> TransitionPlan:
+    """Plan (pure) and execute one event on a store."""
+    if store.unfinished_event() is not None:
+        raise InputError("the store has an unfinished event; run `memgov recover` first", file=store.path)
+    plan = compute_plan(policy, store.snapshot(), event, selector, backend, operators)
+    return execute(store, policy, plan, operators)
+
+
+def execute(store: Store, policy: Policy, plan: TransitionPlan,
+            operators: OperatorRegistry | None = None) -> TransitionPlan:
+    """Barrier (one transaction), then :func:`resume`. *No action* changes nothing."""
+    if plan.selector == "no_action":
+        return plan.replace(status="done", withdrawn=(), republished=())
+    event_id = store.barrier(plan.to_json(), policy_document(policy), root_successors(plan.event, store.snapshot()))
+    return resume(store, event_id, policy, plan, operators)
+
+
+def recover(store: Store, operators: OperatorRegistry | None = None) -> TransitionPlan | None:
+    """Roll an interrupted event forward from its recorded plan and steps (None: nothing to do)."""
+    found = store.unfinished_event()
+    if found is None:
+        return None
+    event_id, _event, policy_doc, plan_doc = found
+    policy = Policy.model_validate(policy_doc)
+    return resume(store, event_id, policy, TransitionPlan.from_json(plan_doc), operators)
+
+
+def _interface(parents: list[str], event: Event, available: Mapping[str, Artifact]) -> dict[str, Any]:
+    merged: dict[str, Any] = {"tools": {}, "renames": {}, "arg_renames": {}}
+    for p in parents:
+        iface = event.interfaces.get(p) if event.type == "migrate" else None
+        if iface is None and p in available and isinstance(available[p].content, dict):
+            iface = available[p].content if "tools" in available[p].content else None
+        if iface:
+            for key in merged:
+                merged[key].update(iface.get(key, {}))
+    return merged
+
+
+def build_context(store: Store, snap: Snapshot, plan: TransitionPlan, c: Candidate, parents: list[str],
+                  successors: Mapping[str, Artifact]) -> RepairContext:
+    """The post-event support of candidate i: Ret(e) inputs, staged prerequisites, partitions."""
+    parents = sorted(parents)
+    affected = set(plan.cascade)
+    event = plan.event
+    replacements = {a.id: a for a in event.replacements}
+    available: dict[str, Artifact] = {}
+    forget: list[Artifact] = []
+    for p in parents:
+        if p in successors and p in c.prerequisites:
+            available[p] = successors[p]
+        elif is_retained(p, affected, event.type, replacements):
+            art = replacements.get(p) or snap.artifacts[p]
+            if p in replacements or art.state in SERVABLE_STATES:
+                available[p] = art
+        elif p in affected:
+            old = store.version_of(p, plan.base_versions[p])
+            if old is not None and old.content is not None:
+                forget.append(old)
+    inputs = tuple(available[p] for p in sorted(available))
+    reference = tuple(a for a in inputs if a.id not in c.prerequisites)
+    return RepairContext(event.type, inputs, tuple(forget), reference,
+                         _interface(parents, event, available), store.version_of(c.id, plan.base_versions[c.id]))
+
+
+def resume(store: Store, event_id: int, policy: Policy, plan: TransitionPlan,
+           operators: OperatorRegistry | None = None) -> TransitionPlan:
+    """Alg. 1 lines 7–8 from whatever steps the store already records (idempotent)."""
+    operators = operators or default_operators()
+    snap = store.snapshot()
+    parents_of: dict[str, list[str]] = {}
+    for src, dst in snap.influence_edges():
+        parents_of.setdefault(dst, []).append(src)
+    by_id = {c.id: c for c in plan.candidates}
+    steps = store.steps(event_id)
+    status: dict[str, str] = {}
+    successors: dict[str, Artifact] = {}
+    results: list[StepResult] = []
+    for i in plan.order:
+        c = by_id[i]
+        st, version, report = steps[i]
+        if st in ("validated", "failed", "blocked"):
+            status[i] = st
+            if st == "validated" and version is not None:
+                successors[i] = store.version_of(i, version)  # type: ignore[assignment]
+            results.append(StepResult(i, c.mode, st, version, tuple(report or ())))
+            continue
+        missing = [j for j in c.prerequisites if status.get(j) != "validated"]
+        if missing:
+            store.record_step(event_id, i, "blocked", [{"oracle": "prerequisites", "passed": False,
+                                                        "detail": f"prerequisite {missing[0]} not validated"}])
+            status[i] = "blocked"
+            results.append(StepResult(i, c.mode, "blocked", None, (), f"prerequisite {missing[0]} not validated"))
+            continue
+        ctx = build_context(store, snap, plan, c, parents_of.get(i, []), successors)
+        op = operators.find(c.mode, c.kind, c.arch)
+        art = ctx.previous or snap.artifacts[i]
+        if op is None:
+            store.record_step(event_id, i, "failed", [])
+            status[i] = "failed"
+            results.append(StepResult(i, c.mode, "failed", None, (), "no operator"))
+            continue
+        if st == "staged" and version is not None:
+            staged = store.version_of(i, version)
+            successor = Successor(staged.content, dict(staged.meta))  # type: ignore[union-attr]
+        else:
+            try:
+                successor = op(art, ctx)
+            except OperatorError as exc:
+                rep = [{"oracle": "operator", "passed": False, "detail": str(exc)}]
+                store.record_step(event_id, i, "failed", rep)
+                status[i] = "failed"
+                results.append(StepResult(i, c.mode, "failed", None, tuple(rep), str(exc)))
+                continue
+            version = store.stage(event_id, i, successor.content, successor.meta)
+        ok, reports = validate(policy.oracles_for(c.mode, c.kind, c.arch), OracleInput(art, successor, ctx, op))
+        rep = [r.as_dict() for r in reports]
+        store.record_step(event_id, i, "validated" if ok else "failed", rep)
+        status[i] = "validated" if ok else "failed"
+        if ok:
+            successors[i] = Artifact(i, c.kind, c.arch, version, successor.content, successor.meta, "staged")
+        results.append(StepResult(i, c.mode, status[i], version, tuple(rep)))
+    republished = [i for i in plan.order if status.get(i) == "validated"]
+    root_updates = [r for r, act in plan.roots.items() if act in ("replaced", "interface-updated")]
+    erase = [r for r, act in plan.roots.items() if act == "erased"]
+    final_steps = tuple(StepResult(s.id, s.mode, "republished", s.version, s.reports)
+                        if s.status == "validated" else s for s in results)
+    kept = set(republished) | set(root_updates)
+    final = plan.replace(executed=final_steps, republished=tuple(sorted(republished)),
+                         withdrawn=tuple(i for i in plan.barrier if i not in kept), status="done")
+    store.publish(event_id, republished + root_updates, erase, final.to_json())
+    return final
+
+
+def dry_run(store: Store, policy: Policy, event: Event, selector: str = "mincut", backend: str = "networkx",
+            operators: OperatorRegistry | None = None) -> TransitionPlan:
+    """Plan and execute on an in-memory copy: the full report, the real store untouched."""
+    copy = store.copy_in_memory()
+    try:
+        return run_event(copy, policy, event, selector, backend, operators)
+    finally:
+        copy.close()

@@ -1,0 +1,69 @@
+"""Cascade scope over influence edges (MemoRepair §2.1).
+
+Plain functions over a :class:`networkx.DiGraph` whose edges are E^inf only (semantic edges
+never define repair scope), in the style of :func:`networkx.descendants`.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Collection, Iterable
+
+import networkx as nx
+
+
+def influence_graph(nodes: Iterable[str], edges: Iterable[tuple[str, str]]) -> nx.DiGraph:
+    """G restricted to E^inf: every artifact is a node, (u, v) means v was produced using u."""
+    g = nx.DiGraph()
+    g.add_nodes_from(nodes)
+    g.add_edges_from(edges)
+    return g
+
+
+def cascade(g: nx.DiGraph, roots: Collection[str]) -> frozenset[str]:
+    """C(F) = Reach(F; E^inf), including the zero-hop roots (§2.1). One multi-source BFS."""
+    seen = set(roots)
+    queue = deque(roots)
+    while queue:
+        for child in g.successors(queue.popleft()):
+            if child not in seen:
+                seen.add(child)
+                queue.append(child)
+    return frozenset(seen)
+
+
+def descendants(g: nx.DiGraph, roots: Collection[str]) -> frozenset[str]:
+    """D(F) = C(F) \\ F (§2.1): the artifacts that get repair candidates."""
+    return cascade(g, roots) - frozenset(roots)
+
+
+def retained(nodes: Collection[str], affected: Collection[str], event_type: str,
+             replacements: Collection[str] = ()) -> frozenset[str]:
+    """Ret(e) (§2.1): V \\ C(F) for delete and migrate, (V \\ C(F)) ∪ X_Δ for correct.
+
+    ``replacements`` are the ids of the fresh artifacts X_Δ materialised by a correction.
+    """
+    base = frozenset(nodes) - frozenset(affected)
+    return base | frozenset(replacements) if event_type == "correct" else base
+
+
+def is_retained(node: str, affected: Collection[str], event_type: str,
+                replacements: Collection[str] = ()) -> bool:
+    """Membership in Ret(e) without materialising V \\ C(F) (for large stores)."""
+    if event_type == "correct" and node in replacements:
+        return True
+    return node not in affected
+
+
+def cyclic_nodes(g: nx.DiGraph, within: Collection[str]) -> frozenset[str]:
+    """Members of a directed cycle of ``g`` restricted to ``within`` (incl. self-loops)."""
+    sub = g.subgraph(within)
+    out: set[str] = set()
+    for comp in nx.strongly_connected_components(sub):
+        if len(comp) > 1:
+            out |= comp
+        else:
+            (node,) = comp
+            if sub.has_edge(node, node):
+                out.add(node)
+    return frozenset(out)

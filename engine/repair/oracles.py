@@ -1,0 +1,206 @@
+"""Validation oracles Validate_i (MemoRepair §2.2): a registry keyed by oracle name.
+
+A successor is publishable only when *every* oracle the policy assigns to its (mode, kind, arch)
+passes (``Policy.oracles_for``). Offline implementations:
+
+* ``schema`` — the successor content validates against a JSON Schema (a built-in subset:
+  type, enum, const, min/maxLength, minimum/maximum, required, properties,
+  additionalProperties, items, min/maxItems);
+* ``replay`` — re-running the operator ``runs`` times reproduces the successor (within tolerance);
+* ``task_regression`` — probe queries (policy probes plus the artifact's ``meta.probes``) are
+  answered from the successor by lexical retrieval of its best-matching sentence; the share
+  whose answer contains the expected text must reach ``min_pass``;
+* ``sandbox`` — every call of a chain procedure type-checks against the current interface κ_e;
+* ``forget_reference`` — forget-set suppression and retained (reference) utility of a neural skill.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from . import neural
+from .artifacts import Artifact
+from .operators import Operator, OperatorError, RepairContext, Successor, sentences
+
+JSON_TYPES: dict[str, Callable[[Any], bool]] = {
+    "string": lambda x: isinstance(x, str),
+    "integer": lambda x: isinstance(x, int) and not isinstance(x, bool),
+    "number": lambda x: isinstance(x, (int, float)) and not isinstance(x, bool),
+    "boolean": lambda x: isinstance(x, bool),
+    "object": lambda x: isinstance(x, dict),
+    "array": lambda x: isinstance(x, list),
+    "null": lambda x: x is None,
+}
+
+
+@dataclass(frozen=True)
+class Report:
+    oracle: str
+    passed: bool
+    detail: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"oracle": self.oracle, "passed": self.passed, "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class OracleInput:
+    artifact: Artifact
+    successor: Successor
+    ctx: RepairContext
+    operator: Operator
+
+
+def schema_errors(value: Any, schema: Mapping[str, Any], path: str = "$") -> list[str]:
+    """Errors of ``value`` against a JSON Schema subset (empty list: valid)."""
+    errs: list[str] = []
+    t = schema.get("type")
+    if t is not None:
+        types = [t] if isinstance(t, str) else list(t)
+        if not any(JSON_TYPES.get(x, lambda _: False)(value) for x in types):
+            return [f"{path}: expected {'/'.join(types)}"]
+    if "enum" in schema and value not in schema["enum"]:
+        errs.append(f"{path}: not in enum")
+    if "const" in schema and value != schema["const"]:
+        errs.append(f"{path}: not the constant")
+    if isinstance(value, str):
+        if len(value) < schema.get("minLength", 0):
+            errs.append(f"{path}: shorter than {schema['minLength']}")
+        if "maxLength" in schema and len(value) > schema["maxLength"]:
+            errs.append(f"{path}: longer than {schema['maxLength']}")
+    if JSON_TYPES["number"](value):
+        if "minimum" in schema and value < schema["minimum"]:
+            errs.append(f"{path}: below minimum")
+        if "maximum" in schema and value > schema["maximum"]:
+            errs.append(f"{path}: above maximum")
+    if isinstance(value, dict):
+        for key in schema.get("required", []):
+            if key not in value:
+                errs.append(f"{path}: missing {key!r}")
+        props = schema.get("properties", {})
+        for key, sub in value.items():
+            if key in props:
+                errs += schema_errors(sub, props[key], f"{path}.{key}")
+            elif schema.get("additionalProperties") is False:
+                errs.append(f"{path}: unexpected {key!r}")
+            elif isinstance(schema.get("additionalProperties"), dict):
+                errs += schema_errors(sub, schema["additionalProperties"], f"{path}.{key}")
+    if isinstance(value, list):
+        if len(value) < schema.get("minItems", 0):
+            errs.append(f"{path}: fewer than {schema['minItems']} items")
+        if "maxItems" in schema and len(value) > schema["maxItems"]:
+            errs.append(f"{path}: more than {schema['maxItems']} items")
+        if isinstance(schema.get("items"), dict):
+            for k, item in enumerate(value):
+                errs += schema_errors(item, schema["items"], f"{path}[{k}]")
+    return errs
+
+
+def check_schema(spec: Any, x: OracleInput) -> Report:
+    schema = spec.by_kind.get(x.artifact.kind, spec.schema_)
+    errs = schema_errors(x.successor.content, schema)
+    return Report("schema", not errs, "; ".join(errs[:3]))
+
+
+def _close(a: Any, b: Any, tol: float) -> bool:
+    if JSON_TYPES["number"](a) and JSON_TYPES["number"](b):
+        return math.isclose(a, b, abs_tol=tol, rel_tol=0.0)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_close(p, q, tol) for p, q in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_close(a[k], b[k], tol) for k in a)
+    return a == b
+
+
+def check_replay(spec: Any, x: OracleInput) -> Report:
+    for run in range(spec.runs):
+        try:
+            again = x.operator(x.artifact, x.ctx)
+        except OperatorError as exc:
+            return Report("replay", False, f"replay {run + 1} failed: {exc}")
+        if not _close(again.content, x.successor.content, spec.tolerance):
+            return Report("replay", False, f"replay {run + 1} differs from the staged successor")
+    return Report("replay", True, f"{spec.runs} replays agree")
+
+
+def answer(content: Any, query: str) -> str:
+    """Offline agent: the successor's sentence with the largest token overlap with the query."""
+    text = content if isinstance(content, str) else str(content)
+    q = set(neural.tokens(query))
+    best = max(sentences(text) or [""], key=lambda s: len(q & set(neural.tokens(s))))
+    return best
+
+
+def check_task_regression(spec: Any, x: OracleInput) -> Report:
+    probes = [(p.query, p.expect) for p in spec.probes]
+    for p in x.artifact.meta.get("probes", []) or []:
+        if isinstance(p, dict) and isinstance(p.get("query"), str) and isinstance(p.get("expect"), str):
+            probes.append((p["query"], p["expect"]))
+    if not probes:
+        return Report("task_regression", True, "no probes")
+    passed = sum(e.lower() in answer(x.successor.content, q).lower() for q, e in probes)
+    ok = passed / len(probes) >= spec.min_pass - 1e-12
+    return Report("task_regression", ok, f"{passed}/{len(probes)} probes pass")
+
+
+def call_errors(calls: Any, interface: Mapping[str, Any], allow_extra: bool) -> list[str]:
+    """Type-check chain calls against an interface {"tools": {name: {"params", "required"}}}."""
+    tools = interface.get("tools", {})
+    if not isinstance(calls, list) or not calls:
+        return ["no calls"]
+    errs = []
+    for k, call in enumerate(calls):
+        tool = call.get("tool") if isinstance(call, dict) else None
+        if tool not in tools:
+            errs.append(f"call {k}: unknown tool {tool!r}")
+            continue
+        params = tools[tool].get("params", {})
+        args = call.get("args", {})
+        for name in tools[tool].get("required", []):
+            if name not in args:
+                errs.append(f"call {k}: {tool} misses required {name!r}")
+        for name, v in args.items():
+            if name not in params:
+                if not allow_extra:
+                    errs.append(f"call {k}: {tool} has no parameter {name!r}")
+            elif not JSON_TYPES.get(params[name], lambda _: True)(v):
+                errs.append(f"call {k}: {tool}.{name} is not {params[name]}")
+    return errs
+
+
+def check_sandbox(spec: Any, x: OracleInput) -> Report:
+    content = x.successor.content
+    calls = content.get("calls") if isinstance(content, dict) else None
+    errs = call_errors(calls, x.ctx.interface, spec.allow_extra_args)
+    return Report("sandbox", not errs, "; ".join(errs[:3]) or f"{len(calls)} calls type-check")
+
+
+def check_forget_reference(spec: Any, x: OracleInput) -> Report:
+    params = x.successor.content
+    if not neural.is_params(params):
+        return Report("forget_reference", False, "successor is not a model")
+    forget = neural.examples_of([a.content for a in x.ctx.forget])
+    ref = neural.examples_of([a.content for a in x.ctx.reference])
+    fs = neural.forget_score(params, forget, ref)
+    ru = neural.accuracy(params, ref)
+    ok = fs <= spec.max_forget_score and ru >= spec.min_retained_utility
+    return Report("forget_reference", ok, f"forget score {fs:.2f}, retained utility {ru:.2f}")
+
+
+ORACLES: dict[str, Callable[[Any, OracleInput], Report]] = {
+    "schema": check_schema,
+    "replay": check_replay,
+    "task_regression": check_task_regression,
+    "sandbox": check_sandbox,
+    "forget_reference": check_forget_reference,
+}
+
+
+def validate(oracle_specs: list, x: OracleInput,
+             registry: Mapping[str, Callable[[Any, OracleInput], Report]] | None = None) -> tuple[bool, list[Report]]:
+    """Validate_i(z_i) = 1 iff every assigned oracle passes ("all must pass")."""
+    registry = ORACLES if registry is None else registry
+    reports = [registry[spec.oracle](spec, x) for spec in oracle_specs]
+    return all(r.passed for r in reports), reports

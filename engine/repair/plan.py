@@ -1,0 +1,159 @@
+"""The transition plan ρ as a frozen value (MemoRepair Algorithm 1) and its pure computation.
+
+:func:`compute_plan` performs lines 1 and 3–6 of Algorithm 1 (cascade, modes, candidates,
+executability, selection) and the execution order of line 7 without touching any store; the
+barrier (line 2) and lines 7–8 are carried out by :mod:`engine.repair.execute`, which returns the
+same plan with ``executed``, ``republished`` and ``withdrawn`` filled in.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Mapping
+
+import networkx as nx
+
+from ..policy.model import Policy
+from .artifacts import Snapshot
+from .candidates import Candidate, assign, requirement_edges
+from .closure import Selection, select
+from .events import Event, event_from_dict
+from .graph import cascade, influence_graph
+from .operators import OperatorRegistry
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """Outcome of one selected candidate: staged version, validation reports, final status."""
+
+    id: str
+    mode: str
+    status: str  # validated | failed | blocked | republished
+    version: int | None = None
+    reports: tuple[Mapping[str, Any], ...] = ()
+    error: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "mode": self.mode, "status": self.status, "version": self.version,
+                "validation": list(self.reports), "error": self.error}
+
+
+@dataclass(frozen=True)
+class TransitionPlan:
+    """ρ: everything decided for one event, and (after execution) what happened."""
+
+    event: Event
+    selector: str
+    tradeoff: float
+    budget: float | None
+    cascade: tuple[str, ...]
+    descendants: tuple[str, ...]
+    barrier: tuple[str, ...]
+    modes: Mapping[str, str]
+    candidates: tuple[Candidate, ...]
+    requirements: tuple[tuple[str, str], ...]
+    selection: Selection
+    order: tuple[str, ...]
+    base_versions: Mapping[str, int]
+    executed: tuple[StepResult, ...] = ()
+    republished: tuple[str, ...] = ()
+    withdrawn: tuple[str, ...] = ()
+    roots: Mapping[str, str] = field(default_factory=dict)
+    status: str = "planned"
+
+    def candidate(self, ident: str) -> Candidate:
+        for c in self.candidates:
+            if c.id == ident:
+                return c
+        raise KeyError(ident)
+
+    def to_json(self) -> dict[str, Any]:
+        """The TransitionPlan JSON (ids are JSON strings throughout)."""
+        return {
+            "status": self.status,
+            "event": self.event.as_dict(),
+            "selector": self.selector,
+            "tradeoff": self.tradeoff,
+            "budget": self.budget,
+            "cascade": list(self.cascade),
+            "descendants": list(self.descendants),
+            "barrier": list(self.barrier),
+            "modes": dict(self.modes),
+            "candidates": [c.as_dict() for c in self.candidates],
+            "requirements": [list(e) for e in self.requirements],
+            "selection": sorted(self.selection.selected),
+            "selection_method": self.selection.method,
+            "optimal": self.selection.optimal,
+            "objective": self.selection.objective,
+            "objective_exact": str(self.selection.objective_exact),
+            "order": list(self.order),
+            "base_versions": dict(self.base_versions),
+            "executed": [s.as_dict() for s in self.executed],
+            "republished": list(self.republished),
+            "withdrawn": list(self.withdrawn),
+            "roots": dict(self.roots),
+        }
+
+    @staticmethod
+    def from_json(doc: Mapping[str, Any]) -> "TransitionPlan":
+        cands = tuple(Candidate(c["id"], c["kind"], c["arch"], c["mode"], c["operator"],
+                                tuple(c["prerequisites"]), c["executable"], c["value"], c["cost"],
+                                c.get("reason", "")) for c in doc["candidates"])
+        sel = Selection(frozenset(doc["selection"]), Fraction(doc["objective_exact"]),
+                        doc["selection_method"], doc["optimal"])
+        steps = tuple(StepResult(s["id"], s["mode"], s["status"], s["version"], tuple(s["validation"]),
+                                 s["error"]) for s in doc.get("executed", []))
+        return TransitionPlan(
+            event=event_from_dict(doc["event"]), selector=doc["selector"], tradeoff=doc["tradeoff"],
+            budget=doc["budget"], cascade=tuple(doc["cascade"]), descendants=tuple(doc["descendants"]),
+            barrier=tuple(doc["barrier"]), modes=dict(doc["modes"]), candidates=cands,
+            requirements=tuple(tuple(e) for e in doc["requirements"]), selection=sel,
+            order=tuple(doc["order"]), base_versions=dict(doc["base_versions"]), executed=steps,
+            republished=tuple(doc["republished"]), withdrawn=tuple(doc["withdrawn"]),
+            roots=dict(doc.get("roots", {})), status=doc.get("status", "planned"))
+
+    def replace(self, **changes: Any) -> "TransitionPlan":
+        return dataclasses.replace(self, **changes)
+
+
+def root_actions(event: Event) -> dict[str, str]:
+    """What the event does to each root: deletion erases, correction and migration replace."""
+    action = {"delete": "erased", "correct": "replaced", "migrate": "interface-updated"}[event.type]
+    out = {r: action for r in event.roots}
+    if event.type == "correct":
+        for r in event.roots:
+            if r not in event.replacement_ids:
+                out[r] = "withdrawn"
+    return out
+
+
+def execution_order(candidates: tuple[Candidate, ...], selected: frozenset[str]) -> tuple[str, ...]:
+    """Topological order of E^req[S_ρ] (Algorithm 1 line 7), ties broken by id."""
+    g = nx.DiGraph()
+    g.add_nodes_from(selected)
+    g.add_edges_from((j, i) for j, i in requirement_edges(candidates) if i in selected and j in selected)
+    return tuple(nx.lexicographical_topological_sort(g))
+
+
+def compute_plan(policy: Policy, snapshot: Snapshot, event: Event, selector: str = "mincut",
+                 backend: str = "networkx", operators: OperatorRegistry | None = None) -> TransitionPlan:
+    """Algorithm 1 lines 1, 3–6 as a pure function of (policy, store snapshot, event)."""
+    g = influence_graph(snapshot.artifacts.keys(), snapshot.influence_edges())
+    affected = cascade(g, event.roots)
+    roots = frozenset(event.roots)
+    assignment = assign(policy, snapshot.artifacts, g, event, operators)
+    lam = policy.selection.tradeoff
+    budget = policy.selection.budget
+    sel = select(assignment.candidates, lam, selector, budget, backend)
+    return TransitionPlan(
+        event=event, selector=selector, tradeoff=lam, budget=budget,
+        cascade=tuple(sorted(affected)), descendants=tuple(sorted(affected - roots)),
+        barrier=() if selector == "no_action" else tuple(sorted(affected)),
+        modes=dict(sorted(assignment.modes.items())), candidates=assignment.candidates,
+        requirements=tuple(requirement_edges(assignment.candidates)), selection=sel,
+        order=execution_order(assignment.candidates, sel.selected),
+        base_versions={i: snapshot.artifacts[i].version for i in sorted(affected)},
+        roots=root_actions(event) if selector != "no_action" else {},
+    )

@@ -1,0 +1,318 @@
+"""The SQLite store: the only way the engine reads or writes memory state.
+
+Artifacts keep every version (``versions``), a visibility state (servable, withdrawn, staged,
+republished, erased), influence/semantic ``edges``, ``events`` with their plan, ``plan_steps``
+and an append-only ``audit`` log (UPDATE/DELETE on it abort). Each state change of a repair is
+one transaction: the barrier (MemoRepair §2.2, Alg. 1 line 2) withdraws all of C(F) at once,
+each staged successor is one commit, and publication (Alg. 1 line 8) is one commit. A process
+killed at any point therefore leaves the database at a transaction boundary where nothing of
+C(F) is servable unless it was published, and :meth:`Store.unfinished_event` lets
+``memgov recover`` roll the event forward.
+
+Deletion erases the roots' content and metadata in every version at publication (the rows,
+ids, kinds and version numbers stay, with an ``erase`` audit record); until then they are
+withdrawn like the rest of C(F).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Sequence
+
+from ..errors import InputError
+from .artifacts import SERVABLE_STATES, Artifact, Edge, Snapshot, parse_store_document, read_json
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS artifacts(
+  id TEXT PRIMARY KEY, kind TEXT NOT NULL, arch TEXT, version INTEGER NOT NULL,
+  state TEXT NOT NULL, staged_version INTEGER);
+CREATE TABLE IF NOT EXISTS versions(
+  id TEXT NOT NULL, version INTEGER NOT NULL, content TEXT, meta TEXT NOT NULL,
+  event_id INTEGER, erased INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(id, version));
+CREATE TABLE IF NOT EXISTS edges(
+  src TEXT NOT NULL, dst TEXT NOT NULL, type TEXT NOT NULL, PRIMARY KEY(src, dst, type));
+CREATE TABLE IF NOT EXISTS events(
+  id INTEGER PRIMARY KEY AUTOINCREMENT, type TEXT NOT NULL, event TEXT NOT NULL,
+  policy TEXT NOT NULL, plan TEXT NOT NULL, status TEXT NOT NULL, created TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS plan_steps(
+  event_id INTEGER NOT NULL, seq INTEGER NOT NULL, artifact_id TEXT NOT NULL, mode TEXT NOT NULL,
+  status TEXT NOT NULL, version INTEGER, report TEXT, PRIMARY KEY(event_id, seq));
+CREATE TABLE IF NOT EXISTS audit(
+  seq INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL, event_id INTEGER, action TEXT NOT NULL,
+  artifact_id TEXT, detail TEXT);
+CREATE TRIGGER IF NOT EXISTS audit_no_update BEFORE UPDATE ON audit
+  BEGIN SELECT RAISE(ABORT, 'audit log is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit
+  BEGIN SELECT RAISE(ABORT, 'audit log is append-only'); END;
+CREATE INDEX IF NOT EXISTS edges_dst ON edges(dst);
+"""
+
+CRASH_ENV = "MEMGOV_CRASH_AT"
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="microseconds")
+
+
+def _dump(x: Any) -> str:
+    return json.dumps(x, sort_keys=True, separators=(",", ":"))
+
+
+class Store:
+    """A memgov store in one SQLite database (a file path, or ``:memory:``)."""
+
+    def __init__(self, path: str = ":memory:") -> None:
+        self.path = path
+        self.conn = sqlite3.connect(path, isolation_level=None)
+        self.conn.execute("PRAGMA foreign_keys = ON")
+        if path != ":memory:":
+            self.conn.execute("PRAGMA journal_mode = WAL")
+            self.conn.execute("PRAGMA synchronous = FULL")
+        self.conn.executescript(SCHEMA)
+        self._crash_at = int(os.environ.get(CRASH_ENV, "0") or 0)
+        self._checkpoints = 0
+
+    # ------------------------------------------------------------------ opening
+
+    @staticmethod
+    def open(path: str, create: bool = False) -> "Store":
+        """Open a SQLite store, or load a JSON export into an in-memory store."""
+        if path == ":memory:":
+            return Store()
+        p = Path(path)
+        if p.suffix.lower() == ".json":
+            store = Store()
+            doc, text = read_json(path)
+            store.import_snapshot(parse_store_document(doc, path, text), file=path)
+            return store
+        if not p.exists() and not create:
+            raise InputError("store not found (create one with `memgov store import`)", file=path)
+        if p.exists():
+            with open(p, "rb") as fh:
+                head = fh.read(16)
+            if head and head != b"SQLite format 3\x00":
+                raise InputError("not a SQLite database or a .json store export", file=path)
+        try:
+            return Store(path)
+        except sqlite3.DatabaseError as exc:
+            raise InputError(f"cannot open store: {exc}", file=path) from None
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # ------------------------------------------------------------------ transactions
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.conn
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.checkpoint()
+        self.conn.execute("COMMIT")
+        self.checkpoint()
+
+    def checkpoint(self) -> None:
+        """Crash-test hook: with MEMGOV_CRASH_AT=N the process SIGKILLs itself at checkpoint N."""
+        self._checkpoints += 1
+        if self._crash_at and self._checkpoints == self._crash_at:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    def _audit(self, action: str, artifact_id: str | None = None, event_id: int | None = None,
+               detail: Mapping[str, Any] | None = None) -> None:
+        self.conn.execute("INSERT INTO audit(at, event_id, action, artifact_id, detail) VALUES (?,?,?,?,?)",
+                          (_now(), event_id, action, artifact_id, _dump(detail or {})))
+
+    # ------------------------------------------------------------------ import / export
+
+    def import_snapshot(self, snap: Snapshot, file: str = "<input>") -> None:
+        """Add artifacts and edges in one transaction; clashing ids or dangling edges are errors."""
+        existing = {r[0] for r in self.conn.execute("SELECT id FROM artifacts")}
+        clash = sorted(existing & set(snap.artifacts))
+        if clash:
+            raise InputError(f"duplicate artifact id {clash[0]!r} (already in the store)", file=file)
+        known = existing | set(snap.artifacts)
+        for k, e in enumerate(snap.edges):
+            for end in (e.src, e.dst):
+                if end not in known:
+                    raise InputError(f"edge names a missing artifact {end!r}", file=file, field=f"edges[{k}]")
+        with self.transaction() as c:
+            c.executemany("INSERT INTO artifacts(id, kind, arch, version, state) VALUES (?,?,?,?,?)",
+                          [(a.id, a.kind, a.arch, a.version, a.state) for a in snap.artifacts.values()])
+            c.executemany("INSERT INTO versions(id, version, content, meta, erased) VALUES (?,?,?,?,?)",
+                          [(a.id, a.version, _dump(a.content) if a.state != "erased" else None,
+                            _dump(dict(a.meta)), int(a.state == "erased")) for a in snap.artifacts.values()])
+            c.executemany("INSERT OR IGNORE INTO edges(src, dst, type) VALUES (?,?,?)",
+                          [(e.src, e.dst, e.type) for e in snap.edges])
+            self._audit("import", detail={"file": file, "artifacts": len(snap.artifacts),
+                                          "edges": len(snap.edges)})
+
+    def export(self) -> dict[str, Any]:
+        """The JSON exchange document of the current versions (round-trips through import)."""
+        return self.snapshot().as_dict()
+
+    # ------------------------------------------------------------------ reading
+
+    def _rows(self, where: str = "", args: Sequence[Any] = ()) -> list[Artifact]:
+        q = ("SELECT a.id, a.kind, a.arch, a.version, a.state, v.content, v.meta FROM artifacts a "
+             "JOIN versions v ON v.id = a.id AND v.version = a.version " + where + " ORDER BY a.id")
+        return [Artifact(i, k, ar, ver, None if c is None else json.loads(c), json.loads(m), st)
+                for i, k, ar, ver, st, c, m in self.conn.execute(q, args)]
+
+    def snapshot(self) -> Snapshot:
+        arts = {a.id: a for a in self._rows()}
+        edges = tuple(Edge(s, d, t) for s, d, t in
+                      self.conn.execute("SELECT src, dst, type FROM edges ORDER BY src, dst, type"))
+        return Snapshot(arts, edges)
+
+    def serve(self) -> list[Artifact]:
+        """Retrieval view: only servable (incl. republished) artifacts at their served version."""
+        states = tuple(sorted(SERVABLE_STATES))
+        return self._rows("WHERE a.state IN (?, ?)", states)
+
+    def get(self, ident: str) -> Artifact | None:
+        rows = self._rows("WHERE a.id = ?", (ident,))
+        return rows[0] if rows else None
+
+    def version_of(self, ident: str, version: int) -> Artifact | None:
+        row = self.conn.execute(
+            "SELECT a.kind, a.arch, v.content, v.meta, a.state FROM artifacts a JOIN versions v "
+            "ON v.id = a.id WHERE a.id = ? AND v.version = ?", (ident, version)).fetchone()
+        if row is None:
+            return None
+        kind, arch, content, meta, state = row
+        return Artifact(ident, kind, arch, version, None if content is None else json.loads(content),
+                        json.loads(meta), state)
+
+    def states(self) -> dict[str, tuple[str, int]]:
+        return {i: (s, v) for i, s, v in self.conn.execute("SELECT id, state, version FROM artifacts")}
+
+    def versions(self, ident: str) -> list[tuple[int, bool, int | None]]:
+        """(version, erased, event_id) of every stored version of an artifact."""
+        return [(v, bool(e), ev) for v, e, ev in self.conn.execute(
+            "SELECT version, erased, event_id FROM versions WHERE id = ? ORDER BY version", (ident,))]
+
+    def version_count(self) -> int:
+        return int(self.conn.execute("SELECT COUNT(*) FROM versions").fetchone()[0])
+
+    def audit_log(self) -> list[dict[str, Any]]:
+        return [{"seq": s, "at": at, "event_id": ev, "action": a, "artifact_id": art, "detail": json.loads(d)}
+                for s, at, ev, a, art, d in self.conn.execute(
+                    "SELECT seq, at, event_id, action, artifact_id, detail FROM audit ORDER BY seq")]
+
+    def dump_state(self) -> dict[str, Any]:
+        """Every table except the audit timestamps (for before/after comparisons in tests)."""
+        out = {}
+        for table in ("artifacts", "versions", "edges", "events", "plan_steps"):
+            out[table] = sorted(map(tuple, self.conn.execute(f"SELECT * FROM {table}")), key=repr)
+        out["audit"] = [tuple(r) for r in self.conn.execute("SELECT seq, event_id, action, artifact_id FROM audit")]
+        return out
+
+    # ------------------------------------------------------------------ repair transitions
+
+    def unfinished_event(self) -> tuple[int, dict, dict, dict] | None:
+        """(event id, event, policy, plan) of an event whose publication has not committed."""
+        row = self.conn.execute("SELECT id, event, policy, plan FROM events WHERE status != 'done' "
+                                "ORDER BY id LIMIT 1").fetchone()
+        if row is None:
+            return None
+        return row[0], json.loads(row[1]), json.loads(row[2]), json.loads(row[3])
+
+    def barrier(self, plan_doc: Mapping[str, Any], policy_doc: Mapping[str, Any],
+                staged_roots: Mapping[str, Artifact]) -> int:
+        """B_ρ ← C(F): record the event and plan, withdraw all of C(F) and stage root
+        replacements / new interfaces — in ONE transaction (§2.2, Alg. 1 line 2)."""
+        barrier = list(plan_doc["barrier"])
+        with self.transaction() as c:
+            cur = c.execute("INSERT INTO events(type, event, policy, plan, status, created) VALUES (?,?,?,?,?,?)",
+                            (plan_doc["event"]["type"], _dump(plan_doc["event"]), _dump(policy_doc),
+                             _dump(plan_doc), "barrier", _now()))
+            event_id = int(cur.lastrowid)
+            c.executemany("INSERT INTO plan_steps(event_id, seq, artifact_id, mode, status) VALUES (?,?,?,?,?)",
+                          [(event_id, k, i, plan_doc["modes"][i], "pending") for k, i in enumerate(plan_doc["order"])])
+            for start in range(0, len(barrier), 500):
+                chunk = barrier[start:start + 500]
+                c.execute(f"UPDATE artifacts SET state = 'withdrawn', staged_version = NULL "
+                          f"WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+                self.checkpoint()
+            for root, art in sorted(staged_roots.items()):
+                self._insert_version(event_id, root, art.content, dict(art.meta))
+            self._audit("barrier", event_id=event_id,
+                        detail={"type": plan_doc["event"]["type"], "roots": plan_doc["event"]["roots"],
+                                "withdrawn": len(barrier)})
+            c.executemany("INSERT INTO audit(at, event_id, action, artifact_id, detail) VALUES (?,?,?,?,?)",
+                          [(_now(), event_id, "withdraw", i, "{}") for i in barrier])
+        return event_id
+
+    def _insert_version(self, event_id: int, ident: str, content: Any, meta: Mapping[str, Any]) -> int:
+        (top,) = self.conn.execute("SELECT MAX(version) FROM versions WHERE id = ?", (ident,)).fetchone()
+        version = int(top) + 1
+        self.conn.execute("INSERT INTO versions(id, version, content, meta, event_id) VALUES (?,?,?,?,?)",
+                          (ident, version, _dump(content), _dump(dict(meta)), event_id))
+        self.conn.execute("UPDATE artifacts SET staged_version = ? WHERE id = ?", (version, ident))
+        return version
+
+    def staged(self, ident: str) -> Artifact | None:
+        """The staged successor of an artifact (None if it has none)."""
+        row = self.conn.execute("SELECT staged_version FROM artifacts WHERE id = ?", (ident,)).fetchone()
+        if row is None or row[0] is None:
+            return None
+        return self.version_of(ident, int(row[0]))
+
+    def steps(self, event_id: int) -> dict[str, tuple[str, int | None, Any]]:
+        return {i: (st, v, None if r is None else json.loads(r)) for i, st, v, r in self.conn.execute(
+            "SELECT artifact_id, status, version, report FROM plan_steps WHERE event_id = ?", (event_id,))}
+
+    def stage(self, event_id: int, ident: str, content: Any, meta: Mapping[str, Any]) -> int:
+        """Stage one successor z_i (a new version, not servable) in one transaction."""
+        with self.transaction():
+            version = self._insert_version(event_id, ident, content, meta)
+            self.conn.execute("UPDATE artifacts SET state = 'staged' WHERE id = ?", (ident,))
+            self.conn.execute("UPDATE plan_steps SET status = 'staged', version = ? WHERE event_id = ? "
+                              "AND artifact_id = ?", (version, event_id, ident))
+            self._audit("stage", ident, event_id, {"version": version})
+        return version
+
+    def record_step(self, event_id: int, ident: str, status: str, report: Any) -> None:
+        """Record validated / failed / blocked; a failed or blocked successor stays withdrawn."""
+        with self.transaction():
+            self.conn.execute("UPDATE plan_steps SET status = ?, report = ? WHERE event_id = ? AND artifact_id = ?",
+                              (status, _dump(report), event_id, ident))
+            if status != "validated":
+                self.conn.execute("UPDATE artifacts SET state = 'withdrawn' WHERE id = ?", (ident,))
+            self._audit(status, ident, event_id, {"report": report} if status != "validated" else {})
+
+    def publish(self, event_id: int, republish: Sequence[str], erase: Sequence[str],
+                plan_doc: Mapping[str, Any]) -> None:
+        """R_ρ: republish validated predecessor-closed successors and root updates, erase deleted
+        roots, and close the event — in one transaction (Alg. 1 line 8)."""
+        with self.transaction() as c:
+            for ident in republish:
+                c.execute("UPDATE artifacts SET version = staged_version, staged_version = NULL, "
+                          "state = 'republished' WHERE id = ? AND staged_version IS NOT NULL", (ident,))
+                self._audit("republish", ident, event_id)
+            self.checkpoint()
+            for ident in erase:
+                c.execute("UPDATE versions SET content = NULL, meta = '{}', erased = 1 WHERE id = ?", (ident,))
+                c.execute("UPDATE artifacts SET state = 'erased', staged_version = NULL WHERE id = ?", (ident,))
+                (n,) = c.execute("SELECT COUNT(*) FROM versions WHERE id = ?", (ident,)).fetchone()
+                self._audit("erase", ident, event_id, {"versions": int(n)})
+            c.execute("UPDATE artifacts SET state = 'withdrawn' WHERE state = 'staged'")
+            c.execute("UPDATE artifacts SET staged_version = NULL WHERE state = 'withdrawn'")
+            c.execute("UPDATE events SET status = 'done', plan = ? WHERE id = ?", (_dump(plan_doc), event_id))
+            self._audit("publish", event_id=event_id, detail={"republished": len(republish)})
+
+    def copy_in_memory(self) -> "Store":
+        """An in-memory copy (used by ``--dry-run``: the real store is never touched)."""
+        mem = Store()
+        mem.conn.executescript("DROP TRIGGER audit_no_update; DROP TRIGGER audit_no_delete;")
+        self.conn.backup(mem.conn)
+        return mem

@@ -1,0 +1,10 @@
+"""Shared pytest configuration: Hypothesis profiles (the Makefile selects HYPOTHESIS_PROFILE=ci)."""
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+settings.register_profile("ci", max_examples=60, deadline=None, derandomize=True,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("dev", max_examples=200, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
