@@ -28,6 +28,8 @@ def main() -> None:
 # Each module registers its commands on `main` when imported.
 _COMMAND_MODULES = [
     "policy_cmds",
+    "store_cmds",
+    "repair_cmds",
     "demo",
 ]
 

@@ -98,7 +98,17 @@ def _identity(xs: list[Any]) -> Any:
     return xs[0]
 
 
+def _texts(xs: list[Any]) -> str:
+    out = []
+    for x in xs:
+        if isinstance(x, dict):
+            x = x.get("result", x.get("text", x))
+        out.append(_text(x))
+    return "\n".join(out)
+
+
 TRANSFORMS: dict[str, Callable[[list[Any]], Any]] = {
+    "texts": _texts,
     "concat": _concat,
     "upper": lambda xs: _concat(xs).upper(),
     "json_merge": _json_merge,

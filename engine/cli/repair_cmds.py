@@ -1,0 +1,91 @@
+"""`memgov repair` and `memgov recover` (MemoRepair Algorithm 1)."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import click
+
+from ..policy.loader import load_policy
+from ..repair.closure import BACKENDS, SELECTORS
+from ..repair.events import load_event
+from ..repair.execute import dry_run as simulate, recover, run_event
+from ..repair.plan import TransitionPlan
+from ..repair.store import Store
+from . import main
+from .common import emit_json, handle_errors
+
+
+def describe_plan(plan: TransitionPlan, echo: Callable[[str], None] = click.echo) -> None:
+    """Human-readable summary of a transition plan."""
+    ev = plan.event
+    echo(f"event    {ev.type} roots={', '.join(ev.roots)}")
+    echo(f"cascade  C(F) = {len(plan.cascade)} artifacts, D(F) = {len(plan.descendants)} descendants")
+    echo(f"barrier  withdrew {len(plan.barrier)}: {_ids(plan.barrier)}")
+    removed = sorted(i for i, m in plan.modes.items() if m == "remove")
+    echo(f"modes    {len(plan.candidates)} candidates, {len(removed)} removed: {_ids(removed)}")
+    for c in plan.candidates:
+        flag = "" if c.executable else f"  [non-executable: {c.reason}]"
+        pre = f" needs {','.join(c.prerequisites)}" if c.prerequisites else ""
+        echo(f"  q {c.id:<18} {c.mode:<9} w={c.value:g} c={c.cost:g}{pre}{flag}")
+    echo(f"select   {plan.selection.method} λ={plan.tradeoff:g}: {_ids(sorted(plan.selection.selected))} "
+         f"(objective {plan.selection.objective:.4g})")
+    for s in plan.executed:
+        why = "; ".join(f"{r['oracle']}: {r.get('detail', '')}" for r in s.reports if not r.get("passed", True))
+        echo(f"  run {s.id:<16} {s.status}{'  (' + (why or s.error) + ')' if s.status != 'republished' else ''}")
+    echo(f"publish  republished {_ids(plan.republished)}; roots: "
+         + ", ".join(f"{r} {a}" for r, a in sorted(plan.roots.items())))
+    echo(f"         still withdrawn: {_ids(plan.withdrawn)}")
+
+
+def _ids(ids) -> str:
+    ids = list(ids)
+    if not ids:
+        return "-"
+    shown = ", ".join(ids[:12])
+    return shown + (f" … (+{len(ids) - 12})" if len(ids) > 12 else "")
+
+
+@main.command()
+@click.option("--policy", "policy_path", required=True, type=click.Path(), help="Policy YAML.")
+@click.option("--store", "store_path", required=True, help="SQLite store, or a .json export (in memory).")
+@click.option("--event", "event_path", required=True, type=click.Path(), help="Event JSON file.")
+@click.option("--dry-run", is_flag=True, help="Compute and simulate the plan on a copy; the store is untouched.")
+@click.option("--json", "as_json", is_flag=True, help="Print the TransitionPlan as JSON.")
+@click.option("--selector", type=click.Choice(SELECTORS), default="mincut", show_default=True)
+@click.option("--backend", type=click.Choice(BACKENDS), default="ortools", show_default=True,
+              help="Min-cut backend (networkx is the reference).")
+@handle_errors
+def repair(policy_path: str, store_path: str, event_path: str, dry_run: bool, as_json: bool,
+           selector: str, backend: str) -> None:
+    """Apply a delete / correct / migrate EVENT: barrier, repair, validate, republish."""
+    policy = load_policy(policy_path)
+    store = Store.open(store_path)
+    event = load_event(event_path, store.snapshot())
+    runner = simulate if dry_run else run_event
+    plan = runner(store, policy, event, selector, backend)
+    if as_json:
+        doc = plan.to_json()
+        doc["dry_run"] = dry_run
+        emit_json(doc)
+    else:
+        describe_plan(plan)
+        if dry_run:
+            click.echo("dry run: the store was not changed")
+
+
+@main.command("recover")
+@click.option("--store", "store_path", required=True, help="SQLite store.")
+@click.option("--json", "as_json", is_flag=True)
+@handle_errors
+def recover_cmd(store_path: str, as_json: bool) -> None:
+    """Roll forward an event interrupted by a crash (no-op when none is pending)."""
+    store = Store.open(store_path)
+    plan = recover(store)
+    if as_json:
+        emit_json({"recovered": plan is not None, "plan": plan.to_json() if plan else None})
+    elif plan is None:
+        click.echo("nothing to recover")
+    else:
+        click.echo("recovered an interrupted event:")
+        describe_plan(plan)

@@ -1,0 +1,77 @@
+"""`memgov store import|export|serve|audit`: the provenance store (MemoRepair §2.1)."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from ..errors import InputError
+from ..repair.artifacts import parse_store_document, read_json
+from ..repair.store import Store
+from . import main
+from .common import emit_json, handle_errors
+
+
+@main.group("store")
+def store_group() -> None:
+    """Create, inspect and export a memgov store (SQLite file, or a .json export read into memory)."""
+
+
+@store_group.command("import")
+@click.option("--store", "store_path", required=True, help="SQLite store file (created if missing).")
+@click.argument("document", type=click.Path())
+@handle_errors
+def import_cmd(store_path: str, document: str) -> None:
+    """Add the artifacts and edges of a JSON DOCUMENT to the store (all or nothing)."""
+    if store_path.endswith(".json"):
+        raise InputError("import needs a SQLite store path, not a .json file", file=store_path)
+    doc, text = read_json(document)
+    snap = parse_store_document(doc, document, text)
+    store = Store.open(store_path, create=True)
+    store.import_snapshot(snap, file=document)
+    click.echo(f"imported {len(snap.artifacts)} artifacts and {len(snap.edges)} edges into {store_path}")
+
+
+@store_group.command("export")
+@click.option("--store", "store_path", required=True)
+@click.option("--output", "-o", type=click.Path(), default=None, help="Write here instead of stdout.")
+@handle_errors
+def export_cmd(store_path: str, output: str | None) -> None:
+    """Print the store as the JSON exchange document (current versions and states)."""
+    doc = Store.open(store_path).export()
+    if output:
+        with open(output, "w", encoding="utf-8") as fh:
+            json.dump(doc, fh, indent=2)
+            fh.write("\n")
+    else:
+        emit_json(doc)
+
+
+@store_group.command("serve")
+@click.option("--store", "store_path", required=True)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@handle_errors
+def serve_cmd(store_path: str, as_json: bool) -> None:
+    """List what retrieval may serve: servable and republished artifacts only."""
+    arts = Store.open(store_path).serve()
+    if as_json:
+        emit_json([a.as_dict() for a in arts])
+        return
+    for a in arts:
+        arch = f"/{a.arch}" if a.arch else ""
+        click.echo(f"{a.id:<24} {a.kind}{arch:<8} v{a.version:<3} {a.state}")
+
+
+@store_group.command("audit")
+@click.option("--store", "store_path", required=True)
+@click.option("--json", "as_json", is_flag=True)
+@handle_errors
+def audit_cmd(store_path: str, as_json: bool) -> None:
+    """Print the append-only audit log."""
+    log = Store.open(store_path).audit_log()
+    if as_json:
+        emit_json(log)
+        return
+    for r in log:
+        click.echo(f"{r['seq']:>6} {r['at']} event={r['event_id']} {r['action']:<10} {r['artifact_id'] or ''}")
