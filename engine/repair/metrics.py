@@ -5,7 +5,9 @@
 * Stale-use% — share of post-event action traces that use invalidated information;
 * Rep.% — validated republications over non-remove candidates, micro-averaged over events:
   100 Σ_e |R_ρ,e| / Σ_e |D⁺_e(F)|;
-* Cost — executed repair-operator cost normalised to *Repair all* (1.00 when E_0 ≠ ∅, else 0);
+* Cost — repair-operator cost of the executed plan S_ρ normalised to *Repair all*, i.e.
+  Σ_{i∈S_ρ} c_i / Σ_{i∈E_0} c_i (so *Repair all* is 1.00 when E_0 ≠ ∅, else 0, as in the paper);
+  an operator blocked by a failed prerequisite is still charged (the plan committed to it);
 * ΔTask — 100 (E_t[s_t] − 1) with s_t = 1 − (|U_t| + ½|L_t|) / |A_t| (s_t = 1 when A_t = ∅).
 """
 
@@ -74,8 +76,7 @@ def plan_metrics(plan, served: Mapping[str, int], tasks: Sequence[Collection[str
     cascade = set(plan.cascade)
     base = plan.base_versions
     leaked = {x for x in cascade if x in served and served[x] == base.get(x)}
-    ran = {s.id for s in plan.executed if s.status != "blocked"}
-    cost_ran = sum(c.cost for c in plan.candidates if c.id in ran)
+    cost_ran = sum(c.cost for c in plan.candidates if c.id in plan.selection.selected)
     cost_all = sum(c.cost for c in plan.candidates if c.id in closure_feasible(plan.candidates))
     repaired = set(plan.republished) | {r for r, a in plan.roots.items() if a in ("replaced", "interface-updated")}
     traces = [{(x, served[x]) for x in t if x in served} for t in tasks]
