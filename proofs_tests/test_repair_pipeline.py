@@ -42,7 +42,8 @@ def stores(draw):
         text = " ".join(draw(st.lists(st.sampled_from(WORDS), min_size=0, max_size=4)))
         arts.append({"id": f"r{k}", "kind": "record",
                      "content": {"text": (text + ".") if text else "", "label": draw(st.sampled_from("abc"))}})
-    shapes = [("summary", None), ("cache", None), ("skill", "prompt"), ("skill", "neural"), ("skill", "chain")]
+    shapes = [("summary", None), ("summary", None), ("cache", None), ("cache", None), ("skill", "prompt"),
+              ("skill", "neural"), ("skill", "chain")]
     for k in range(n_der):
         kind, arch = draw(st.sampled_from(shapes))
         ident = f"d{k}"
@@ -50,7 +51,7 @@ def stores(draw):
         if arch:
             art["arch"] = arch
         if kind == "cache":
-            art["meta"] = {"transform": "texts", "age_days": draw(st.sampled_from([0, 30, 200]))}
+            art["meta"] = {"transform": "texts", "age_days": draw(st.sampled_from([0, 200]))}
         if arch == "neural":
             from engine.repair import neural
             art["content"] = neural.train([("seed text", "a")])
@@ -58,7 +59,7 @@ def stores(draw):
             art["content"] = {"goal": "g", "calls": [{"tool": "t", "args": {}}]}
         arts.append(art)
         earlier = [a["id"] for a in arts[:-1]]
-        for p in set(draw(st.lists(st.sampled_from(earlier), min_size=1, max_size=3))):
+        for p in set(draw(st.lists(st.sampled_from(earlier), min_size=1, max_size=3))) | {earlier[-1]}:
             edges.append({"src": p, "dst": ident, "type": "influence"})
     ids = [a["id"] for a in arts]
     if n_der >= 2 and draw(st.booleans()):
@@ -93,7 +94,7 @@ def _setup(doc, event):
     return store, parse_event(event, store.snapshot())
 
 
-@settings(max_examples=40)
+@settings(max_examples=60)
 @given(scenarios())
 def test_barrier_isolation_and_closure_after_every_event(scenario):
     doc, event_doc, selector = scenario
@@ -153,6 +154,22 @@ def test_no_action_leaves_store_unchanged_and_leaks(scenario):
     assert store.dump_state() == before
     served = {a.id: a.version for a in store.serve()}
     assert leak_pct(plan.cascade, plan.base_versions, served) == 100.0
+
+
+def test_removed_prerequisite_makes_candidate_non_executable():
+    # x needs the removed stale cache c (age > 90 ⇒ remove); x keeps support from r2
+    doc = {"artifacts": [
+        {"id": "r1", "kind": "record", "content": {"text": "a b.", "label": "a"}},
+        {"id": "r2", "kind": "record", "content": {"text": "c d.", "label": "a"}},
+        {"id": "c", "kind": "cache", "content": "a b.", "meta": {"transform": "texts", "age_days": 300}},
+        {"id": "x", "kind": "summary", "content": "x."}],
+        "edges": [{"src": "r1", "dst": "c"}, {"src": "c", "dst": "x"}, {"src": "r2", "dst": "x"}]}
+    store, event = _setup(doc, {"type": "delete", "roots": ["r1"]})
+    plan = run_event(store, policy(), event, "repair_all")
+    assert plan.modes["c"] == "remove"
+    (x,) = plan.candidates
+    assert x.id == "x" and x.prerequisites == ("c",) and not x.executable
+    assert plan.selection.selected == frozenset()
 
 
 def test_cycle_is_withdrawn_and_non_executable():
