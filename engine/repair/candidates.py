@@ -27,7 +27,7 @@ from ..policy.domain import Cell, decide
 from ..policy.model import Policy
 from .artifacts import SERVABLE_STATES, Artifact
 from .events import Event
-from .graph import cascade, cyclic_nodes, is_retained
+from .graph import cascade, is_retained, order_and_cycles
 from .operators import OperatorRegistry, default_operators
 
 
@@ -62,16 +62,6 @@ class Assignment:
     cells: Mapping[str, Cell]
 
 
-def topological_order(g: nx.DiGraph, nodes: Collection[str]) -> list[str]:
-    """Nodes in an order where parents precede children (cycles collapsed, ids break ties)."""
-    sub = g.subgraph(nodes)
-    cond = nx.condensation(sub)
-    order: list[str] = []
-    for comp in nx.lexicographical_topological_sort(cond, key=lambda c: min(cond.nodes[c]["members"])):
-        order.extend(sorted(cond.nodes[comp]["members"]))
-    return order
-
-
 def meta_cell_values(policy: Policy, artifact: Artifact) -> dict[str, float]:
     """The numeric metadata the artifact's kind declares (declared default when absent)."""
     spec = policy.kinds.get(artifact.kind)  # type: ignore[call-overload]
@@ -92,10 +82,10 @@ def assign(policy: Policy, artifacts: Mapping[str, Artifact], g: nx.DiGraph, eve
     roots = frozenset(event.roots)
     desc = affected - roots
     reps = event.replacement_ids
-    cyclic = cyclic_nodes(g, affected)
+    order, cyclic = order_and_cycles(g, affected)
     modes: dict[str, str] = {}
     cells: dict[str, Cell] = {}
-    for i in topological_order(g, desc):
+    for i in (n for n in order if n not in roots):
         art = artifacts[i]
         parents = list(g.predecessors(i))
         kept = [p for p in parents if is_retained(p, affected, event.type, reps)

@@ -67,3 +67,20 @@ def cyclic_nodes(g: nx.DiGraph, within: Collection[str]) -> frozenset[str]:
             if sub.has_edge(node, node):
                 out.add(node)
     return frozenset(out)
+
+
+def order_and_cycles(g: nx.DiGraph, within: Collection[str]) -> tuple[list[str], frozenset[str]]:
+    """One SCC pass over ``g`` restricted to ``within``: a parents-first order (cycles collapsed,
+    members by id; deterministic) and the members of directed cycles (incl. self-loops)."""
+    sub = nx.DiGraph()
+    sub.add_nodes_from(sorted(within))
+    sub.add_edges_from((u, v) for u in sub for v in g.successors(u) if v in within)
+    sccs = [sorted(c) for c in nx.strongly_connected_components(sub)]
+    sccs.sort()
+    cond = nx.condensation(sub, scc=[set(c) for c in sccs])
+    order: list[str] = []
+    for comp in nx.topological_sort(cond):
+        order.extend(sorted(cond.nodes[comp]["members"]))
+    cyclic = {n for c in sccs if len(c) > 1 for n in c}
+    cyclic |= {n for n in sub if sub.has_edge(n, n)}
+    return order, frozenset(cyclic)
