@@ -31,6 +31,7 @@ _COMMAND_MODULES = [
     "store_cmds",
     "repair_cmds",
     "demo",
+    "verify_cmds",
 ]
 
 for _name in _COMMAND_MODULES:
