@@ -201,3 +201,38 @@ def test_failed_validation_keeps_failure_and_dependents_withdrawn():
     assert "chain-weekend" not in served and "sum-weekend" not in served
     assert store.get("chain-weekend").version == 1  # the stale version is kept, withdrawn
     assert len(store.versions("chain-weekend")) == 2  # the failed successor is kept too
+
+
+@settings(max_examples=40)
+@given(scenarios(), st.data())
+def test_any_validation_failure_keeps_itself_and_dependents_withdrawn(scenario, data):
+    """Plug in oracles that reject a random subset of successors: exactly the validated ones
+    whose prerequisites all validated are republished; every failure and every E^req-dependent
+    of a failure stays withdrawn (Alg. 1 line 8)."""
+    from engine.repair.oracles import ORACLES, Report
+
+    doc, event_doc, selector = scenario
+    store, event = _setup(doc, event_doc)
+    from engine.repair.plan import compute_plan
+
+    planned = compute_plan(policy(), store.snapshot(), event, selector)
+    sel = planned.selection.selected
+    # prefer rejecting prerequisites of other selected successors (the interesting case)
+    pool = sorted({j for j, i in planned.requirements if i in sel and j in sel}) or sorted(sel) or ["-"]
+    rejected = data.draw(st.sets(st.sampled_from(pool)))
+    registry = {name: (lambda spec, x, name=name, fn=fn: Report(name, False, "rejected")
+                       if x.artifact.id in rejected else fn(spec, x)) for name, fn in ORACLES.items()}
+    plan = run_event(store, policy(), event, selector, "networkx", oracles=registry)
+    served = {a.id for a in store.serve()}
+    req = nx.DiGraph()
+    req.add_nodes_from(plan.selection.selected)
+    req.add_edges_from(plan.requirements)
+    status = {s.id: s.status for s in plan.executed}
+    for i in plan.selection.selected:
+        if i in rejected and plan.modes[i] != "remove" and policy().oracles_for(
+                plan.modes[i], plan.candidate(i).kind, plan.candidate(i).arch):
+            assert status[i] in ("failed", "blocked")
+        if status[i] != "republished":
+            assert not ({i} | nx.descendants(req, i)) & served
+        else:
+            assert i in served and all(status.get(j) == "republished" for j in plan.candidate(i).prerequisites)

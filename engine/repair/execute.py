@@ -17,7 +17,7 @@ from .candidates import Candidate
 from .events import Event
 from .graph import is_retained
 from .operators import OperatorError, OperatorRegistry, RepairContext, Successor, default_operators
-from .oracles import OracleInput, validate
+from .oracles import OracleInput, OracleRegistry, validate
 from .plan import StepResult, TransitionPlan, compute_plan
 from .store import Store
 
@@ -37,31 +37,32 @@ def root_successors(event: Event, snapshot: Snapshot) -> dict[str, Artifact]:
 
 
 def run_event(store: Store, policy: Policy, event: Event, selector: str = "mincut", backend: str = "networkx",
-              operators: OperatorRegistry | None = None) -> TransitionPlan:
+              operators: OperatorRegistry | None = None, oracles: OracleRegistry | None = None) -> TransitionPlan:
     """Plan (pure) and execute one event on a store."""
     if store.unfinished_event() is not None:
         raise InputError("the store has an unfinished event; run `memgov recover` first", file=store.path)
     plan = compute_plan(policy, store.snapshot(), event, selector, backend, operators)
-    return execute(store, policy, plan, operators)
+    return execute(store, policy, plan, operators, oracles)
 
 
-def execute(store: Store, policy: Policy, plan: TransitionPlan,
-            operators: OperatorRegistry | None = None) -> TransitionPlan:
+def execute(store: Store, policy: Policy, plan: TransitionPlan, operators: OperatorRegistry | None = None,
+            oracles: OracleRegistry | None = None) -> TransitionPlan:
     """Barrier (one transaction), then :func:`resume`. *No action* changes nothing."""
     if plan.selector == "no_action":
         return plan.replace(status="done", withdrawn=(), republished=())
     event_id = store.barrier(plan.to_json(), policy_document(policy), root_successors(plan.event, store.snapshot()))
-    return resume(store, event_id, policy, plan, operators)
+    return resume(store, event_id, policy, plan, operators, oracles)
 
 
-def recover(store: Store, operators: OperatorRegistry | None = None) -> TransitionPlan | None:
+def recover(store: Store, operators: OperatorRegistry | None = None,
+            oracles: OracleRegistry | None = None) -> TransitionPlan | None:
     """Roll an interrupted event forward from its recorded plan and steps (None: nothing to do)."""
     found = store.unfinished_event()
     if found is None:
         return None
     event_id, _event, policy_doc, plan_doc = found
     policy = Policy.model_validate(policy_doc)
-    return resume(store, event_id, policy, TransitionPlan.from_json(plan_doc), operators)
+    return resume(store, event_id, policy, TransitionPlan.from_json(plan_doc), operators, oracles)
 
 
 def _interface(parents: list[str], event: Event, available: Mapping[str, Artifact]) -> dict[str, Any]:
@@ -103,7 +104,7 @@ def build_context(store: Store, snap: Snapshot, plan: TransitionPlan, c: Candida
 
 
 def resume(store: Store, event_id: int, policy: Policy, plan: TransitionPlan,
-           operators: OperatorRegistry | None = None) -> TransitionPlan:
+           operators: OperatorRegistry | None = None, oracles: OracleRegistry | None = None) -> TransitionPlan:
     """Alg. 1 lines 7–8 from whatever steps the store already records (idempotent)."""
     operators = operators or default_operators()
     snap = store.snapshot()
@@ -152,7 +153,8 @@ def resume(store: Store, event_id: int, policy: Policy, plan: TransitionPlan,
                 results.append(StepResult(i, c.mode, "failed", None, tuple(rep), str(exc)))
                 continue
             version = store.stage(event_id, i, successor.content, successor.meta)
-        ok, reports = validate(policy.oracles_for(c.mode, c.kind, c.arch), OracleInput(art, successor, ctx, op))
+        ok, reports = validate(policy.oracles_for(c.mode, c.kind, c.arch), OracleInput(art, successor, ctx, op),
+                               oracles)
         rep = [r.as_dict() for r in reports]
         store.record_step(event_id, i, "validated" if ok else "failed", rep)
         status[i] = "validated" if ok else "failed"
@@ -172,10 +174,10 @@ def resume(store: Store, event_id: int, policy: Policy, plan: TransitionPlan,
 
 
 def dry_run(store: Store, policy: Policy, event: Event, selector: str = "mincut", backend: str = "networkx",
-            operators: OperatorRegistry | None = None) -> TransitionPlan:
+            operators: OperatorRegistry | None = None, oracles: OracleRegistry | None = None) -> TransitionPlan:
     """Plan and execute on an in-memory copy: the full report, the real store untouched."""
     copy = store.copy_in_memory()
     try:
-        return run_event(copy, policy, event, selector, backend, operators)
+        return run_event(copy, policy, event, selector, backend, operators, oracles)
     finally:
         copy.close()

@@ -189,7 +189,10 @@ def check_forget_reference(spec: Any, x: OracleInput) -> Report:
     return Report("forget_reference", ok, f"forget score {fs:.2f}, retained utility {ru:.2f}")
 
 
-ORACLES: dict[str, Callable[[Any, OracleInput], Report]] = {
+OracleFn = Callable[[Any, OracleInput], Report]
+OracleRegistry = Mapping[str, OracleFn]
+
+ORACLES: dict[str, OracleFn] = {
     "schema": check_schema,
     "replay": check_replay,
     "task_regression": check_task_regression,
@@ -199,8 +202,12 @@ ORACLES: dict[str, Callable[[Any, OracleInput], Report]] = {
 
 
 def validate(oracle_specs: list, x: OracleInput,
-             registry: Mapping[str, Callable[[Any, OracleInput], Report]] | None = None) -> tuple[bool, list[Report]]:
-    """Validate_i(z_i) = 1 iff every assigned oracle passes ("all must pass")."""
+             registry: OracleRegistry | None = None) -> tuple[bool, list[Report]]:
+    """Validate_i(z_i) = 1 iff every assigned oracle passes ("all must pass").
+
+    ``registry`` maps oracle names to implementations (default :data:`ORACLES`); pass a copy
+    with entries replaced to plug in other oracles (e.g. LLM-judged task regression).
+    """
     registry = ORACLES if registry is None else registry
     reports = [registry[spec.oracle](spec, x) for spec in oracle_specs]
     return all(r.passed for r in reports), reports
