@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 from engine.repair.candidates import Candidate
 
-WEIGHTS = st.sampled_from([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 0.3, 4.0])
+WEIGHTS = st.sampled_from([0.0, 0.05, 0.15, 0.45, 0.5, 1.0, 1.5, 2.0, 3.0, 0.3, 4.0])
 
 
 @st.composite
@@ -46,4 +46,4 @@ def _mark_cycles(cands: list[Candidate]) -> list[Candidate]:
     return fixed
 
 
-TRADEOFFS = st.sampled_from([0.0, 0.1, 0.3, 0.5, 1.0, 2.0])
+TRADEOFFS = st.sampled_from([0.0, 0.1, 0.15, 0.3, 0.35, 0.5, 1.0, 2.0])
