@@ -92,3 +92,14 @@ def test_run_repair_demo_shows_three_events():
     text = "\n".join(lines)
     for word in ("delete", "correct", "migrate", "barrier", "republished", "Leak%"):
         assert word in text
+
+
+def test_tradeoff_and_budget_overrides():
+    zero = _repair(DATA / "store.json", "delete", "--tradeoff", "0", "--dry-run")
+    high = _repair(DATA / "store.json", "delete", "--tradeoff", "100", "--dry-run")
+    assert zero["tradeoff"] == 0.0 and high["selection"] == []
+    assert set(zero["selection"]) >= {"sum-profile", "neural-prefs", "prompt-chef"}
+    capped = _repair(DATA / "store.json", "delete", "--budget", "3", "--dry-run")
+    cost = {c["id"]: c["cost"] for c in capped["candidates"]}
+    assert capped["budget"] == 3.0 and sum(cost[i] for i in capped["selection"]) <= 3.0
+    assert capped["optimal"] is True and capped["selection_method"] == "budget/enumeration"

@@ -55,11 +55,21 @@ def _ids(ids) -> str:
 @click.option("--selector", type=click.Choice(SELECTORS), default="mincut", show_default=True)
 @click.option("--backend", type=click.Choice(BACKENDS), default="ortools", show_default=True,
               help="Min-cut backend (networkx is the reference).")
+@click.option("--tradeoff", type=click.FloatRange(min=0), default=None, help="Override the policy's λ.")
+@click.option("--budget", type=click.FloatRange(min=0), default=None, help="Override the policy's hard budget β.")
 @handle_errors
 def repair(policy_path: str, store_path: str, event_path: str, dry_run: bool, as_json: bool,
-           selector: str, backend: str) -> None:
-    """Apply a delete / correct / migrate EVENT: barrier, repair, validate, republish."""
+           selector: str, backend: str, tradeoff: float | None, budget: float | None) -> None:
+    """Apply a delete / correct / migrate EVENT: barrier, repair, validate, republish.
+
+    Exit 0 when the event was applied (failed validations are reported in the plan and keep
+    their successors withdrawn); 2 on bad input, with the store unchanged.
+    """
     policy = load_policy(policy_path)
+    if tradeoff is not None or budget is not None:
+        sel = policy.selection.model_copy(update={
+            k: v for k, v in (("tradeoff", tradeoff), ("budget", budget)) if v is not None})
+        policy = policy.model_copy(update={"selection": sel})
     store = Store.open(store_path)
     event = load_event(event_path, store.snapshot())
     runner = simulate if dry_run else run_event
