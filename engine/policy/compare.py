@@ -1,0 +1,127 @@
+"""Semantic diff of two policies' mode maps (``memgov compare``).
+
+A *decision* on a cell is the mode Φ_μ assigns and the set of oracles that must pass for it.
+For every pair (old rule i, new rule j) and every (kind, arch), Z3 decides whether some cell
+is decided by i in the old policy and by j in the new one; when the decisions differ, the
+model is the concrete example cell. Differences are classified:
+
+* **stricter** — the new policy withdraws (``remove``) where the old repaired, or keeps the
+  mode and demands a strict superset of oracles;
+* **looser** — the reverse;
+* **changed** — a different repair mode, or incomparable oracle sets;
+* a cell one policy leaves undecided (a gap, or a kind it does not declare) is treated as the
+  paper's fallback ``remove`` (MemoRepair §2.3 "Otherwise, the artifact is assigned remove").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import z3
+
+from .domain import Cell
+from .encoding import Encoding, solve
+from .model import Policy
+
+ORDER = {"stricter": 0, "looser": 1, "changed": 2}
+
+
+@dataclass(frozen=True)
+class Decision:
+    mode: str
+    oracles: frozenset[str]
+    rule: int | None  # 1-based rule index, None for a gap / undeclared kind
+
+    def describe(self) -> str:
+        ors = ",".join(sorted(self.oracles))
+        return self.mode + (f"[{ors}]" if ors else "") + ("" if self.rule is not None else " (no rule)")
+
+
+@dataclass(frozen=True)
+class Difference:
+    verdict: str  # stricter | looser | changed
+    cell: Cell
+    old: Decision
+    new: Decision
+
+    def as_dict(self) -> dict:
+        return {
+            "verdict": self.verdict,
+            "cell": self.cell.as_dict(),
+            "old": {"mode": self.old.mode, "oracles": sorted(self.old.oracles), "rule": self.old.rule},
+            "new": {"mode": self.new.mode, "oracles": sorted(self.new.oracles), "rule": self.new.rule},
+        }
+
+
+def decision(policy: Policy, rule: int | None, kind: str, arch: str | None) -> Decision:
+    """The decision rule ``rule`` (0-based; None for a gap) makes on (kind, arch)."""
+    if rule is None or kind not in policy.kinds or arch not in policy.architectures(kind):
+        return Decision("remove", frozenset(), None)
+    mode = policy.modes[rule].mode
+    names = frozenset(o.oracle for o in policy.oracles_for(mode, kind, arch)) if mode != "remove" else frozenset()
+    return Decision(mode, names, rule + 1)
+
+
+def verdict(old: Decision, new: Decision) -> str | None:
+    """Classify a change of decision (None: equal)."""
+    if (old.mode, old.oracles) == (new.mode, new.oracles):
+        return None
+    if old.mode != "remove" and new.mode == "remove":
+        return "stricter"
+    if old.mode == "remove" and new.mode != "remove":
+        return "looser"
+    if old.mode == new.mode:
+        if new.oracles > old.oracles:
+            return "stricter"
+        if new.oracles < old.oracles:
+            return "looser"
+    return "changed"
+
+
+def _branches(enc: Encoding, policy: Policy) -> list[tuple[int | None, z3.BoolRef]]:
+    """Disjoint cases covering the domain: rule i fires, or no rule applies."""
+    out: list[tuple[int | None, z3.BoolRef]] = [(i, enc.fires(policy, i)) for i in range(len(policy.modes))]
+    out.append((None, z3.Or(z3.Not(enc.declared(policy)), enc.uncovered(policy))))
+    return out
+
+
+def compare(old: Policy, new: Policy) -> list[Difference]:
+    """One example cell per (verdict, old rule, new rule, kind, arch) region that differs."""
+    enc = Encoding([old, new])
+    dom = enc.domain()
+    found: list[Difference] = []
+    old_br, new_br = _branches(enc, old), _branches(enc, new)
+    for kind in enc.kinds:
+        for arch in enc.archs_of(kind):
+            pin = enc.pin(kind, arch)
+            if solve(dom, pin) is None:
+                continue
+            for i, fires_old in old_br:
+                d_old = decision(old, i, kind, arch)
+                for j, fires_new in new_br:
+                    d_new = decision(new, j, kind, arch)
+                    v = verdict(d_old, d_new)
+                    if v is None:
+                        continue
+                    model = solve(dom, pin, fires_old, fires_new)
+                    if model is not None:
+                        found.append(Difference(v, enc.cell(model), d_old, d_new))
+    found.sort(key=lambda d: (ORDER[d.verdict], d.cell.kind, d.cell.arch or "", d.cell.event))
+    return found
+
+
+def settings_diff(old: Policy, new: Policy) -> list[dict]:
+    """Scalar settings outside the mode map that changed (λ, β, support, clearance, weights)."""
+    a = old.model_dump(mode="json", exclude={"modes", "validation", "name", "description"})
+    b = new.model_dump(mode="json", exclude={"modes", "validation", "name", "description"})
+    out: list[dict] = []
+    _walk_diff(a, b, "", out)
+    return out
+
+
+def _walk_diff(a: object, b: object, path: str, out: list[dict]) -> None:
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in sorted(set(a) | set(b), key=str):
+            _walk_diff(a.get(key), b.get(key), f"{path}.{key}" if path else str(key), out)
+    elif a != b and not path.endswith("description"):
+        out.append({"setting": path, "old": a, "new": b})
