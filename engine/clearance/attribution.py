@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import random
+from statistics import NormalDist
 from dataclasses import dataclass
 from itertools import combinations
 from typing import Literal, Mapping, Sequence
@@ -242,13 +243,24 @@ def fixed_attribution(game: Game, permutations: int, seed: int, exact: bool,
     return Attribution(psi, False, len(sample), {i: eps for i in psi}, stop, sample)
 
 
+def normal_radius(xs: Sequence[float], delta: float) -> float:
+    """CLT interval half-width z_{1−δ/2} · s / √n (heuristic: no finite-sample guarantee)."""
+    n = len(xs)
+    if n < 2:
+        return math.inf
+    mean = sum(xs) / n
+    sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1))
+    return NormalDist().inv_cdf(1.0 - delta / 2.0) * sd / math.sqrt(n)
+
+
 def adaptive_contribution(game: Game, harm_tolerance: float, *, seed: int, start: int,
-                          batch: int, max_permutations: int,
-                          confidence: float = 0.95) -> Attribution:
+                          batch: int, max_permutations: int, confidence: float = 0.95,
+                          bound: str = "bernstein") -> Attribution:
     """Sample permutations in batches until every ψ̂_i's interval is clear of −τ.
 
-    Radius per memory: the smaller of Hoeffding and empirical Bernstein, each at δ/2, with a
-    union bound over the K memories and every look (so stopping early keeps the guarantee).
+    ``bernstein``: radius per memory is the smaller of Hoeffding and empirical Bernstein, each
+    at δ/2, with a union bound over the K memories and every look (stopping early keeps the
+    guarantee). ``normal``: a CLT interval with the same union bound (cheap, heuristic).
     Stops early when the game's call budget cannot pay for the next batch.
     """
     k = game.n_players
@@ -274,8 +286,11 @@ def adaptive_contribution(game: Game, harm_tolerance: float, *, seed: int, start
         sample.extend(new)
         n = len(sample)
         psi = {i: sum(x) / n for i, x in xs.items()}
-        hoeff = math.sqrt(2.0 * math.log(4.0 / delta) / n)
-        radius = {i: min(hoeff, bernstein_radius(x, delta / 2)) for i, x in xs.items()}
+        if bound == "normal":
+            radius = {i: normal_radius(x, delta) for i, x in xs.items()}
+        else:
+            hoeff = math.sqrt(2.0 * math.log(4.0 / delta) / n)
+            radius = {i: min(hoeff, bernstein_radius(x, delta / 2)) for i, x in xs.items()}
         if all(abs(psi[i] + harm_tolerance) > radius[i] for i in psi):
             stop = "confident"
             break

@@ -29,7 +29,7 @@ def attribute(game: Game, spec: ClearanceSpec) -> Attribution:
         return adaptive_contribution(
             game, spec.harm_tolerance, seed=spec.seed, start=spec.permutations,
             batch=spec.adaptive.batch, max_permutations=max(spec.adaptive.max_permutations, 1),
-            confidence=spec.confidence)
+            confidence=spec.confidence, bound=spec.adaptive.bound)
     return fixed_attribution(game, spec.permutations, spec.seed, False, spec.confidence)
 
 

@@ -313,6 +313,10 @@ class AdaptiveSpec(Strict):
     enabled: bool = False
     batch: int = Field(default=8, ge=1)
     max_permutations: int = Field(default=256, ge=1)
+    # bernstein: min(Hoeffding, empirical Bernstein), union bound over memories and looks
+    # (rigorous, needs ~300 permutations at τ = 0.2); normal: CLT interval z·s/√L with a
+    # Bonferroni z (heuristic, stops after a few batches on clear games).
+    bound: Literal["bernstein", "normal"] = "bernstein"
 
 
 class BaselineSpec(Strict):
