@@ -10,7 +10,7 @@ a an the and or but if of to in on at by for with from as into about over after 
 is are was were be been being am do does did done has have had having this that these those
 it its it's he she they them their his her him we us our you your i me my mine what which
 who whom whose when where why how did does not no yes so than then there here also just
-very can could would should will shall may might must any some all each every both either
+very can could would should will shall may might must any some all each every both either s
 """.split())
 
 _TOKEN = re.compile(r"[a-z0-9]+")

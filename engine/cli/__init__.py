@@ -29,6 +29,7 @@ def main() -> None:
 _COMMAND_MODULES = [
     "policy_cmds",
     "demo",
+    "clear_cmds",
 ]
 
 for _name in _COMMAND_MODULES:
