@@ -58,6 +58,9 @@ def make_handler(script: Script):
         def log_message(self, *args) -> None:  # keep pytest output clean
             pass
 
+        def do_GET(self) -> None:  # noqa: N802
+            self._send(200, {"object": "list", "data": [{"id": "scripted", "object": "model"}]})
+
         def do_POST(self) -> None:  # noqa: N802
             length = int(self.headers.get("Content-Length", 0))
             body = json.loads(self.rfile.read(length))
@@ -182,3 +185,22 @@ def test_remote_endpoint_needs_its_key(monkeypatch):
     monkeypatch.delenv("MEMGOV_TEST_UNSET_KEY", raising=False)
     with pytest.raises(InputError, match="MEMGOV_TEST_UNSET_KEY"):
         OpenAIEvaluator(endpoint("https://llm.example.invalid/v1"))
+
+
+def test_llm_demo_helpers(server):
+    """`make demo-llm` plumbing: readiness polling over HTTP, GGUF lookup errors."""
+    import subprocess
+    import sys
+
+    from engine.clearance.llm_demo import find_gguf, wait_ready
+
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        wait_ready(server.url, 10, proc)
+    finally:
+        proc.terminate()
+        proc.wait()
+    with pytest.raises(InputError, match="no .gguf"):
+        find_gguf("memgov")
+    with pytest.raises(InputError, match="not installed"):
+        find_gguf("surely-not-installed-memgov-dist")
