@@ -158,3 +158,19 @@ def test_views_share_cache_but_account_separately():
     counter: CountingEvaluator = game.evaluator  # type: ignore[assignment]
     assert len(counter.asked) == 8
     assert isinstance(game.store, OutcomeStore)
+
+
+@settings(max_examples=40)
+@given(games(max_k=6), st.integers(1, 200), st.booleans(), st.integers(0, 99))
+def test_call_budget_bounds_everything_but_screening_and_verification(g, budget, adaptive, seed):
+    """Attribution and ω stay within call_budget; LOO (K + 1 coalitions) and the chain's
+    verification (Eq. 19, h coalitions) always run, so they may add to it."""
+    from engine.policy.model import AdaptiveSpec
+
+    ids, table = g
+    spec = ClearanceSpec(retrieval_budget=len(ids), call_budget=budget, seed=seed,
+                         adaptive=AdaptiveSpec(enabled=adaptive, bound="normal", batch=4))
+    plan = run_meclear(game_of(ids, table, call_budget=budget), spec)
+    trials = spec.trials
+    assert plan.evaluator_calls <= max(budget, (len(ids) + 1) * trials) + len(plan.chain) * trials
+    assert plan.cleared_value >= plan.baseline_value

@@ -180,6 +180,17 @@ def _pair_coalitions(s: Coalition, i: str, j: str) -> list[Coalition]:
     return [s, s | {i}, s | {j}, s | {i, j}]
 
 
+def interaction_coalitions(game: Game, i: str, j: str,
+                           permutations: Sequence[Permutation] | None) -> list[Coalition]:
+    """The coalitions :func:`interaction` evaluates for the pair (i, j)."""
+    if permutations is None:
+        rest = [p for p in game.players if p not in (i, j)]
+        bases = all_coalitions(rest)
+    else:
+        bases = list(dict.fromkeys(frozenset(p[:min(p.index(i), p.index(j))]) for p in permutations))
+    return [c for s in bases for c in _pair_coalitions(s, i, j)]
+
+
 def interaction(game: Game, i: str, j: str, permutations: Sequence[Permutation] | None) -> float:
     """ω_ij = (1/L) Σ_ℓ Δ_ij v̂(P_ij(π^ℓ)) (Eq. 15); its exact expectation when no sample given.
 
@@ -279,7 +290,9 @@ def adaptive_contribution(game: Game, harm_tolerance: float, *, seed: int, start
             order = list(game.players)
             rng.shuffle(order)
             new.append(tuple(order))
-        if not game.affordable(prefixes(new)):
+        while new and not game.affordable(prefixes(new)):
+            new.pop()  # spend what the call budget still allows
+        if not new:
             stop = "budget"
             break
         xs = marginals(game, sample + new)
@@ -293,6 +306,9 @@ def adaptive_contribution(game: Game, harm_tolerance: float, *, seed: int, start
             radius = {i: min(hoeff, bernstein_radius(x, delta / 2)) for i, x in xs.items()}
         if all(abs(psi[i] + harm_tolerance) > radius[i] for i in psi):
             stop = "confident"
+            break
+        if len(new) < size:
+            stop = "budget"
             break
         size = batch
     return Attribution(psi, False, len(sample), radius, stop, tuple(sample))

@@ -12,8 +12,8 @@ from itertools import combinations
 
 from ..policy.model import ClearanceSpec
 from .attribution import (
-    Attribution, adaptive_contribution, diagnose_pair, fixed_attribution, interaction, loo,
-    screen, use_exact,
+    Attribution, adaptive_contribution, all_coalitions, diagnose_pair, fixed_attribution, interaction,
+    interaction_coalitions, loo, screen, use_exact,
 )
 from .game import Game
 from .plan import ClearancePlan, PairInteraction, frozen_map
@@ -23,7 +23,10 @@ from .selection import clearance
 def attribute(game: Game, spec: ClearanceSpec) -> Attribution:
     """Line 5 of Algorithm 1 under the policy: exact, fixed-L sampled, or adaptive."""
     k = game.n_players
-    if use_exact(k, spec.permutations, spec.exact, spec.exact_premium):
+    exact = use_exact(k, spec.permutations, spec.exact, spec.exact_premium)
+    if exact and spec.exact == "auto" and not game.affordable(all_coalitions(game.players)):
+        exact = False  # auto never enumerates past the call budget
+    if exact:
         return fixed_attribution(game, spec.permutations, spec.seed, True, spec.confidence)
     if spec.adaptive.enabled:
         return adaptive_contribution(
@@ -42,6 +45,8 @@ def interactions(game: Game, spec: ClearanceSpec, att: Attribution,
     sample = None if att.exact else list(att.sample)
     out = []
     for i, j in combinations(members, 2):
+        if not game.affordable(interaction_coalitions(game, i, j, sample)):
+            continue  # diagnostics only (App. C): never spend beyond the call budget on ω
         omega = interaction(game, i, j, sample)
         out.append(PairInteraction((i, j), omega, diagnose_pair(omega, spec.harm_tolerance)))
     return tuple(out)
