@@ -157,3 +157,28 @@ def test_hoeffding_radius_solves_eq13():
     """2K·exp(−L ε²/2) = δ at the reported radius (Eq. 13)."""
     eps = hoeffding_radius(16, 5, confidence=0.95)
     assert 2 * 5 * math.exp(-16 * eps ** 2 / 2) == pytest.approx(0.05)
+
+
+def test_permutations_needed_eq42():
+    """Eq. 42: L ≥ 2/γ² · ln(2K/δ) with γ the smallest distance of a ψ to −τ."""
+    from engine.clearance.attribution import permutations_needed
+
+    psi = {"a": 0.5, "b": -0.25, "c": 0.0}  # γ = 0.05 (c), K = 3
+    assert permutations_needed(psi, 0.05) == math.ceil(2 / 0.05 ** 2 * math.log(6 / 0.05))
+    assert permutations_needed({"a": -0.05}, 0.05) is None
+
+
+def test_table_outcomes_and_recovery_rules():
+    """Per-trial outcomes: v̂ is their mean; ν follows the policy's recovery rule."""
+    from engine.clearance.case import case_game, parse_case
+    from engine.policy.model import Recovery
+
+    raw = {"query": "q", "reference": "r", "context": [{"id": "a"}, {"id": "f"}],
+           "game": {"type": "table", "outcomes": {"": [0, 0], "a": [1, 1], "f": [0, 0], "a,f": [1, 0]}}}
+    case = parse_case(raw)
+    strict = case_game(case, ClearanceSpec(retrieval_budget=2))
+    assert strict.value({"a", "f"}) == 0.5 and not strict.recovered({"a", "f"})
+    lenient = case_game(case, ClearanceSpec(retrieval_budget=2, recovery=Recovery(rule="any_trial")))
+    assert lenient.recovered({"a", "f"})
+    plan = run_meclear(case_game(case, ClearanceSpec(retrieval_budget=2)), ClearanceSpec(retrieval_budget=2))
+    assert plan.removed == ("f",) and plan.cleared_value == 1.0

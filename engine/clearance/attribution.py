@@ -125,6 +125,20 @@ def hoeffding_radius(permutations: int, n_players: int, confidence: float = 0.95
     return math.sqrt(2.0 * math.log(2.0 * max(n_players, 1) / delta) / permutations)
 
 
+def permutations_needed(contribution: Mapping[str, float], harm_tolerance: float,
+                        confidence: float = 0.95) -> int | None:
+    """Eq. 42: L ≥ (2/γ²) ln(2K/δ) with γ = min_i |ψ_i + τ| keeps Ĥ = H̃ w.p. ≥ 1 − δ.
+
+    ``None`` when some ψ lies exactly on the threshold (γ = 0: no finite L suffices).
+    """
+    if not contribution:
+        return 0
+    gap = min(abs(psi + harm_tolerance) for psi in contribution.values())
+    if gap <= 1e-12:
+        return None
+    return math.ceil(2.0 / gap ** 2 * math.log(2.0 * len(contribution) / (1.0 - confidence)))
+
+
 def bernstein_radius(xs: Sequence[float], delta: float) -> float:
     """Empirical-Bernstein radius (Maurer & Pontil 2009) for marginals in [−1, 1], two-sided."""
     n = len(xs)

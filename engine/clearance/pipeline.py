@@ -13,7 +13,7 @@ from itertools import combinations
 from ..policy.model import ClearanceSpec
 from .attribution import (
     Attribution, adaptive_contribution, all_coalitions, diagnose_pair, fixed_attribution, interaction,
-    interaction_coalitions, loo, screen, use_exact,
+    interaction_coalitions, loo, permutations_needed, screen, use_exact,
 )
 from .game import Game
 from .plan import ClearancePlan, PairInteraction, frozen_map
@@ -83,7 +83,8 @@ def run_meclear(game: Game, spec: ClearanceSpec) -> ClearancePlan:
         selected=sel.selected, removed=removed, cleared_context=cleared,
         baseline_value=baseline, cleared_value=cleared_value,
         recovered=game.recovered(cleared), ranking=ranking,
-        coalitions_evaluated=game.coalitions_evaluated, evaluator_calls=game.evaluator_calls)
+        coalitions_evaluated=game.coalitions_evaluated, evaluator_calls=game.evaluator_calls,
+        permutations_needed=permutations_needed(att.contribution, spec.harm_tolerance, spec.confidence))
 
 
 METHODS = ("meclear", "loo", "contextcite", "proxyspex", "direct")

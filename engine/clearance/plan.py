@@ -58,6 +58,7 @@ class ClearancePlan:
     ranking: tuple[str, ...]
     coalitions_evaluated: int
     evaluator_calls: int
+    permutations_needed: int | None = None  # Eq. 42 at the estimated margin γ
     notes: tuple[str, ...] = field(default=())
 
     def to_json(self) -> dict[str, Any]:
@@ -88,5 +89,6 @@ class ClearancePlan:
             "ranking": list(self.ranking),
             "coalitions_evaluated": self.coalitions_evaluated,
             "evaluator_calls": self.evaluator_calls,
+            "permutations_needed": self.permutations_needed,
             "notes": list(self.notes),
         }
