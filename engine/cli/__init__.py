@@ -29,6 +29,7 @@ def main() -> None:
 _COMMAND_MODULES = [
     "policy_cmds",
     "demo",
+    "verify_cmds",
     "clear_cmds",
 ]
 

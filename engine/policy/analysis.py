@@ -134,7 +134,7 @@ def _rules(src: PolicySource, enc: Encoding) -> list[Finding]:
         if solve(dom, guard) is None:
             out.append(_at(src, ("modes", i), "warning", "vacuous",
                            f"{_rule_name(p, i)} can never match: its conditions contradict each other "
-                           "or the declared kinds/ranges"))
+                           "or the declared kinds/ranges", rule=i + 1))
             continue
         if i == 0:
             continue
@@ -143,7 +143,7 @@ def _rules(src: PolicySource, enc: Encoding) -> list[Finding]:
             names = ", ".join(_rule_name(p, j) for j in shadowers)
             out.append(_at(src, ("modes", i), "warning", "shadowed",
                            f"{_rule_name(p, i)} can never fire: every cell it matches is taken by {names}",
-                           shadowed_by=[j + 1 for j in shadowers]))
+                           rule=i + 1, shadowed_by=[j + 1 for j in shadowers]))
     return out
 
 
@@ -254,7 +254,7 @@ def _type_safety(src: PolicySource, enc: Encoding) -> list[Finding]:
                 cell = enc.cell(model)
                 out.append(_at(src, loc, "error", "type",
                                f"{_rule_name(p, i)} assigns 'param' to a non-neural artifact "
-                               f"(param repairs neural skills only), e.g. {{{cell.describe()}}}", cell))
+                               f"(param repairs neural skills only), e.g. {{{cell.describe()}}}", cell, rule=i + 1))
         if rule.mode == "recompute":
             bad = z3.And([z3.Not(enc.is_kind(k)) for k in replayable]) if replayable else z3.BoolVal(True)
             model = solve(dom, fires, bad)
@@ -262,7 +262,7 @@ def _type_safety(src: PolicySource, enc: Encoding) -> list[Finding]:
                 cell = enc.cell(model)
                 out.append(_at(src, loc, "error", "type",
                                f"{_rule_name(p, i)} assigns 'recompute' to kind '{cell.kind}', which is not "
-                               f"replayable, e.g. {{{cell.describe()}}}", cell))
+                               f"replayable, e.g. {{{cell.describe()}}}", cell, rule=i + 1))
         if rule.mode != "remove":
             out += _missing_oracles(src, enc, i, dom, fires)
     return out
@@ -283,5 +283,5 @@ def _missing_oracles(src: PolicySource, enc: Encoding, i: int, dom: z3.BoolRef, 
                 out.append(_at(src, ("modes", i, "mode"), "error", "oracle",
                                f"{_rule_name(p, i)} assigns '{mode}' to {what} but no validation oracle covers "
                                f"it; add one under 'validation' (MemoRepair §2.2: republish only validated "
-                               f"successors), e.g. {{{cell.describe()}}}", cell))
+                               f"successors), e.g. {{{cell.describe()}}}", cell, rule=i + 1))
     return out

@@ -131,17 +131,24 @@ def _walk(node: yaml.Node, loc: Loc, positions: dict[Loc, tuple[int, int]], name
             _walk(item, loc + (index,), positions, name, depth + 1, budget)
 
 
-def _dotted(loc: Loc) -> str:
+def _dotted(loc: Loc, limit: int = 80) -> str:
     out = ""
     for part in loc:
+        if part == "[key]":
+            continue
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
+    return out if len(out) <= limit else out[: limit - 1] + "…"
 
 
 def load_yaml(path: str | Path) -> tuple[Any, SourceMap]:
     """Read a YAML document safely and return (data, source map). Raises :class:`InputError`."""
     name, text = _read_text(path)
-    loader = yaml.SafeLoader(text)
+    try:
+        loader = yaml.SafeLoader(text)
+    except yaml.reader.ReaderError as exc:
+        char = exc.character if isinstance(exc.character, int) else ord(str(exc.character)[:1] or "\0")
+        raise InputError(f"YAML syntax: {exc.reason} (character #x{char:04x} at offset {exc.position})",
+                         file=name) from None
     try:
         try:
             node = loader.get_single_node()
@@ -149,6 +156,8 @@ def load_yaml(path: str | Path) -> tuple[Any, SourceMap]:
             raise _mark_error(name, exc, "YAML structure") from None
         except yaml.MarkedYAMLError as exc:
             raise _mark_error(name, exc, "YAML syntax") from None
+        except yaml.YAMLError as exc:
+            raise InputError(f"YAML syntax: {exc}", file=name) from None
         except RecursionError:
             raise InputError(f"nesting deeper than {MAX_DEPTH} levels", file=name) from None
         if node is None:
@@ -179,7 +188,7 @@ def _schema_findings(exc: ValidationError, source: SourceMap) -> list[Finding]:
         loc = tuple(err["loc"])
         line, col = source.where(loc)
         field = _field_of(source, loc)
-        message = err["msg"]
+        message = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             last = str(loc[-1]) if loc else ""
             if last.lower() in _SECRET_FIELDS:

@@ -1,0 +1,5 @@
+"""The guarantees memgov keeps, each stated once (see :mod:`specs.catalog`)."""
+
+from .catalog import CATALOG, Guarantee
+
+__all__ = ["CATALOG", "Guarantee"]

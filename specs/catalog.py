@@ -1,0 +1,49 @@
+"""The catalog of guarantees G1–G5 (shared/DESIGN.md). Each is stated here and nowhere else.
+
+Z3 encodings and the Hypothesis properties that test the implementation against each statement
+are named per guarantee; ``memgov verify`` runs the encodings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Guarantee:
+    id: str
+    name: str
+    statement: str
+    notation: str
+    source: str
+    assumptions: str
+
+
+CATALOG: tuple[Guarantee, ...] = (
+    Guarantee(
+        "G1", "efficiency",
+        "The contributions of all memories add up to the value of the full context minus the value of the empty one, "
+        "exactly for the Shapley value and for every sampled-permutation estimate.",
+        "Σ_i ψ_i = v(M) − v(∅)", "MeClear Eq. 3, 34–35", "any value function v: 2^M → ℝ; any multiset of L ≥ 1 permutations"),
+    Guarantee(
+        "G2", "redundant-harm blind spot",
+        "For a redundant harmful group R, leave-one-out sees no effect of any member while each member's Shapley "
+        "contribution is −Δ/r.",
+        "∀ i ∈ R: d_i = 0 ∧ ψ_i = −Δ/r", "MeClear Thm 1, Cor. A.1 (Eq. 31)", "v(S) = u(S \\ R) − Δ·[S ∩ R ≠ ∅], Δ > 0, |R| = r ≥ 2"),
+    Guarantee(
+        "G3", "non-degradation",
+        "Clearance never lowers the task value; if it removes anything the task is recovered; and it removes the fewest "
+        "memories among the admissible candidates of maximal gain.",
+        "v̂(M̃) ≥ v̂(M); ĵ > 0 ⇒ ν(M̃) = 1; ĵ = min argmax_{j ∈ J} g(j)", "MeClear Thm 2, Eq. 19–22", "a fixed evaluator (cached v̂)"),
+    Guarantee(
+        "G4", "predecessor closure",
+        "Every selection is closed under prerequisites, excludes non-executable candidates, and is optimal for "
+        "Repair − λ·Cost.",
+        "x_i ≤ v_i; x_i ≤ x_j ∀ j ∈ P̄_i; x ∈ argmax Σ (w_i − λ c_i) x_i", "MemoRepair Eq. 1–4, Thm 1", "λ ≥ 0, w_i, c_i ≥ 0"),
+    Guarantee(
+        "G5", "barrier isolation",
+        "From the barrier on, no artifact of the cascade is servable unless it is a validated successor whose "
+        "prerequisites are republished; failures and their dependents stay withdrawn.",
+        "∀ t ≥ t_B, x ∈ C(F): servable_t(x) ⇒ validated(z_x) ∧ ∀ j ∈ P̄_x: republished_t(j)",
+        "MemoRepair §2.2, Alg. 1 lines 2, 7–8", "complete influence provenance; crashes at any step"),
+)

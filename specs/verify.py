@@ -1,0 +1,23 @@
+"""Run the Z3 proofs of the catalog (``memgov verify``)."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from .catalog import CATALOG
+from .proofs import g1_efficiency, g2_blind_spot, g3_non_degradation, g4_closure, g5_barrier
+from .proofs.result import ProofResult
+
+PROOFS: dict[str, Callable[[], ProofResult]] = {
+    "G1": lambda: g1_efficiency.prove(max_players=6, max_permutations=16),
+    "G2": lambda: g2_blind_spot.prove(max_players=7),
+    "G3": lambda: g3_non_degradation.prove(max_chain=16),
+    "G4": lambda: g4_closure.prove(max_symbolic=6, sizes=(8, 64, 256)),
+    "G5": lambda: g5_barrier.prove(artifacts=5, depth=12),
+}
+
+
+def verify(ids: list[str] | None = None) -> list[ProofResult]:
+    """Prove the selected guarantees (all by default), in catalog order."""
+    wanted = [g.id for g in CATALOG if not ids or g.id in ids]
+    return [PROOFS[gid]() for gid in wanted]
