@@ -10,7 +10,7 @@ import click
 from ..errors import InputError
 from . import main
 from .common import emit_json, handle_errors
-from .demo import bundled_policy_path
+from .demo import bundled
 
 METHOD_NAMES = ("meclear", "loo", "contextcite", "proxyspex", "direct")
 
@@ -18,7 +18,7 @@ METHOD_NAMES = ("meclear", "loo", "contextcite", "proxyspex", "direct")
 def _spec(policy: str | None):
     from ..policy import load_policy
 
-    return load_policy(policy or bundled_policy_path("default.yaml")).clearance
+    return load_policy(policy or bundled("policies", "default.yaml")).clearance
 
 
 def _methods(text: str) -> list[str]:
