@@ -17,9 +17,9 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from ..policy.model import ClearanceSpec
 from .case import Case, case_evaluator, case_game, parse_case
-from .evaluators import Harm, SyntheticEvaluator, SyntheticGame
+from .evaluators import Harm, SyntheticEvaluator, SyntheticGame, from_policy
 from .game import Coalition, Evaluator, Game, OutcomeStore, Task
-from .metrics import CaseOutcome, outcome
+from .metrics import CaseOutcome, Summary, outcome, summary_table
 from .pipeline import METHODS, run_method
 
 PAPER_SHAPE = {"direct": 375, "redundant": 285, "joint": 85}
@@ -163,6 +163,19 @@ def run_cohort(cases: Iterable[Case], spec: ClearanceSpec, methods: Sequence[str
                evaluator: Evaluator | None = None) -> list[CaseOutcome]:
     """Every method on every case (``progress`` wraps the iteration, e.g. tqdm)."""
     out: list[CaseOutcome] = []
+    shared = evaluator  # the policy's evaluator (one client for the whole cohort), made lazily
     for case in (progress(cases) if progress else cases):
-        out.extend(run_case(case, spec, methods, evaluator))
+        if case.game is None and shared is None:
+            shared = from_policy(spec.evaluator)
+        out.extend(run_case(case, spec, methods, shared if case.game is None else None))
     return out
+
+
+def synthetic_benchmark(n: int = 745, seed: int = 0, spec: ClearanceSpec | None = None,
+                        methods: Sequence[str] = METHODS, k: int = 5,
+                        noise: float = 0.02) -> list[Summary]:
+    """Generate a paper-shaped synthetic cohort and summarise every method (for bench/)."""
+    spec = spec or ClearanceSpec(retrieval_budget=k)
+    cases = [parse_case(c) for c in synthetic_cohort(n, seed, k=k, noise=noise, trials=spec.trials,
+                                                     eval_seed=spec.seed)]
+    return summary_table(run_cohort(cases, spec, methods))
