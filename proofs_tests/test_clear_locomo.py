@@ -76,3 +76,17 @@ def test_builder_rejects_missing_data(tmp_path):
         build_locomo_cohort(tmp_path, OfflineEvaluator())
     with pytest.raises(InputError, match="not found"):
         build_locomo_cohort(tmp_path / "nope", OfflineEvaluator())
+
+
+def test_cli_builds_and_runs_a_locomo_cohort(data_dir, tmp_path):
+    from click.testing import CliRunner
+
+    from engine.cli import main
+
+    out = tmp_path / "locomo.jsonl"
+    res = CliRunner().invoke(main, ["clear", "--locomo", str(data_dir), "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "verified" in res.stderr and out.read_text().count("\n") >= 1
+    res = CliRunner().invoke(main, ["clear", "--cohort", str(out), "--methods", "meclear,loo", "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["rows"][0]["recovery"] == 1.0

@@ -39,7 +39,7 @@ def attribute(game: Game, spec: ClearanceSpec) -> Attribution:
 def interactions(game: Game, spec: ClearanceSpec, att: Attribution,
                  harmful_set: frozenset[str]) -> tuple[PairInteraction, ...]:
     """ω_ij and the structural diagnosis for the pairs the policy asks for (Eq. 15)."""
-    if spec.interactions == "none":
+    if spec.interactions == "none" or (not att.exact and not att.sample):
         return ()
     members = game.players if spec.interactions == "all" else [p for p in game.players if p in harmful_set]
     sample = None if att.exact else list(att.sample)
