@@ -204,3 +204,17 @@ def test_llm_demo_helpers(server):
         find_gguf("memgov")
     with pytest.raises(InputError, match="not installed"):
         find_gguf("surely-not-installed-memgov-dist")
+
+
+def test_locomo_builder_with_the_openai_evaluator(server, tmp_path):
+    """The fault-injection builder verifies cases through the HTTP evaluator as well."""
+    from engine.clearance.evaluators import OfflineEvaluator
+    from engine.clearance.locomo import build_locomo_cohort
+
+    from test_clear_locomo import conversation
+
+    (tmp_path / "conv-99.json").write_text(json.dumps(conversation()))
+    over_http, funnel = build_locomo_cohort(tmp_path, OpenAIEvaluator(endpoint(server.url)), trials=2)
+    offline, _ = build_locomo_cohort(tmp_path, OfflineEvaluator(), trials=2)
+    assert [c["name"] for c in over_http] == [c["name"] for c in offline]
+    assert funnel["verified"] == len(over_http) > 0
