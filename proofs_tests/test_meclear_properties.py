@@ -71,10 +71,10 @@ def test_sampled_efficiency(g, count, seed):
 
 @given(games(), st.sampled_from(["auto", "always", "never"]), st.integers(1, 24),
        st.floats(0.0, 0.3), st.sampled_from(["all_trials", "majority", "any_trial"]))
-def test_theorem2_selection(g, exact, count, tau, rule):
+def test_theorem2_selection(g, exact, count, harm_tolerance, rule):
     """Non-degradation, verified recovery and minimal cardinality (Theorem 2)."""
     ids, table = g
-    spec = ClearanceSpec(exact=exact, permutations=count, harm_tolerance=tau,
+    spec = ClearanceSpec(exact=exact, permutations=count, harm_tolerance=harm_tolerance,
                          recovery=Recovery(rule=rule), retrieval_budget=len(ids))
     game = game_of(ids, table, recovery=spec.recovery)
     plan = run_meclear(game, spec)
@@ -122,8 +122,8 @@ def test_adaptive_respects_budget_and_efficiency(g, seed, budget):
         assert math.fsum(att.contribution.values()) == pytest.approx(total, abs=1e-9)
 
 
-@pytest.mark.parametrize("bound, tau, most", [("bernstein", 0.2, 400), ("normal", 0.05, 64)])
-def test_adaptive_stops_when_confident_on_a_clear_game(bound, tau, most):
+@pytest.mark.parametrize("bound, harm_tolerance, most", [("bernstein", 0.2, 400), ("normal", 0.05, 64)])
+def test_adaptive_stops_when_confident_on_a_clear_game(bound, harm_tolerance, most):
     """A direct fault with ψ = −½ and neutral background at K = 12: the intervals clear −τ
     long before all 2^12 coalitions are evaluated."""
     ids = ["g", "f", *(f"n{i}" for i in range(10))]
@@ -132,11 +132,11 @@ def test_adaptive_stops_when_confident_on_a_clear_game(bound, tau, most):
         return max(0.0, (1.0 if "g" in s else 0.0) - (1.0 if "f" in s else 0.0))
 
     game = table_game(ids, v)
-    att = adaptive_contribution(game, tau, seed=1, start=16, batch=16, max_permutations=4096,
+    att = adaptive_contribution(game, harm_tolerance, seed=1, start=16, batch=16, max_permutations=4096,
                                 bound=bound)
     assert att.stop == "confident" and att.permutations <= most
-    assert att.contribution["f"] < -tau
-    assert all(att.contribution[n] > -tau for n in ids if n != "f")
+    assert att.contribution["f"] < -harm_tolerance
+    assert all(att.contribution[n] > -harm_tolerance for n in ids if n != "f")
     assert game.coalitions_evaluated < 2 ** len(ids) / 2
 
 
