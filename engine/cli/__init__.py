@@ -30,6 +30,7 @@ _COMMAND_MODULES = [
     "policy_cmds",
     "demo",
     "verify_cmds",
+    "clear_cmds",
 ]
 
 for _name in _COMMAND_MODULES:
