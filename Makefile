@@ -29,6 +29,7 @@ check: $(STAMP)
 	$(BIN)/memgov check policies/*.yaml
 
 bench: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
 	$(BIN)/python -m bench
 
 clean:
