@@ -73,6 +73,9 @@ def run_meclear(game: Game, spec: ClearanceSpec) -> ClearancePlan:
     cleared = tuple(m for m in game.players if m not in removed)  # line 17
     cleared_value = game.value(cleared)
     ranking = tuple(sorted(game.players, key=lambda i: (att.contribution[i], game.players.index(i))))
+    # v̂(∅) is known whenever attribution ran (every permutation and the exact game start at ∅);
+    # it is reported for the efficiency certificate, never evaluated just for it.
+    empty_value = game.value(()) if frozenset() in game.seen else None
     return ClearancePlan(
         method="meclear", query=game.task.query, context=game.players,
         loo=frozen_map(effects), screen=frozen_map(profile),
@@ -84,7 +87,8 @@ def run_meclear(game: Game, spec: ClearanceSpec) -> ClearancePlan:
         baseline_value=baseline, cleared_value=cleared_value,
         recovered=game.recovered(cleared), ranking=ranking,
         coalitions_evaluated=game.coalitions_evaluated, evaluator_calls=game.evaluator_calls,
-        permutations_needed=permutations_needed(att.contribution, spec.harm_tolerance, spec.confidence))
+        permutations_needed=permutations_needed(att.contribution, spec.harm_tolerance, spec.confidence),
+        empty_value=empty_value, harm_tolerance=spec.harm_tolerance)
 
 
 METHODS = ("meclear", "loo", "contextcite", "proxyspex", "direct")

@@ -60,6 +60,8 @@ class ClearancePlan:
     evaluator_calls: int
     permutations_needed: int | None = None  # Eq. 42 at the estimated margin γ
     notes: tuple[str, ...] = field(default=())
+    empty_value: float | None = None  # v̂(∅), for the efficiency certificate Σψ = v̂(M) − v̂(∅)
+    harm_tolerance: float | None = None  # τ used for H = {ψ_i < −τ} (Eq. 14)
 
     def to_json(self) -> dict[str, Any]:
         """The plan as a JSON-ready dict (ids are strings, numbers are JSON numbers)."""
@@ -90,5 +92,7 @@ class ClearancePlan:
             "coalitions_evaluated": self.coalitions_evaluated,
             "evaluator_calls": self.evaluator_calls,
             "permutations_needed": self.permutations_needed,
+            "empty_value": self.empty_value,
+            "harm_tolerance": self.harm_tolerance,
             "notes": list(self.notes),
         }
