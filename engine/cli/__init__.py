@@ -32,6 +32,7 @@ _COMMAND_MODULES = [
     "repair_cmds",
     "demo",
     "verify_cmds",
+    "clear_cmds",
 ]
 
 for _name in _COMMAND_MODULES:

@@ -43,9 +43,21 @@ def demo_policies(echo: Callable[[str], None] = click.echo) -> None:
         echo(f"    {d.verdict:<8} {d.cell.describe()}: {d.old.describe()} → {d.new.describe()}")
 
 
+def demo_verify(echo: Callable[[str], None] = click.echo) -> None:
+    """Prove the guarantee catalog with Z3 (the same run as `memgov verify`)."""
+    from specs import CATALOG
+    from specs.verify import verify
+
+    names = {g.id: g.name for g in CATALOG}
+    for r in verify():
+        echo(f"  {r.guarantee} {names[r.guarantee]:<26} {r.status:<8} {r.seconds:5.2f}s  {r.bound}")
+
+
 # Later sections register here: (title, "module:function"), each function takes `echo`.
 SECTIONS: list[tuple[str, str]] = [
     ("Policies: validation and Z3 analysis", "engine.cli.demo:demo_policies"),
+    ("MeClear: query-scoped clearance of harmful memories", "engine.clearance.demo:run_clearance_demo"),
+    ("Guarantees: Z3 proofs (memgov verify)", "engine.cli.demo:demo_verify"),
 ]
 
 

@@ -6,7 +6,8 @@ import sys
 
 import click
 
-from ..errors import EXIT_FINDINGS
+from ..errors import EXIT_FINDINGS, InputError
+from ..jsonio import read_json
 from . import main
 from .common import emit_json, handle_errors
 
@@ -15,14 +16,22 @@ from .common import emit_json, handle_errors
 @click.option("--guarantee", "-g", "ids", multiple=True, metavar="ID",
               type=click.Choice(["G1", "G2", "G3", "G4", "G5"], case_sensitive=False),
               help="Prove only this guarantee (repeatable). Default: all.")
+@click.option("--plan", "plan_path", type=click.Path(dir_okay=False), default=None,
+              help="Check a concrete TransitionPlan or ClearancePlan JSON instead of proving the catalog.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 @handle_errors
-def verify(ids: tuple[str, ...], as_json: bool) -> None:
+def verify(ids: tuple[str, ...], plan_path: str | None, as_json: bool) -> None:
     """Prove the guarantees of the spec catalog with Z3 (bounded, sizes reported).
 
     Each proof asserts the negation of its claim and demands `unsat`; a counterexample or a
-    timeout is a failure. Exit 0 when every proof holds, 1 otherwise.
+    timeout is a failure. With --plan, check one plan's certificate instead (closure,
+    executability, optimality, barrier, publication, non-degradation, recovery) and name the
+    first violated clause with its witness. Exit 0 when everything holds, 1 otherwise,
+    2 when the plan file cannot be read.
     """
+    if plan_path is not None:
+        _verify_plan(plan_path, as_json)
+        return
     from specs import CATALOG
     from specs.verify import verify as run_proofs
 
@@ -45,4 +54,31 @@ def verify(ids: tuple[str, ...], as_json: bool) -> None:
         click.echo(f"{len(results) - len(failed)}/{len(results)} guarantees proved"
                    + (f"; failed: {', '.join(failed)}" if failed else ""))
     if any(not r.proved for r in results):
+        sys.exit(EXIT_FINDINGS)
+
+
+def _verify_plan(path: str, as_json: bool) -> None:
+    from specs.certificates import check_plan, plan_kind
+
+    doc = read_json(path)
+    try:
+        kind = plan_kind(doc)
+        clauses = check_plan(doc)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InputError(f"not a valid plan: {exc}", file=path) from None
+    failed = [c for c in clauses if not c.ok]
+    if as_json:
+        emit_json({"plan": path, "kind": kind, "ok": not failed,
+                   "first_violation": failed[0].as_dict() if failed else None,
+                   "clauses": [c.as_dict() for c in clauses]})
+    else:
+        click.echo(f"{path}: {kind} plan, {len(clauses)} clauses checked")
+        for c in clauses:
+            mark = "ok  " if c.ok else "FAIL"
+            click.echo(f"  {mark} {c.guarantee} {c.name}" + (f"  ({c.note})" if c.note else ""))
+        if failed:
+            click.echo(f"first violated clause: {failed[0].guarantee} {failed[0].name}; witness: {failed[0].witness}")
+        else:
+            click.echo("all clauses hold")
+    if failed:
         sys.exit(EXIT_FINDINGS)

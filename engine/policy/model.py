@@ -306,6 +306,27 @@ class Recovery(Strict):
         return value >= self.threshold - eps
 
 
+class AdaptiveSpec(Strict):
+    """Beyond the paper: keep sampling permutations in batches until every ψ̂_i's confidence
+    interval is clear of −τ, or ``max_permutations`` / the call budget is reached."""
+
+    enabled: bool = False
+    batch: int = Field(default=8, ge=1)
+    max_permutations: int = Field(default=256, ge=1)
+    # bernstein: min(Hoeffding, empirical Bernstein), union bound over memories and looks
+    # (rigorous, needs ~300 permutations at τ = 0.2); normal: CLT interval z·s/√L with a
+    # Bonferroni z (heuristic, stops after a few batches on clear games).
+    bound: Literal["bernstein", "normal"] = "bernstein"
+
+
+class BaselineSpec(Strict):
+    """Settings of the comparison methods (paper Table 4: B = 32, α = 0.01, threshold 0.5)."""
+
+    samples: int = Field(default=32, ge=1)  # B, random ablations (ContextCite, ProxySPEX)
+    lasso_alpha: float = Field(default=0.01, ge=0.0)  # α, L1 weight of the surrogates
+    direct_threshold: float = Field(default=0.5, ge=0.0, le=1.0)  # flag when rating ≥ this
+
+
 class ClearanceSpec(Strict):
     """MeClear settings (Algorithm 1; paper: K = 5, L = 16, κ = τ = 0.05, two trials)."""
 
@@ -318,6 +339,12 @@ class ClearanceSpec(Strict):
     exact: Literal["auto", "always", "never"] = "auto"
     recovery: Recovery = Field(default_factory=Recovery)
     evaluator: Evaluator = Field(default_factory=Evaluator)
+    confidence: float = Field(default=0.95, gt=0.0, lt=1.0)  # 1 − δ of the radius (Eq. 13)
+    exact_premium: float = Field(default=0.25, ge=0.0)  # auto: exact iff 2^K ≤ (1+p)·E[distinct]
+    interactions: Literal["harmful", "all", "none"] = "harmful"  # which pairs get ω (Eq. 15)
+    adaptive: AdaptiveSpec = Field(default_factory=AdaptiveSpec)
+    call_budget: int | None = Field(default=None, ge=1)  # cap on attribution's evaluator calls
+    baselines: BaselineSpec = Field(default_factory=BaselineSpec)
 
 
 class RepairSpec(Strict):

@@ -1,0 +1,157 @@
+"""`memgov clear`: query-scoped clearance of harmful memories (MeClear and baselines)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from ..errors import InputError
+from . import main
+from .common import emit_json, handle_errors
+from .demo import bundled
+
+METHOD_NAMES = ("meclear", "loo", "contextcite", "proxyspex", "direct")
+
+
+def _spec(policy: str | None):
+    from ..policy import load_policy
+
+    return load_policy(policy or bundled("policies", "default.yaml")).clearance
+
+
+def _methods(text: str) -> list[str]:
+    names = [m.strip() for m in text.split(",") if m.strip()]
+    for m in names:
+        if m not in METHOD_NAMES:
+            raise InputError(f"unknown method '{m}' (choose from {', '.join(METHOD_NAMES)})",
+                             file="<command line>", field="--methods")
+    return names
+
+
+@main.command("clear")
+@click.option("--policy", "policy", type=click.Path(dir_okay=False), default=None,
+              help="Policy YAML (default: the bundled default policy).")
+@click.option("--case", "case", type=click.Path(dir_okay=False), default=None,
+              help="One case JSON file: query, reference, context, optional game.")
+@click.option("--cohort", "cohort", type=click.Path(dir_okay=False), default=None,
+              help="A JSONL cohort: run every method on every case and print the paper's metrics.")
+@click.option("--method", "method", type=click.Choice(METHOD_NAMES), default="meclear",
+              show_default=True, help="Clearance method for --case.")
+@click.option("--methods", "methods", default=",".join(METHOD_NAMES), show_default=True,
+              help="Comma-separated methods for --cohort.")
+@click.option("--synthetic-cohort", "synthetic", type=int, default=None,
+              help="Generate N verified synthetic cases (paper's 375:285:85 shape) to --out.")
+@click.option("--locomo", "locomo", type=click.Path(), default=None,
+              help="Build a fault-injection cohort from a LoCoMo data directory to --out.")
+@click.option("--limit", "limit", type=int, default=None, help="With --locomo: at most N cases.")
+@click.option("--k", "k", type=int, default=5, show_default=True,
+              help="Context size K of generated cases.")
+@click.option("--seed", "seed", type=int, default=0, show_default=True, help="Generator seed.")
+@click.option("--out", "out", type=click.Path(dir_okay=False), default=None,
+              help="Output JSONL for --synthetic-cohort / --locomo.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@handle_errors
+def clear(policy, case, cohort, method, methods, synthetic, locomo, limit, k, seed, out, as_json):
+    """Clear harmful memories from one query's context (MeClear, Algorithm 1).
+
+    \b
+    memgov clear --case CASE.json [--method meclear|loo|contextcite|proxyspex|direct] [--json]
+    memgov clear --cohort CASES.jsonl [--methods meclear,loo] [--json]
+    memgov clear --synthetic-cohort 745 --seed 0 --out CASES.jsonl
+    memgov clear --locomo DATA_DIR --out CASES.jsonl [--limit N]
+
+    The memory bank is never modified: the plan names the memories to hide for this query.
+    """
+    modes = [x is not None for x in (case, cohort, synthetic, locomo)]
+    if sum(modes) != 1:
+        raise click.UsageError("give exactly one of --case, --cohort, --synthetic-cohort, --locomo")
+    if synthetic is not None:
+        _synthetic(synthetic, seed, k, out)
+    elif locomo is not None:
+        _locomo(policy, locomo, out, limit, seed, k)
+    elif case is not None:
+        _one(policy, case, method, as_json)
+    else:
+        _cohort(policy, cohort, _methods(methods), as_json)
+
+
+def _need_out(out: str | None) -> str:
+    if not out:
+        raise click.UsageError("--out FILE.jsonl is required")
+    return out
+
+
+def _synthetic(n: int, seed: int, k: int, out: str | None) -> None:
+    from ..clearance.cohort import synthetic_cohort, write_jsonl
+
+    if n < 1 or k < 2:
+        raise click.UsageError("--synthetic-cohort needs N ≥ 1 and --k ≥ 2")
+    count = write_jsonl(synthetic_cohort(n, seed, k=k), _need_out(out))
+    click.echo(f"wrote {count} verified synthetic cases to {out}", err=True)
+
+
+def _locomo(policy: str | None, data: str, out: str | None, limit: int | None, seed: int, k: int) -> None:
+    from ..clearance.case import Case  # noqa: F401  (import check)
+    from ..clearance.evaluators import from_policy
+    from ..clearance.locomo import build_locomo_cohort
+    from ..clearance.cohort import write_jsonl
+
+    spec = _spec(policy)
+    target = _need_out(out)
+    evaluator = from_policy(spec.evaluator)
+    cases, funnel = build_locomo_cohort(Path(data), evaluator, trials=spec.trials, seed=seed,
+                                        k=k, limit=limit, progress=True)
+    count = write_jsonl(cases, target)
+    click.echo(f"wrote {count} verified cases to {target}; funnel: "
+               + ", ".join(f"{k}={v}" for k, v in funnel.items()), err=True)
+
+
+def _one(policy: str | None, path: str, method: str, as_json: bool) -> None:
+    from ..clearance.case import case_game, load_case
+    from ..clearance.pipeline import run_method
+
+    spec = _spec(policy)
+    case = load_case(path)
+    plan = run_method(method, case_game(case, spec), spec)
+    if as_json:
+        emit_json(plan.to_json())
+        return
+    click.echo(f"{plan.method} on {path}: {case.task.query}")
+    click.echo(f"{'id':<10} {'loo d':>7} {'local':<13} {'contribution':>12}  text")
+    for m in case.task.context:
+        d = plan.loo.get(m.id)
+        click.echo(f"{m.id:<10} {'' if d is None else f'{d:+.3f}':>7} {plan.screen.get(m.id, ''):<13} "
+                   f"{plan.contribution.get(m.id, 0.0):>+12.3f}  {m.text[:60]}")
+    how = "exact (2^K coalitions)" if plan.exact else f"L = {plan.permutations} permutations ({plan.stop})"
+    if plan.method == "meclear":
+        radius = max(plan.radius.values(), default=0.0)
+        click.echo(f"attribution: {how}, radius ±{radius:.3f}")
+        for p in plan.interaction:
+            click.echo(f"interaction ω({p.pair[0]}, {p.pair[1]}) = {p.omega:+.3f}: {p.structure}")
+        click.echo(f"harmful: {', '.join(plan.harmful) or '∅'}; chain gains: "
+                   + ", ".join(f"g({j})={g:+.2f}" for j, g in enumerate(plan.gains))
+                   + f"; admissible {list(plan.admissible)}; selected ĵ = {plan.selected}")
+    click.echo(f"removed: {', '.join(plan.removed) or '∅'}; value {plan.baseline_value:.2f} → "
+               f"{plan.cleared_value:.2f}; recovered: {'yes' if plan.recovered else 'no'}")
+    click.echo(f"cost: {plan.coalitions_evaluated} coalitions, {plan.evaluator_calls} evaluator calls")
+
+
+def _cohort(policy: str | None, path: str, methods: list[str], as_json: bool) -> None:
+    from tqdm import tqdm
+
+    from ..clearance.case import iter_cohort
+    from ..clearance.cohort import run_cohort
+    from ..clearance.metrics import format_table, summary_table
+
+    spec = _spec(policy)
+    cases = list(iter_cohort(path))
+    if not cases:
+        raise InputError("the cohort has no cases", file=path)
+    bar = lambda it: tqdm(it, total=len(cases), desc="clear", unit="case", file=sys.stderr)  # noqa: E731
+    rows = summary_table(run_cohort(cases, spec, methods, progress=bar))
+    if as_json:
+        emit_json({"cases": len(cases), "methods": methods, "rows": [r.as_dict() for r in rows]})
+    else:
+        click.echo(format_table(rows))

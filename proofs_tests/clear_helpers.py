@@ -1,0 +1,40 @@
+"""Helpers for the clearance tests: explicit table games from a value function."""
+
+from __future__ import annotations
+
+from itertools import combinations
+from typing import Callable, Sequence
+
+from engine.clearance.evaluators import TableEvaluator
+from engine.clearance.game import Coalition, Evaluation, Game, Memory, Task
+from engine.policy.model import ClearanceSpec
+
+
+def all_subsets(ids: Sequence[str]) -> list[Coalition]:
+    return [frozenset(c) for r in range(len(ids) + 1) for c in combinations(ids, r)]
+
+
+def table_game(ids: Sequence[str], fn: Callable[[Coalition], float], trials: int = 2,
+               **kwargs) -> Game:
+    values = {s: fn(s) for s in all_subsets(ids)}
+    task = Task("q", "r", tuple(Memory(i, f"memory {i}") for i in ids))
+    return Game(task, CountingEvaluator(TableEvaluator(values)), trials=trials, **kwargs)
+
+
+class CountingEvaluator:
+    """Wraps an evaluator and records every coalition it is asked about."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.asked: list[Coalition] = []
+
+    def evaluate(self, task, coalitions, trials, seed) -> list[Evaluation]:
+        self.asked.extend(coalitions)
+        return self.inner.evaluate(task, coalitions, trials, seed)
+
+    def rate(self, task, memory):
+        return self.inner.rate(task, memory)
+
+
+def spec(**kw) -> ClearanceSpec:
+    return ClearanceSpec(**kw)
