@@ -123,6 +123,11 @@ def test_barrier_isolation_and_closure_after_every_event(scenario):
         if s.status in ("failed", "blocked"):
             down = {s.id} | (nx.descendants(req, s.id) if s.id in req else set())
             assert not (down & set(served))
+    # the lead's independent certificate checker (memgov verify --plan) accepts the plan
+    from specs.certificates import check_transition_plan
+
+    failed = [c for c in check_transition_plan(plan.to_json()) if not c.ok]
+    assert not failed, failed
     # no version is lost; deleted roots are erased
     after_versions = {(i, v) for i in store.states() for v, _, _ in store.versions(i)}
     assert before_versions <= after_versions

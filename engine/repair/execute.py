@@ -166,9 +166,10 @@ def resume(store: Store, event_id: int, policy: Policy, plan: TransitionPlan,
     erase = [r for r, act in plan.roots.items() if act == "erased"]
     final_steps = tuple(StepResult(s.id, s.mode, "republished", s.version, s.reports)
                         if s.status == "validated" else s for s in results)
-    kept = set(republished) | set(root_updates)
+    # withdrawn = B_ρ \ R_ρ: roots are always listed (their invalidated versions stay withdrawn);
+    # a corrected / migrated root's fresh version X_Δ / κ_e is reported under ``roots``.
     final = plan.replace(executed=final_steps, republished=tuple(sorted(republished)),
-                         withdrawn=tuple(i for i in plan.barrier if i not in kept), status="done")
+                         withdrawn=tuple(i for i in plan.barrier if i not in set(republished)), status="done")
     store.publish(event_id, republished + root_updates, erase, final.to_json())
     return final
 
