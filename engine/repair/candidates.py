@@ -28,7 +28,7 @@ from ..policy.model import Policy
 from .artifacts import SERVABLE_STATES, Artifact
 from .events import Event
 from .graph import cascade, is_retained, order_and_cycles
-from .operators import OperatorRegistry, default_operators
+from .operators import OperatorRegistry, operators_for
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ def meta_cell_values(policy: Policy, artifact: Artifact) -> dict[str, float]:
 def assign(policy: Policy, artifacts: Mapping[str, Artifact], g: nx.DiGraph, event: Event,
            operators: OperatorRegistry | None = None) -> Assignment:
     """Algorithm 1 lines 3–5: modes μ_i, candidates Q_ρ, P_i, and executability v_i."""
-    operators = operators or default_operators()
+    operators = operators or operators_for(policy)
     affected = cascade(g, event.roots)
     roots = frozenset(event.roots)
     desc = affected - roots

@@ -16,7 +16,7 @@ from .artifacts import SERVABLE_STATES, Artifact, Snapshot
 from .candidates import Candidate
 from .events import Event
 from .graph import is_retained
-from .operators import OperatorError, OperatorRegistry, RepairContext, Successor, default_operators
+from .operators import OperatorError, OperatorRegistry, RepairContext, Successor, operators_for
 from .oracles import OracleInput, OracleRegistry, validate
 from .plan import StepResult, TransitionPlan, compute_plan
 from .store import Store
@@ -41,6 +41,7 @@ def run_event(store: Store, policy: Policy, event: Event, selector: str = "mincu
     """Plan (pure) and execute one event on a store."""
     if store.unfinished_event() is not None:
         raise InputError("the store has an unfinished event; run `memgov recover` first", file=store.path)
+    operators = operators or operators_for(policy)
     plan = compute_plan(policy, store.snapshot(), event, selector, backend, operators)
     return execute(store, policy, plan, operators, oracles)
 
@@ -106,7 +107,7 @@ def build_context(store: Store, snap: Snapshot, plan: TransitionPlan, c: Candida
 def resume(store: Store, event_id: int, policy: Policy, plan: TransitionPlan,
            operators: OperatorRegistry | None = None, oracles: OracleRegistry | None = None) -> TransitionPlan:
     """Alg. 1 lines 7–8 from whatever steps the store already records (idempotent)."""
-    operators = operators or default_operators()
+    operators = operators or operators_for(policy)
     snap = store.snapshot()
     parents_of: dict[str, list[str]] = {}
     for src, dst in snap.influence_edges():

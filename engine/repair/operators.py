@@ -276,3 +276,17 @@ def default_operators() -> OperatorRegistry:
     reg.register("regen", RegenChain(), kind="skill", arch="chain")
     reg.register("param", ParamRetrain())
     return reg
+
+
+def operators_for(policy: Any) -> OperatorRegistry:
+    """The default registry, with LLM ``regen`` for summaries and prompt skills when the policy
+    names a ``repair.regen_endpoint`` (chain rewriting stays deterministic)."""
+    reg = default_operators()
+    endpoint = getattr(getattr(policy, "repair", None), "regen_endpoint", None)
+    if endpoint is not None:
+        from .llm_regen import LLMRegen
+
+        llm = LLMRegen(endpoint)
+        reg.register("regen", llm, kind="summary")
+        reg.register("regen", llm, kind="skill", arch="prompt")
+    return reg
