@@ -123,3 +123,22 @@ def test_semantic_edges_never_define_scope():
     store.import_snapshot(parse_store_document(doc, "<t>"))
     plan = run_event(store, _policy(), parse_event({"type": "delete", "roots": ["r"]}, store.snapshot()))
     assert plan.cascade == ("r",) and {a.id for a in store.serve()} == {"s"}
+
+
+def test_stale_plan_is_refused_when_another_process_changed_the_store(tmp_path: Path):
+    from engine.repair.execute import execute
+    from engine.repair.plan import compute_plan
+    from engine.errors import InputError
+
+    db = tmp_path / "s.db"
+    a = Store.open(str(db), create=True)
+    a.import_snapshot(Store.open(str(DATA / "store.json")).snapshot())
+    b = Store.open(str(db))
+    policy = _policy()
+    gen = a.generation()
+    stale = compute_plan(policy, a.snapshot(), parse_event({"type": "delete", "roots": ["p2"]}, a.snapshot()))
+    run_event(b, policy, parse_event({"type": "delete", "roots": ["p1"]}, b.snapshot()))  # the other writer
+    before = a.dump_state()
+    with pytest.raises(InputError, match="changed while"):
+        execute(a, policy, stale, generation=gen)
+    assert a.dump_state() == before

@@ -42,16 +42,22 @@ def run_event(store: Store, policy: Policy, event: Event, selector: str = "mincu
     if store.unfinished_event() is not None:
         raise InputError("the store has an unfinished event; run `memgov recover` first", file=store.path)
     operators = operators or operators_for(policy)
+    generation = store.generation()
     plan = compute_plan(policy, store.snapshot(), event, selector, backend, operators)
-    return execute(store, policy, plan, operators, oracles)
+    return execute(store, policy, plan, operators, oracles, generation)
 
 
 def execute(store: Store, policy: Policy, plan: TransitionPlan, operators: OperatorRegistry | None = None,
-            oracles: OracleRegistry | None = None) -> TransitionPlan:
-    """Barrier (one transaction), then :func:`resume`. *No action* changes nothing."""
+            oracles: OracleRegistry | None = None, generation: int | None = None) -> TransitionPlan:
+    """Barrier (one transaction), then :func:`resume`. *No action* changes nothing.
+
+    ``generation`` (from :meth:`Store.generation` when the plan was computed) makes the barrier
+    refuse a plan computed from a store another process has changed since.
+    """
     if plan.selector == "no_action":
         return plan.replace(status="done", withdrawn=(), republished=())
-    event_id = store.barrier(plan.to_json(), policy_document(policy), root_successors(plan.event, store.snapshot()))
+    event_id = store.barrier(plan.to_json(), policy_document(policy), root_successors(plan.event, store.snapshot()),
+                             generation)
     return resume(store, event_id, policy, plan, operators, oracles)
 
 

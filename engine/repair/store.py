@@ -69,7 +69,7 @@ class Store:
 
     def __init__(self, path: str = ":memory:") -> None:
         self.path = path
-        self.conn = sqlite3.connect(path, isolation_level=None)
+        self.conn = sqlite3.connect(path, isolation_level=None, timeout=30.0)
         self.conn.execute("PRAGMA foreign_keys = ON")
         if path != ":memory:":
             self.conn.execute("PRAGMA journal_mode = WAL")
@@ -226,12 +226,26 @@ class Store:
             return None
         return row[0], json.loads(row[1]), json.loads(row[2]), json.loads(row[3])
 
+    def generation(self) -> int:
+        """A counter that grows with every committed change (the last audit sequence number)."""
+        (seq,) = self.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM audit").fetchone()
+        return int(seq)
+
     def barrier(self, plan_doc: Mapping[str, Any], policy_doc: Mapping[str, Any],
-                staged_roots: Mapping[str, Artifact]) -> int:
+                staged_roots: Mapping[str, Artifact], generation: int | None = None) -> int:
         """B_ρ ← C(F): record the event and plan, withdraw all of C(F) and stage root
-        replacements / new interfaces — in ONE transaction (§2.2, Alg. 1 line 2)."""
+        replacements / new interfaces — in ONE transaction (§2.2, Alg. 1 line 2).
+
+        ``generation`` is :meth:`generation` at planning time: if another process changed the
+        store since, or left an event unfinished, nothing is written (InputError).
+        """
         barrier = list(plan_doc["barrier"])
         with self.transaction() as c:
+            if self.unfinished_event() is not None:
+                raise InputError("the store has an unfinished event; run `memgov recover` first", file=self.path)
+            if generation is not None and self.generation() != generation:
+                raise InputError("the store changed while the event was being planned; run it again",
+                                 file=self.path)
             cur = c.execute("INSERT INTO events(type, event, policy, plan, status, created) VALUES (?,?,?,?,?,?)",
                             (plan_doc["event"]["type"], _dump(plan_doc["event"]), _dump(policy_doc),
                              _dump(plan_doc), "barrier", _now()))
