@@ -85,10 +85,10 @@ def _interface(parents: list[str], event: Event, available: Mapping[str, Artifac
 
 
 def build_context(store: Store, snap: Snapshot, plan: TransitionPlan, c: Candidate, parents: list[str],
-                  successors: Mapping[str, Artifact]) -> RepairContext:
+                  successors: Mapping[str, Artifact], affected: frozenset[str] | None = None) -> RepairContext:
     """The post-event support of candidate i: Ret(e) inputs, staged prerequisites, partitions."""
     parents = sorted(parents)
-    affected = set(plan.cascade)
+    affected = frozenset(plan.cascade) if affected is None else affected
     event = plan.event
     replacements = {a.id: a for a in event.replacements}
     available: dict[str, Artifact] = {}
@@ -119,6 +119,7 @@ def resume(store: Store, event_id: int, policy: Policy, plan: TransitionPlan,
     for src, dst in snap.influence_edges():
         parents_of.setdefault(dst, []).append(src)
     by_id = {c.id: c for c in plan.candidates}
+    affected = frozenset(plan.cascade)
     steps = store.steps(event_id)
     status: dict[str, str] = {}
     successors: dict[str, Artifact] = {}
@@ -139,7 +140,7 @@ def resume(store: Store, event_id: int, policy: Policy, plan: TransitionPlan,
             status[i] = "blocked"
             results.append(StepResult(i, c.mode, "blocked", None, (), f"prerequisite {missing[0]} not validated"))
             continue
-        ctx = build_context(store, snap, plan, c, parents_of.get(i, []), successors)
+        ctx = build_context(store, snap, plan, c, parents_of.get(i, []), successors, affected)
         op = operators.find(c.mode, c.kind, c.arch)
         art = ctx.previous or snap.artifacts[i]
         if op is None:
@@ -173,10 +174,11 @@ def resume(store: Store, event_id: int, policy: Policy, plan: TransitionPlan,
     erase = [r for r, act in plan.roots.items() if act == "erased"]
     final_steps = tuple(StepResult(s.id, s.mode, "republished", s.version, s.reports)
                         if s.status == "validated" else s for s in results)
+    published = set(republished)
     # withdrawn = B_ρ \ R_ρ: roots are always listed (their invalidated versions stay withdrawn);
     # a corrected / migrated root's fresh version X_Δ / κ_e is reported under ``roots``.
     final = plan.replace(executed=final_steps, republished=tuple(sorted(republished)),
-                         withdrawn=tuple(i for i in plan.barrier if i not in set(republished)), status="done")
+                         withdrawn=tuple(i for i in plan.barrier if i not in published), status="done")
     store.publish(event_id, republished + root_updates, erase, final.to_json())
     return final
 
