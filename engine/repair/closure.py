@@ -23,6 +23,7 @@ guaranteed optimal; ``Selection.optimal`` says which).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -56,6 +57,7 @@ class Selection:
                 "method": self.method, "optimal": self.optimal}
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def exact(x: float) -> Fraction:
     """The decimal rational a float was written as (shortest repr round-trips, so this is exact)."""
     if not math.isfinite(x):
@@ -132,25 +134,31 @@ def _cut_networkx(candidates: Sequence[Candidate], ints: dict[str, int]) -> froz
 
 
 def _cut_ortools(candidates: Sequence[Candidate], ints: dict[str, int]) -> frozenset[str]:
+    import numpy as np
     from ortools.graph.python import max_flow
 
+    if not candidates:
+        return frozenset()
     plus = {c.id for c in candidates}
     index = {c.id: k + 2 for k, c in enumerate(candidates)}
     s, t = 0, 1
     inf = sum(abs(v) for v in ints.values()) + 1
-    smf = max_flow.SimpleMaxFlow()
+    tails: list[int] = []
+    heads: list[int] = []
+    caps: list[int] = []
     for c in candidates:
         p, k = ints[c.id], index[c.id]
         if p > 0:
-            smf.add_arc_with_capacity(s, k, p)
-        elif p < 0:
-            smf.add_arc_with_capacity(k, t, -p)
+            tails.append(s), heads.append(k), caps.append(p)
         if not c.executable:
-            smf.add_arc_with_capacity(k, t, inf)
+            tails.append(k), heads.append(t), caps.append(inf)
+        elif p < 0:
+            tails.append(k), heads.append(t), caps.append(-p)
         for j in _prereqs_in_plus(c, plus):
-            smf.add_arc_with_capacity(k, index[j], inf)
-    if not candidates:
-        return frozenset()
+            tails.append(k), heads.append(index[j]), caps.append(inf)
+    smf = max_flow.SimpleMaxFlow()
+    smf.add_arcs_with_capacity(np.asarray(tails, dtype=np.int32), np.asarray(heads, dtype=np.int32),
+                               np.asarray(caps, dtype=np.int64))
     status = smf.solve(s, t)
     if status != smf.OPTIMAL:
         raise RuntimeError(f"OR-Tools max flow failed with status {status}")
