@@ -82,6 +82,9 @@ def repair(policy_path: str, store_path: str, event_path: str, dry_run: bool, as
         describe_plan(plan)
         if dry_run:
             click.echo("dry run: the store was not changed")
+        elif store.path == ":memory:":
+            click.echo(f"note: {store_path} is a JSON export read into memory; nothing was written "
+                       "(import it with `memgov store import` to keep changes)")
 
 
 @main.command("recover")

@@ -17,7 +17,7 @@ from ..errors import InputError
 from ..policy.model import EVENTS
 from .artifacts import Artifact, Snapshot, line_of, parse_artifact, read_json
 
-EVENT_FIELDS = frozenset({"type", "roots", "replacements", "interface", "id"})
+EVENT_FIELDS = frozenset({"type", "roots", "replacements", "interface"})
 
 
 @dataclass(frozen=True)
