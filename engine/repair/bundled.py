@@ -71,7 +71,7 @@ def demo_store_document() -> dict[str, Any]:
             {"tool": "web_search", "args": {"q": "Louvre opening hours"}}]}, "chain"),
         _art("prompt-travel", "skill", "Check the forecast first. Sunny in Paris for two days. "
              "Heavy rain expected in Lyon.", "prompt",
-             probes=[{"query": "weather in Paris", "expect": "sunny"}]),
+             probes=[{"query": "how many sunny days in Paris", "expect": "sunny"}]),
         _art("sum-trips", "summary", "Trips: Paris picnic (sunny), Lyon (rain), Louvre hours."),
         _art("sum-weekly", "summary", "This week: rain in Lyon; sunny Paris.", value=1.5),
         _art("sum-weekend", "summary", "Weekend plan for Nice using the metric forecast.", value=0.6),
