@@ -103,3 +103,12 @@ def test_tradeoff_and_budget_overrides():
     cost = {c["id"]: c["cost"] for c in capped["candidates"]}
     assert capped["budget"] == 3.0 and sum(cost[i] for i in capped["selection"]) <= 3.0
     assert capped["optimal"] is True and capped["selection_method"] == "budget/enumeration"
+
+
+def test_mincut_beats_greedy_on_the_bundled_shared_prerequisite():
+    # cache-household (p < 0) is worth repairing only for both of its dependents together
+    mc = _repair(DATA / "store.json", "delete", "--dry-run")
+    gr = _repair(DATA / "store.json", "delete", "--dry-run", "--selector", "greedy")
+    assert {"cache-household", "sum-visit", "sum-weekend-plans"} <= set(mc["selection"])
+    assert "cache-household" not in gr["selection"]
+    assert mc["objective"] > gr["objective"]

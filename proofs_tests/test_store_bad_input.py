@@ -116,13 +116,13 @@ def _doc_with(mutate) -> str:
 
 
 BAD_IMPORTS = {
-    "duplicate-id": (lambda d: d["artifacts"].append(dict(d["artifacts"][3])), "artifacts[29].id"),
+    "duplicate-id": (lambda d: d["artifacts"].append(dict(d["artifacts"][3])), "artifacts[32].id"),
     "edge-to-missing": (lambda d: d["edges"].append({"src": "p1", "dst": "ghost", "type": "influence"}),
-                        "edges[41].dst"),
+                        "edges[47].dst"),
     "edge-from-missing": (lambda d: d["edges"].insert(0, {"src": "ghost", "dst": "p1"}), "edges[0].src"),
     "bad-edge-type": (lambda d: d["edges"][0].update(type="causal"), "edges[0].type"),
     "bad-kind": (lambda d: d["artifacts"][0].update(kind="note"), "artifacts[0].kind"),
-    "skill-without-arch": (lambda d: d["artifacts"][-1].update(kind="skill"), "artifacts[28].arch"),
+    "skill-without-arch": (lambda d: d["artifacts"][-1].update(kind="skill"), "artifacts[31].arch"),
     "extra-field": (lambda d: d["artifacts"][0].update(owner="me"), "artifacts[0].owner"),
     "meta-not-object": (lambda d: d["artifacts"][0].update(meta=[1]), "artifacts[0].meta"),
     "bad-version": (lambda d: d["artifacts"][0].update(version=0), "artifacts[0].version"),

@@ -60,7 +60,7 @@ def test_serve_json_cli(tmp_path: Path):
     r = CliRunner().invoke(main, ["store", "serve", "--store", str(DATA / "store.json"), "--json"])
     assert r.exit_code == 0
     rows = json.loads(r.output)
-    assert len(rows) == 29 and all({"id", "kind", "version"} <= set(row) for row in rows)
+    assert len(rows) == 32 and all({"id", "kind", "version"} <= set(row) for row in rows)
     assert all(isinstance(row["id"], str) for row in rows)
 
 
@@ -112,7 +112,8 @@ def test_barrier_is_recorded_before_any_operator_runs():
     barrier = next(k for k, r in enumerate(log) if r["action"] == "barrier")
     withdrawn = {r["artifact_id"] for r in log[:first_stage] if r["action"] == "withdraw"}
     assert barrier < first_stage
-    assert withdrawn == {"p1", "sum-profile", "neural-prefs", "prompt-chef", "cache-menu", "sum-digest"}
+    assert withdrawn == {"p1", "sum-profile", "neural-prefs", "prompt-chef", "cache-menu", "sum-digest",
+                         "cache-household", "sum-visit", "sum-weekend-plans"}
 
 
 def test_semantic_edges_never_define_scope():

@@ -83,6 +83,10 @@ def demo_store_document() -> dict[str, Any]:
         _art("prompt-chef", "skill", "Cook vegetarian meals. Never use peanuts.", "prompt"),
         _art("cache-menu", "cache", "vegetarian menu without peanuts", transform="texts", cost=6.0),
         _art("sum-digest", "summary", "Digest: a vegetarian who must avoid peanuts.", value=0.3),
+        # an expensive shared prerequisite: worth repairing only for both dependents together
+        _art("cache-household", "cache", "peanuts; Berlin", transform="texts", value=0.2, cost=4.0),
+        _art("sum-visit", "summary", "Anna's spring visit: no peanuts in Berlin."),
+        _art("sum-weekend-plans", "summary", "Friday jazz in Berlin, peanut-free snacks."),
     ]
     inf = [
         ("api-weather-v1", "chain-weather"), ("traj-paris", "chain-weather"), ("traj-lyon", "chain-weather"),
@@ -100,6 +104,9 @@ def demo_store_document() -> dict[str, Any]:
         ("p1", "prompt-chef"), ("p2", "prompt-chef"),
         ("p1", "cache-menu"), ("p2", "cache-menu"),
         ("sum-profile", "sum-digest"), ("prompt-chef", "sum-digest"),
+        ("p1", "cache-household"), ("p3", "cache-household"),
+        ("cache-household", "sum-visit"), ("p4", "sum-visit"),
+        ("cache-household", "sum-weekend-plans"), ("p5", "sum-weekend-plans"),
     ]
     sem = [("sum-profile", "sum-leisure"), ("cache-paris", "cache-lyon"), ("sum-trips", "prompt-travel")]
     edges = [{"src": s, "dst": d, "type": "influence"} for s, d in inf]
@@ -120,6 +127,7 @@ EVENTS: dict[str, dict[str, Any]] = {
 TASKS: list[list[str]] = [
     ["chain-weather", "cache-paris"], ["prompt-chef", "sum-profile"], ["neural-prefs"],
     ["sum-weekly", "cache-lyon"], ["chain-weekend", "sum-weekend"], ["sum-digest"], ["chain-museum"],
+    ["sum-visit", "sum-weekend-plans"],
 ]
 
 

@@ -48,11 +48,11 @@ def run_repair_demo(echo: Echo = print) -> None:
         _describe(plan, echo)
         echo(f"  serve: {before} → {len(store.serve())} servable artifacts; audit log has "
              f"{len(store.audit_log())} records")
-        echo("  selector     Leak%  Stale%   Rep%   Cost   ΔTask")
+        echo("  selector     Leak%  Stale%   Rep%   Cost   ΔTask   objective")
         for selector in SELECTORS:
             fresh = Store.open(str(data / "store.json"))
             p = run_event(fresh, policy, event, selector, "ortools")
             served = {a.id: a.version for a in fresh.serve()}
             m = plan_metrics(p, served, tasks)
             echo(f"  {selector:<11} {m['leak']:6.1f} {m['stale_use']:7.1f} {m['rep']:6.1f} "
-                 f"{m['cost']:6.2f} {m['delta_task']:7.2f}")
+                 f"{m['cost']:6.2f} {m['delta_task']:7.2f}   {p.selection.objective:7.2f}")
