@@ -94,7 +94,7 @@ def _setup(doc, event):
     return store, parse_event(event, store.snapshot())
 
 
-@settings(max_examples=60)
+@settings()
 @given(scenarios())
 def test_barrier_isolation_and_closure_after_every_event(scenario):
     doc, event_doc, selector = scenario
@@ -208,7 +208,7 @@ def test_failed_validation_keeps_failure_and_dependents_withdrawn():
     assert len(store.versions("chain-weekend")) == 2  # the failed successor is kept too
 
 
-@settings(max_examples=40)
+@settings()
 @given(scenarios(), st.data())
 def test_any_validation_failure_keeps_itself_and_dependents_withdrawn(scenario, data):
     """Plug in oracles that reject a random subset of successors: exactly the validated ones
