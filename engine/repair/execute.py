@@ -110,9 +110,41 @@ def build_context(store: Store, snap: Snapshot, plan: TransitionPlan, c: Candida
                          _interface(parents, event, available), store.version_of(c.id, plan.base_versions[c.id]))
 
 
+def _fail(store: Store, event_id: int, c: Candidate, status: str, detail: str, oracle: str) -> StepResult:
+    report = [{"oracle": oracle, "passed": False, "detail": detail}]
+    store.record_step(event_id, c.id, status, report)
+    return StepResult(c.id, c.mode, status, None, tuple(report), detail)
+
+
+def _run_step(store: Store, event_id: int, policy: Policy, c: Candidate, ctx: RepairContext, step: tuple,
+              operators: OperatorRegistry, oracles: OracleRegistry | None) -> tuple[StepResult, Artifact | None]:
+    """Construct (or reuse the staged) successor z_i, stage it, validate it; record the outcome."""
+    st, version, _report = step
+    op = operators.find(c.mode, c.kind, c.arch)
+    art = ctx.previous
+    if op is None or art is None:
+        return _fail(store, event_id, c, "failed", "no operator for this candidate", "operator"), None
+    if st == "staged" and version is not None:  # resumed after a crash: the staged successor is kept
+        staged = store.version_of(c.id, version)
+        successor = Successor(staged.content, dict(staged.meta))  # type: ignore[union-attr]
+    else:
+        try:
+            successor = op(art, ctx)
+        except OperatorError as exc:
+            return _fail(store, event_id, c, "failed", str(exc), "operator"), None
+        version = store.stage(event_id, c.id, successor.content, successor.meta)
+    ok, reports = validate(policy.oracles_for(c.mode, c.kind, c.arch), OracleInput(art, successor, ctx, op), oracles)
+    rep = [r.as_dict() for r in reports]
+    status = "validated" if ok else "failed"
+    store.record_step(event_id, c.id, status, rep)
+    staged_art = Artifact(c.id, c.kind, c.arch, version, successor.content, successor.meta, "staged") if ok else None
+    return StepResult(c.id, c.mode, status, version, tuple(rep)), staged_art
+
+
 def resume(store: Store, event_id: int, policy: Policy, plan: TransitionPlan,
            operators: OperatorRegistry | None = None, oracles: OracleRegistry | None = None) -> TransitionPlan:
-    """Alg. 1 lines 7–8 from whatever steps the store already records (idempotent)."""
+    """Alg. 1 lines 7–8 from whatever steps the store already records (idempotent): run S_ρ in
+    topological order; a candidate whose prerequisite did not validate is blocked (never run)."""
     operators = operators or operators_for(policy)
     snap = store.snapshot()
     parents_of: dict[str, list[str]] = {}
@@ -121,62 +153,39 @@ def resume(store: Store, event_id: int, policy: Policy, plan: TransitionPlan,
     by_id = {c.id: c for c in plan.candidates}
     affected = frozenset(plan.cascade)
     steps = store.steps(event_id)
-    status: dict[str, str] = {}
     successors: dict[str, Artifact] = {}
-    results: list[StepResult] = []
+    results: dict[str, StepResult] = {}
     for i in plan.order:
         c = by_id[i]
         st, version, report = steps[i]
-        if st in ("validated", "failed", "blocked"):
-            status[i] = st
+        if st in ("validated", "failed", "blocked"):  # recorded before an interruption
+            results[i] = StepResult(i, c.mode, st, version, tuple(report or ()))
             if st == "validated" and version is not None:
                 successors[i] = store.version_of(i, version)  # type: ignore[assignment]
-            results.append(StepResult(i, c.mode, st, version, tuple(report or ())))
             continue
-        missing = [j for j in c.prerequisites if status.get(j) != "validated"]
+        missing = [j for j in c.prerequisites if j not in successors]
         if missing:
-            store.record_step(event_id, i, "blocked", [{"oracle": "prerequisites", "passed": False,
-                                                        "detail": f"prerequisite {missing[0]} not validated"}])
-            status[i] = "blocked"
-            results.append(StepResult(i, c.mode, "blocked", None, (), f"prerequisite {missing[0]} not validated"))
+            results[i] = _fail(store, event_id, c, "blocked", f"prerequisite {missing[0]} not validated",
+                               "prerequisites")
             continue
         ctx = build_context(store, snap, plan, c, parents_of.get(i, []), successors, affected)
-        op = operators.find(c.mode, c.kind, c.arch)
-        art = ctx.previous or snap.artifacts[i]
-        if op is None:
-            store.record_step(event_id, i, "failed", [])
-            status[i] = "failed"
-            results.append(StepResult(i, c.mode, "failed", None, (), "no operator"))
-            continue
-        if st == "staged" and version is not None:
-            staged = store.version_of(i, version)
-            successor = Successor(staged.content, dict(staged.meta))  # type: ignore[union-attr]
-        else:
-            try:
-                successor = op(art, ctx)
-            except OperatorError as exc:
-                rep = [{"oracle": "operator", "passed": False, "detail": str(exc)}]
-                store.record_step(event_id, i, "failed", rep)
-                status[i] = "failed"
-                results.append(StepResult(i, c.mode, "failed", None, tuple(rep), str(exc)))
-                continue
-            version = store.stage(event_id, i, successor.content, successor.meta)
-        ok, reports = validate(policy.oracles_for(c.mode, c.kind, c.arch), OracleInput(art, successor, ctx, op),
-                               oracles)
-        rep = [r.as_dict() for r in reports]
-        store.record_step(event_id, i, "validated" if ok else "failed", rep)
-        status[i] = "validated" if ok else "failed"
-        if ok:
-            successors[i] = Artifact(i, c.kind, c.arch, version, successor.content, successor.meta, "staged")
-        results.append(StepResult(i, c.mode, status[i], version, tuple(rep)))
-    republished = [i for i in plan.order if status.get(i) == "validated"]
+        results[i], staged = _run_step(store, event_id, policy, c, ctx, steps[i], operators, oracles)
+        if staged is not None:
+            successors[i] = staged
+    return _publish(store, event_id, plan, [results[i] for i in plan.order])
+
+
+def _publish(store: Store, event_id: int, plan: TransitionPlan, results: list[StepResult]) -> TransitionPlan:
+    """R_ρ = validated successors (their prerequisites validated, else they were blocked), root
+    updates, erasure of deleted roots — one transaction. withdrawn = B_ρ \\ R_ρ: roots are always
+    listed (their invalidated versions stay withdrawn); a corrected / migrated root's fresh
+    version (X_Δ / κ_e) is reported under ``roots``."""
+    republished = [s.id for s in results if s.status == "validated"]
     root_updates = [r for r, act in plan.roots.items() if act in ("replaced", "interface-updated")]
     erase = [r for r, act in plan.roots.items() if act == "erased"]
     final_steps = tuple(StepResult(s.id, s.mode, "republished", s.version, s.reports)
                         if s.status == "validated" else s for s in results)
     published = set(republished)
-    # withdrawn = B_ρ \ R_ρ: roots are always listed (their invalidated versions stay withdrawn);
-    # a corrected / migrated root's fresh version X_Δ / κ_e is reported under ``roots``.
     final = plan.replace(executed=final_steps, republished=tuple(sorted(republished)),
                          withdrawn=tuple(i for i in plan.barrier if i not in published), status="done")
     store.publish(event_id, republished + root_updates, erase, final.to_json())
