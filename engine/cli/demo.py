@@ -56,6 +56,7 @@ def demo_verify(echo: Callable[[str], None] = click.echo) -> None:
 # Later sections register here: (title, "module:function"), each function takes `echo`.
 SECTIONS: list[tuple[str, str]] = [
     ("Policies: validation and Z3 analysis", "engine.cli.demo:demo_policies"),
+    ("MemoRepair: barrier-first cascade repair (delete, correct, migrate)", "engine.repair.demo:run_repair_demo"),
     ("MeClear: query-scoped clearance of harmful memories", "engine.clearance.demo:run_clearance_demo"),
     ("Guarantees: Z3 proofs (memgov verify)", "engine.cli.demo:demo_verify"),
 ]
