@@ -33,6 +33,7 @@ _COMMAND_MODULES = [
     "demo",
     "verify_cmds",
     "clear_cmds",
+    "audit_cmds",
 ]
 
 for _name in _COMMAND_MODULES:

@@ -132,7 +132,9 @@ def _run_step(store: Store, event_id: int, policy: Policy, c: Candidate, ctx: Re
             successor = op(art, ctx)
         except OperatorError as exc:
             return _fail(store, event_id, c, "failed", str(exc), "operator"), None
-        version = store.stage(event_id, c.id, successor.content, successor.meta)
+        version = store.stage(event_id, c.id, successor.content, successor.meta,
+                              support=[{"id": a.id, "version": a.version} for a in ctx.inputs],
+                              forget=[{"id": a.id, "version": a.version} for a in ctx.forget])
     ok, reports = validate(policy.oracles_for(c.mode, c.kind, c.arch), OracleInput(art, successor, ctx, op), oracles)
     rep = [r.as_dict() for r in reports]
     status = "validated" if ok else "failed"

@@ -27,6 +27,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from ..errors import InputError
 from .artifacts import SERVABLE_STATES, Artifact, Edge, Snapshot, parse_store_document, read_json
+from .auditchain import GENESIS, row_hash
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS artifacts(
@@ -45,7 +46,7 @@ CREATE TABLE IF NOT EXISTS plan_steps(
   status TEXT NOT NULL, version INTEGER, report TEXT, PRIMARY KEY(event_id, seq));
 CREATE TABLE IF NOT EXISTS audit(
   seq INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL, event_id INTEGER, action TEXT NOT NULL,
-  artifact_id TEXT, detail TEXT);
+  artifact_id TEXT, detail TEXT, hash TEXT);
 CREATE TRIGGER IF NOT EXISTS audit_no_update BEFORE UPDATE ON audit
   BEGIN SELECT RAISE(ABORT, 'audit log is append-only'); END;
 CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit
@@ -76,6 +77,8 @@ class Store:
             self.conn.execute("PRAGMA journal_mode = WAL")
             self.conn.execute("PRAGMA synchronous = FULL")
         self.conn.executescript(SCHEMA)
+        if "hash" not in {r[1] for r in self.conn.execute("PRAGMA table_info(audit)")}:
+            self.conn.execute("ALTER TABLE audit ADD COLUMN hash TEXT")  # stores from before chaining
         self._crash_at = int(os.environ.get(CRASH_ENV, "0") or 0)
         self._checkpoints = 0
 
@@ -129,8 +132,25 @@ class Store:
 
     def _audit(self, action: str, artifact_id: str | None = None, event_id: int | None = None,
                detail: Mapping[str, Any] | None = None) -> None:
-        self.conn.execute("INSERT INTO audit(at, event_id, action, artifact_id, detail) VALUES (?,?,?,?,?)",
-                          (_now(), event_id, action, artifact_id, _dump(detail or {})))
+        self._append_audit([(_now(), event_id, action, artifact_id, _dump(detail or {}))])
+
+    def _append_audit(self, rows: Sequence[tuple[str, int | None, str, str | None, str]]) -> None:
+        """Append (at, event_id, action, artifact_id, detail) rows, each chained to the last hash."""
+        last = self.conn.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
+        seq, prev = (0, GENESIS) if last is None else (int(last[0]), last[1] or GENESIS)
+        out = []
+        for at, event_id, action, artifact_id, detail in rows:
+            seq += 1
+            prev = row_hash(prev, seq, at, event_id, action, artifact_id, detail)
+            out.append((seq, at, event_id, action, artifact_id, detail, prev))
+        self.conn.executemany("INSERT INTO audit(seq, at, event_id, action, artifact_id, detail, hash) "
+                              "VALUES (?,?,?,?,?,?,?)", out)
+
+    def audit_rows(self) -> list[tuple]:
+        """Raw audit rows (seq, at, event_id, action, artifact_id, detail, hash) in order."""
+        return [tuple(r) for r in self.conn.execute(
+            "SELECT seq, at, event_id, action, artifact_id, detail, hash FROM audit ORDER BY seq")]
+
 
     # ------------------------------------------------------------------ import / export
 
@@ -227,6 +247,17 @@ class Store:
             return None
         return row[0], json.loads(row[1]), json.loads(row[2]), json.loads(row[3])
 
+    def event(self, event_id: int | None = None) -> dict[str, Any] | None:
+        """One recorded event (the latest when ``event_id`` is None) with its policy and plan."""
+        sql = "SELECT id, type, event, policy, plan, status, created FROM events "
+        row = (self.conn.execute(sql + "WHERE id = ?", (event_id,)).fetchone() if event_id is not None
+               else self.conn.execute(sql + "ORDER BY id DESC LIMIT 1").fetchone())
+        if row is None:
+            return None
+        i, t, ev, pol, plan, status, created = row
+        return {"id": i, "type": t, "event": json.loads(ev), "policy": json.loads(pol), "plan": json.loads(plan),
+                "status": status, "created": created}
+
     def generation(self) -> int:
         """A counter that grows with every committed change (the last audit sequence number)."""
         (seq,) = self.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM audit").fetchone()
@@ -263,8 +294,7 @@ class Store:
             self._audit("barrier", event_id=event_id,
                         detail={"type": plan_doc["event"]["type"], "roots": plan_doc["event"]["roots"],
                                 "withdrawn": len(barrier)})
-            c.executemany("INSERT INTO audit(at, event_id, action, artifact_id, detail) VALUES (?,?,?,?,?)",
-                          [(_now(), event_id, "withdraw", i, "{}") for i in barrier])
+            self._append_audit([(_now(), event_id, "withdraw", i, "{}") for i in barrier])
         return event_id
 
     def _insert_version(self, event_id: int, ident: str, content: Any, meta: Mapping[str, Any]) -> int:
@@ -286,14 +316,20 @@ class Store:
         return {i: (st, v, None if r is None else json.loads(r)) for i, st, v, r in self.conn.execute(
             "SELECT artifact_id, status, version, report FROM plan_steps WHERE event_id = ?", (event_id,))}
 
-    def stage(self, event_id: int, ident: str, content: Any, meta: Mapping[str, Any]) -> int:
-        """Stage one successor z_i (a new version, not servable) in one transaction."""
+    def stage(self, event_id: int, ident: str, content: Any, meta: Mapping[str, Any],
+              support: Sequence[Mapping[str, Any]] = (), forget: Sequence[Mapping[str, Any]] = ()) -> int:
+        """Stage one successor z_i (a new version, not servable) in one transaction.
+
+        ``support`` (id, version) are the inputs it was built from and ``forget`` the invalidated
+        versions it must not retain; both go into the hash-chained audit row (the attestation's evidence).
+        """
         with self.transaction():
             version = self._insert_version(event_id, ident, content, meta)
             self.conn.execute("UPDATE artifacts SET state = 'staged' WHERE id = ?", (ident,))
             self.conn.execute("UPDATE plan_steps SET status = 'staged', version = ? WHERE event_id = ? "
                               "AND artifact_id = ?", (version, event_id, ident))
-            self._audit("stage", ident, event_id, {"version": version})
+            self._audit("stage", ident, event_id, {"version": version, "support": list(support),
+                                                   "forget": list(forget)})
         return version
 
     def record_step(self, event_id: int, ident: str, status: str, report: Any) -> None:

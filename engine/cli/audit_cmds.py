@@ -1,0 +1,51 @@
+"""`memgov audit`: the deletion attestation and the audit log's hash chain."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ..errors import EXIT_FINDINGS
+from . import main
+from .common import emit_json, handle_errors
+
+
+@main.command()
+@click.option("--store", "store_path", required=True, type=click.Path(dir_okay=False),
+              help="SQLite store (the audit log lives there).")
+@click.option("--event", "event_id", type=int, default=None, help="Event id (default: the latest event).")
+@click.option("--format", "fmt", type=click.Choice(["md", "json"]), default="md", show_default=True)
+@click.option("--check", "check_chain", is_flag=True, help="Only verify the audit log's hash chain.")
+@handle_errors
+def audit(store_path: str, event_id: int | None, fmt: str, check_chain: bool) -> None:
+    """Attest what an event did: barrier, withdrawn cascade, republished successors and the
+    support they were built from, failures, the roots' erasure, and checks anyone can re-run.
+
+    With --check, verify the hash chain over the whole audit log and name the first row that
+    was altered, inserted or deleted. Exit 0 when everything holds, 1 when a check fails,
+    2 when the store or event does not exist.
+    """
+    from ..repair.attestation import attest, render_markdown
+    from ..repair.auditchain import first_broken
+    from ..repair.store import Store
+
+    store = Store.open(store_path)
+    if check_chain:
+        rows = store.audit_rows()
+        broken = first_broken(rows)
+        if fmt == "json":
+            emit_json({"store": store_path, "rows": len(rows), "ok": broken is None,
+                       "head": rows[-1][6] if rows else None,
+                       "first_broken": None if broken is None else {"seq": broken[0], "reason": broken[1]}})
+        elif broken is None:
+            click.echo(f"{store_path}: audit chain intact ({len(rows)} rows, head {rows[-1][6][:16] if rows else '-'}…)")
+        else:
+            click.echo(f"{store_path}: audit chain BROKEN at row {broken[0]}: {broken[1]}")
+        sys.exit(0 if broken is None else EXIT_FINDINGS)
+    attestation = attest(store, event_id)
+    if fmt == "json":
+        emit_json(attestation)
+    else:
+        click.echo(render_markdown(attestation), nl=False)
+    sys.exit(0 if attestation["ok"] else EXIT_FINDINGS)

@@ -1,0 +1,185 @@
+"""The deletion attestation a compliance reviewer reads (``memgov audit``).
+
+For one event it gathers, from the store's hash-chained audit log and version history:
+when the barrier was applied and what it withdrew (MemoRepair §2.2), every republished
+successor with the support it was built from, the failures still withdrawn, the roots'
+erasure, the validation reports, and a list of checks — each re-derivable by anyone holding
+the database:
+
+* ``barrier-first`` — every withdrawal is logged before the first successor was staged;
+* ``cascade-withdrawn`` — nothing of C(F) is servable except republished successors;
+* ``support-retained`` — no successor's support is an erased root, an invalidated version, or a
+  member of C(F) that was not itself republished (so none of it traces to the deleted data);
+* ``validated`` — every republished successor passed all its oracles;
+* ``failures-withdrawn`` — failed or blocked candidates (and so their dependents) stay withdrawn;
+* ``erasure`` — every version of a deleted root has its content removed;
+* ``audit-chain`` — the audit log's hash chain verifies (tampering is detected).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..errors import InputError
+from .auditchain import first_broken
+from .store import Store
+
+
+def attest(store: Store, event_id: int | None = None) -> dict[str, Any]:
+    """The attestation of one event (the latest when ``event_id`` is None), as a JSON-ready dict."""
+    ev = store.event(event_id)
+    if ev is None:
+        raise InputError(f"no event {event_id} in the store" if event_id is not None else "the store has no events",
+                         file=store.path, field="event")
+    eid, plan, event = ev["id"], ev["plan"], ev["event"]
+    log = [r for r in store.audit_log() if r["event_id"] == eid]
+    states = store.states()
+    cascade, roots = list(plan["cascade"]), list(event["roots"])
+    root_action = plan.get("roots", {})
+    republished = [r["artifact_id"] for r in log if r["action"] == "republish"]
+    staged = {r["artifact_id"]: r for r in log if r["action"] == "stage"}
+    steps = {s["id"]: s for s in plan.get("executed", [])}
+    successors = [_successor(i, staged.get(i), steps.get(i), states) for i in republished if i not in root_action]
+    failures = [{"id": s["id"], "status": s["status"], "reason": s.get("error", ""),
+                 "state_now": states.get(s["id"], ("?", 0))[0]}
+                for s in plan.get("executed", []) if s["status"] in ("failed", "blocked")]
+    erasure = [_erasure(store, r) for r in roots if root_action.get(r) == "erased"]
+    checks = _checks(store, log, plan, event, cascade, republished, successors, failures, erasure, states)
+    barrier = next((r for r in log if r["action"] == "barrier"), None)
+    head = store.audit_rows()[-1][6] if store.audit_rows() else None
+    return {
+        "event": {"id": eid, "type": ev["type"], "roots": roots, "created": ev["created"], "status": ev["status"]},
+        "barrier": {"at": barrier["at"] if barrier else None, "seq": barrier["seq"] if barrier else None,
+                    "withdrawn": cascade},
+        "policy": {"name": ev["policy"].get("name"), "tradeoff": plan.get("tradeoff"), "selector": plan.get("selector")},
+        "republished": successors,
+        "still_withdrawn": sorted(i for i in cascade if i not in republished),
+        "failures": failures,
+        "roots": [{"id": r, "action": root_action.get(r, "withdrawn")} for r in roots],
+        "erasure": erasure,
+        "checks": checks,
+        "ok": all(c["ok"] for c in checks),
+        "audit_head": head,
+    }
+
+
+def _successor(ident: str, stage: dict | None, step: dict | None, states: dict) -> dict[str, Any]:
+    detail = (stage or {}).get("detail", {})
+    return {"id": ident, "version": detail.get("version"), "mode": (step or {}).get("mode"),
+            "support": detail.get("support", []), "forget": detail.get("forget", []),
+            "validation": (step or {}).get("validation", []), "state_now": states.get(ident, ("?", 0))[0],
+            "staged_at": (stage or {}).get("at")}
+
+
+def _erasure(store: Store, root: str) -> dict[str, Any]:
+    versions = store.versions(root)
+    kept = [v for v, erased, _ in versions if not erased or _content(store, root, v) is not None]
+    return {"id": root, "versions": len(versions), "content_remaining": kept}
+
+
+def _content(store: Store, ident: str, version: int) -> Any:
+    art = store.version_of(ident, version)
+    return None if art is None else art.content
+
+
+def _check(name: str, ok: bool, detail: str) -> dict[str, Any]:
+    return {"check": name, "ok": ok, "detail": detail}
+
+
+def _checks(store: Store, log: list[dict], plan: dict, event: dict, cascade: list[str], republished: list[str],
+            successors: list[dict], failures: list[dict], erasure: list[dict], states: dict) -> list[dict]:
+    out = []
+    withdraws = [r["seq"] for r in log if r["action"] == "withdraw"]
+    stages = [r["seq"] for r in log if r["action"] == "stage"]
+    first_stage = min(stages) if stages else None
+    late = [s for s in withdraws if first_stage is not None and s > first_stage]
+    out.append(_check("barrier-first", bool(withdraws or not cascade) and not late,
+                      f"{len(withdraws)} withdrawals logged before the first of {len(stages)} staged successors"
+                      if not late else f"withdrawal at audit row {late[0]} after staging began at row {first_stage}"))
+    leaked = [i for i in cascade if states.get(i, ("?",))[0] in ("servable", "republished") and i not in republished]
+    out.append(_check("cascade-withdrawn", not leaked,
+                      f"none of the {len(cascade)} artifacts of C(F) is servable unless republished" if not leaked
+                      else f"{leaked[0]} is servable without a validated successor"))
+    out.append(_support_check(plan, event, cascade, republished, successors))
+    unvalidated = [s["id"] for s in successors if not s["validation"] and s["mode"] != "root"
+                   or any(not r.get("passed", False) for r in s["validation"])]
+    out.append(_check("validated", not unvalidated,
+                      f"{len(successors)} successors passed all their oracles" if not unvalidated
+                      else f"{unvalidated[0]} was republished without passing its oracles"))
+    exposed = [f["id"] for f in failures if f["state_now"] in ("servable", "republished")]
+    out.append(_check("failures-withdrawn", not exposed,
+                      f"{len(failures)} failed or blocked candidates stay withdrawn" if not exposed
+                      else f"{exposed[0]} failed but is servable"))
+    remaining = [e["id"] for e in erasure if e["content_remaining"]]
+    out.append(_check("erasure", not remaining,
+                      f"{len(erasure)} deleted root(s): content removed from every version" if not remaining
+                      else f"root {remaining[0]} still holds content"))
+    broken = first_broken(store.audit_rows())
+    out.append(_check("audit-chain", broken is None, "hash chain over the whole audit log verifies"
+                      if broken is None else f"row {broken[0]}: {broken[1]}"))
+    return out
+
+
+def _support_check(plan: dict, event: dict, cascade: list[str], republished: list[str],
+                   successors: list[dict]) -> dict[str, Any]:
+    """No successor is built from deleted data: its inputs are retained artifacts outside C(F),
+    fresh root versions (X_Δ, κ_e), or successors republished by this event (same version)."""
+    in_cascade, roots = set(cascade), set(event["roots"])
+    base = plan.get("base_versions", {})
+    new_version = {s["id"]: s["version"] for s in successors}
+    root_action = plan.get("roots", {})
+    problems: list[str] = []
+    for s in successors:
+        for item in s["support"]:
+            i, v = item["id"], item.get("version")
+            if i in roots and root_action.get(i) == "erased":
+                problems.append(f"{s['id']} was built from erased root {i}")
+            elif i in roots:
+                if v is None or v <= base.get(i, -1):
+                    problems.append(f"{s['id']} was built from the invalidated version {v} of root {i}")
+            elif i in in_cascade and (i not in republished or new_version.get(i) != v):
+                problems.append(f"{s['id']} was built from {i} v{v}, an invalidated member of C(F)")
+    n = sum(len(s["support"]) for s in successors)
+    return _check("support-retained", not problems,
+                  f"all {n} support inputs of {len(successors)} successors are retained or republished"
+                  if not problems else problems[0])
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def render_markdown(a: dict[str, Any]) -> str:
+    """The attestation as a Markdown document for a compliance review."""
+    e, b = a["event"], a["barrier"]
+    lines = [f"# Deletion attestation — event {e['id']} ({e['type']})", "",
+             f"- **Roots (F):** {', '.join(e['roots'])}",
+             f"- **Event recorded:** {e['created']} — status `{e['status']}`",
+             f"- **Barrier applied:** {b['at']} (audit row {b['seq']}); withdrew {len(b['withdrawn'])} "
+             f"artifacts of C(F): {', '.join(b['withdrawn'])}",
+             f"- **Policy:** `{a['policy']['name']}`, selector `{a['policy']['selector']}`, λ = {a['policy']['tradeoff']}",
+             f"- **Audit head:** `{a['audit_head']}`", "",
+             "## Checks", "", "| check | result | detail |", "|---|---|---|"]
+    lines += [f"| {c['check']} | {'pass' if c['ok'] else '**FAIL**'} | {c['detail']} |" for c in a["checks"]]
+    lines += ["", f"**Overall: {'all checks pass' if a['ok'] else 'CHECKS FAILED'}.**", "",
+              "## Republished successors", ""]
+    if not a["republished"]:
+        lines.append("None: every affected artifact stays withdrawn.")
+    for s in a["republished"]:
+        support = ", ".join(f"{x['id']}@v{x.get('version')}" for x in s["support"]) or "—"
+        oracles = ", ".join(f"{r.get('oracle')}: {'pass' if r.get('passed') else 'fail'}" for r in s["validation"]) or "—"
+        lines += [f"- **{s['id']}** v{s['version']} ({s['mode']}), staged {s['staged_at']}, now `{s['state_now']}`",
+                  f"  - built from: {support}",
+                  f"  - must not retain: {', '.join(x['id'] + '@v' + str(x.get('version')) for x in s['forget']) or '—'}",
+                  f"  - validation: {oracles}"]
+    lines += ["", "## Still withdrawn", "", ", ".join(a["still_withdrawn"]) or "—", "", "## Failures", ""]
+    lines += [f"- {f['id']}: {f['status']} — {f['reason']} (now `{f['state_now']}`)" for f in a["failures"]] or ["None."]
+    lines += ["", "## Roots", ""]
+    lines += [f"- {r['id']}: {r['action']}" for r in a["roots"]]
+    for er in a["erasure"]:
+        lines.append(f"- {er['id']}: {er['versions']} version(s), content remaining in "
+                     f"{len(er['content_remaining'])}")
+    lines += ["", "Re-check: `memgov audit --store DB --event " + str(e["id"]) + "` and `memgov audit --store DB --check`."]
+    return "\n".join(lines) + "\n"
+
+
+Renderer = Callable[[dict[str, Any]], str]

@@ -1,0 +1,84 @@
+"""`memgov audit`: the attestation of the demo store's delete event, and tamper detection."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from engine.cli import main
+from engine.repair.attestation import _support_check
+
+DATA = Path("engine/data/repair")
+
+
+@pytest.fixture()
+def store(tmp_path: Path) -> str:
+    db = str(tmp_path / "mem.db")
+    run = CliRunner()
+    assert run.invoke(main, ["store", "import", "--store", db, str(DATA / "store.json")]).exit_code == 0
+    r = run.invoke(main, ["repair", "--policy", "policies/default.yaml", "--store", db,
+                          "--event", str(DATA / "event-delete.json")])
+    assert r.exit_code == 0, r.output
+    return db
+
+
+def test_attestation_of_demo_delete_event(store: str):
+    r = CliRunner().invoke(main, ["audit", "--store", store, "--format", "json"])
+    assert r.exit_code == 0, r.output
+    a = json.loads(r.stdout)
+    assert a["ok"] and {c["check"] for c in a["checks"]} >= {
+        "barrier-first", "cascade-withdrawn", "support-retained", "validated", "failures-withdrawn",
+        "erasure", "audit-chain"}
+    assert a["event"]["type"] == "delete" and a["roots"] == [{"id": "p1", "action": "erased"}]
+    assert a["erasure"][0]["content_remaining"] == []
+    for s in a["republished"]:
+        assert s["support"], s  # every successor names what it was built from
+        assert all(x["id"] != "p1" for x in s["support"])
+    md = CliRunner().invoke(main, ["audit", "--store", store])
+    assert md.exit_code == 0 and "# Deletion attestation" in md.output and "built from:" in md.output
+
+
+def _tamper(db: str, sql: str) -> None:
+    con = sqlite3.connect(db)
+    con.executescript("DROP TRIGGER audit_no_update; DROP TRIGGER audit_no_delete;" + sql)
+    con.commit()
+    con.close()
+
+
+def test_chain_intact_then_tampered_row_detected(store: str):
+    ok = CliRunner().invoke(main, ["audit", "--store", store, "--check"])
+    assert ok.exit_code == 0 and "intact" in ok.output
+    _tamper(store, "UPDATE audit SET detail = '{\"version\": 1}' WHERE seq = 5;")
+    bad = CliRunner().invoke(main, ["audit", "--store", store, "--check", "--format", "json"])
+    assert bad.exit_code == 1
+    assert json.loads(bad.stdout)["first_broken"]["seq"] == 5
+    full = CliRunner().invoke(main, ["audit", "--store", store, "--format", "json"])
+    assert full.exit_code == 1
+    chain = next(c for c in json.loads(full.stdout)["checks"] if c["check"] == "audit-chain")
+    assert not chain["ok"] and "row 5" in chain["detail"]
+
+
+def test_deleted_audit_row_detected(store: str):
+    _tamper(store, "DELETE FROM audit WHERE seq = 7;")
+    bad = CliRunner().invoke(main, ["audit", "--store", store, "--check"])
+    assert bad.exit_code == 1 and "row 8" in bad.output and "deleted" in bad.output
+
+
+def test_unknown_event_is_bad_input(store: str):
+    r = CliRunner().invoke(main, ["audit", "--store", store, "--event", "99"])
+    assert r.exit_code == 2 and "no event 99" in r.output
+
+
+def test_support_from_erased_root_fails_the_check():
+    plan = {"base_versions": {"r": 1, "s": 1}, "roots": {"r": "erased"}}
+    event = {"roots": ["r"]}
+    good = [{"id": "s", "version": 2, "support": [{"id": "x", "version": 1}]}]
+    bad = [{"id": "s", "version": 2, "support": [{"id": "r", "version": 1}]}]
+    stale = [{"id": "s", "version": 2, "support": [{"id": "t", "version": 1}]}]
+    assert _support_check(plan, event, ["r", "s", "t"], ["s"], good)["ok"]
+    assert "erased root r" in _support_check(plan, event, ["r", "s", "t"], ["s"], bad)["detail"]
+    assert "invalidated member" in _support_check(plan, event, ["r", "s", "t"], ["s"], stale)["detail"]
