@@ -117,9 +117,11 @@ def progress(items: Sequence, desc: str, quiet: bool = False) -> Iterable:
 
 def run_variants(cases: Sequence[Case], variants: Sequence[Variant], *,
                  evaluator: Evaluator | None = None, desc: str = "cases",
-                 quiet: bool = False) -> dict[str, list[CaseOutcome]]:
+                 quiet: bool = False, stops: dict[str, list[tuple[str, int]]] | None = None,
+                 ) -> dict[str, list[CaseOutcome]]:
     """Every variant on every case; one evaluator and one coalition cache per case, with each
-    variant's stand-alone cost (distinct coalitions × trials) accounted separately."""
+    variant's stand-alone cost (distinct coalitions × trials) accounted separately. ``stops``
+    (when given) collects each plan's (attribution stop reason, permutations used)."""
     out: dict[str, list[CaseOutcome]] = {v.label: [] for v in variants}
     for case in progress(cases, desc, quiet):
         ev = evaluator if evaluator is not None and case.game is None else case_evaluator(case, variants[0].spec)
@@ -127,6 +129,8 @@ def run_variants(cases: Sequence[Case], variants: Sequence[Variant], *,
         for v in variants:
             plan = run_method(v.method, case_game(case, v.spec, ev, store), v.spec)
             out[v.label].append(replace(outcome(plan, case.faults, case.structure), method=v.label))
+            if stops is not None:
+                stops.setdefault(v.label, []).append((plan.stop, plan.permutations))
     return out
 
 
