@@ -90,22 +90,23 @@ def conclusions(points: dict, at_budget: dict, budgets: Sequence[int], k_summary
     """Plain-words reading of this run's numbers."""
     me16, ex, loo, cc = points["MeClear L=16"], points["MeClear exact"], points["LOO"], points["ContextCite"]
     off = points["MeClear L=16, ω off"]
-    mid = [b for b in budgets if ("MeClear (call_budget)", b) in at_budget and ("ContextCite (B fitted)", b) in at_budget]
-    gaps = [(b, at_budget[("ContextCite (B fitted)", b)]["recall"].point - at_budget[("MeClear (call_budget)", b)]["recall"].point)
-            for b in mid]
+    me_l, cc_l = "MeClear (call_budget)", "ContextCite (B fitted)"
+    mid = [b for b in budgets if (me_l, b) in at_budget and (cc_l, b) in at_budget]
+    gaps = [(b, at_budget[(cc_l, b)]["recall"].point - at_budget[(me_l, b)]["recall"].point) for b in mid]
     gap_txt = ", ".join(f"{b} calls: {100 * g:+.1f} pp" for b, g in gaps)
-    lead = all(g > 0 for _, g in gaps)
+    verdict = "buy more recall per call" if all(g > 0 for _, g in gaps) else "are not uniformly ahead"
     top = max(mid) if mid else None
     best = max((at_budget[(lb, top)] for lb in ("ContextCite (B fitted)", "ProxySPEX (B fitted)")),
                key=lambda c: c["recovery"].point) if top else None
-    best_txt = (f"{100 * best['recall'].point:.1f} / {100 * best['recovery'].point:.1f} % with {best['calls']:.0f} calls"
-                if best else "–")
+    best_txt = "–" if best is None else (
+        f"{100 * best['recall'].point:.1f} / {100 * best['recovery'].point:.1f} % with {best['calls']:.0f} calls")
     adaptive = []
     for (k, label), (confident, calls, hit) in sorted(k_summary.items()):
         if label != "adaptive normal (≤ 256)":
             continue
         if hit is None:
-            adaptive.append(f"K = {k}: stops early in {100 * confident:.0f} % of cases, {calls:.0f} calls, no fixed L reaches its recall")
+            adaptive.append(f"K = {k}: stops early in {100 * confident:.0f} % of cases, {calls:.0f} calls, "
+                            "no fixed L reaches its recall")
         else:
             adaptive.append(f"K = {k}: stops early in {100 * confident:.0f} % of cases, {calls:.0f} calls against "
                             f"{hit[0]:.0f} for the cheapest fixed L with the same recall ({calls / hit[0]:.1f}×)")
@@ -114,7 +115,7 @@ def conclusions(points: dict, at_budget: dict, budgets: Sequence[int], k_summary
   {ex[0]:.0f} (all 32 coalitions × 2 trials), LOO {loo[0]:.1f}, ContextCite / ProxySPEX (B = 32)
   {cc[0]:.1f}. Exact costs {ex[0] / me16[0]:.2f}× the sampled L = 16 at K = 5 and removes the permutation
   error ({100 * ex[1]:.1f} against {100 * me16[1]:.1f} % recall), which is why `exact: auto` takes it.
-* **At equal call budgets the surrogates {"buy more recall per call" if lead else "are not uniformly ahead"}** on these games
+* **At equal call budgets the surrogates {verdict}** on these games
   (ContextCite − MeClear recall at {gap_txt}). MeClear's LOO screen (≈ 12 calls) and
   verification are a fixed overhead that dominates small budgets — at 16 calls no permutation
   fits and MeClear clears nothing — and a lasso surrogate fits our nearly additive, low-noise

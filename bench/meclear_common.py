@@ -106,13 +106,13 @@ def standard_variants(spec: ClearanceSpec, sampled: Sequence[int] = (4, 8, 16)) 
     return out
 
 
-def progress(items: Sequence, desc: str, quiet: bool = False) -> Iterable:
+def progress(items: Sequence, desc: str, quiet: bool = False, unit: str = "case") -> Iterable:
     """A tqdm bar on stderr (plain iteration when quiet)."""
     if quiet:
         return items
     from tqdm import tqdm
 
-    return tqdm(items, desc=desc, unit="case", file=sys.stderr, leave=False)
+    return tqdm(items, desc=desc, unit=unit, file=sys.stderr, leave=False)
 
 
 def run_variants(cases: Sequence[Case], variants: Sequence[Variant], *,

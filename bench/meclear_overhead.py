@@ -25,7 +25,7 @@ from engine.clearance.demo import bundled_case_path
 from engine.clearance.evaluators import OfflineEvaluator, TableEvaluator
 from engine.clearance.game import Coalition, Evaluation, Game, Memory, OutcomeStore, Task
 from engine.clearance.pipeline import run_method
-from engine.policy.model import AdaptiveSpec, ClearanceSpec
+from engine.policy.model import AdaptiveSpec
 
 from .common import table, write_section
 from .meclear_common import Variant, paper_spec, progress, pyplot, save_plot
@@ -161,7 +161,8 @@ def run(quick: bool = False) -> str:
         variants = variants_for(k)
         cases = [parse_case(c) for c in synthetic_cohort(n, seed=100 + k, k=k, noise=0.02)]
         tables = [frozen_table(c, variants) for c in progress(cases, f"meclear_overhead K={k} freeze")]
-        timings = {v.label: time_variant(cases, tables, v, repeats) for v in progress(variants, f"K={k} time")}
+        timings = {v.label: time_variant(cases, tables, v, repeats)
+                   for v in progress(variants, f"meclear_overhead K={k} timing", unit="method")}
         all_t[k] = timings
         loo = timings["LOO"]["wall"]
         rows = []
