@@ -229,10 +229,15 @@ def run(quick: bool = False) -> str:
     fig, axes = plt.subplots(1, len(ks), figsize=(4.2 * len(ks), 3.6), squeeze=False)
     for ax, k in zip(axes[0], ks):
         fixed, adaptive = k_plot[k]
-        ax.plot([p[0] for p in fixed], [100 * p[1] for p in fixed], marker="o", label="fixed L = 4…256")
-        for label, (x, y) in adaptive.items():
-            ax.scatter([x], [100 * y], marker="^", label=label)
+        ax.plot([p[0] for p in fixed], [100 * p[1] for p in fixed], marker="o", markersize=4, label="fixed L = 4…256",
+                zorder=2)
+        for i, ((label, (x, y)), marker) in enumerate(zip(adaptive.items(), ("^", "v", "s"))):
+            ax.scatter([x], [100 * y], marker=marker, s=90, facecolors="none", linewidths=1.5, label=label, zorder=3,
+                       edgecolors=f"C{i + 1}")
         ax.set_xscale("log")
+        from matplotlib.ticker import NullFormatter
+
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_xlabel("calls per case (log)")
         ax.set_title(f"K = {k}")
     axes[0][0].set_ylabel("Recall@|M| (%)")

@@ -189,6 +189,7 @@ def run(quick: bool = False) -> str:
                 linestyle="-" if label.startswith("MeClear") else "--")
     ax.plot([1, 2, 3], list(PAPER_ECDF["MeClear L=16"]), marker="x", color="black", linestyle=":",
             label="paper MeClear L=16")
+    ax.set_xticks(list(ks))
     ax.set_xlabel("rank cutoff k")
     ax.set_ylabel("injected targets with rank ≤ k (%)")
     ax.set_title(f"Target-rank ECDF, synthetic cohort (n = {n})")

@@ -132,6 +132,10 @@ def conclusions(all_t: dict[int, dict[str, dict[str, float]]], offline: float) -
     me_per_call = [1e6 * t["engine"] / max(t["calls"], 1) for tt in all_t.values() for lb, t in tt.items()
                    if lb.startswith("MeClear")]
     share = ex["engine"] / (ex["engine"] + ex["coalitions"] * offline)
+    omega = "; ".join(f"K = {k}: {tt['MeClear L=16']['calls']:.0f} calls per case with ω against "
+                      f"{tt['MeClear L=16, ω off']['calls']:.0f} without "
+                      f"({tt['MeClear L=16']['calls'] / tt['MeClear L=16, ω off']['calls']:.2f}×)"
+                      for k, tt in sorted(all_t.items()))
     ps = kmax["ProxySPEX"]
     return f"""* **The engine is cheap next to any real evaluator.** MeClear exact at K = 5 spends
   {1e3 * ex['engine']:.2f} ms per case in the engine ({1e6 * ex['engine'] / ex['calls']:.1f} µs per evaluator call); MeClear
@@ -144,7 +148,11 @@ def conclusions(all_t: dict[int, dict[str, dict[str, float]]], offline: float) -
   frozenset per permutation prefix, the marginals, the ω diagnosis and the plan record.
 * **MeClear against LOO.** At K = 5, MeClear exact's wall time is {ex['wall'] / loo5['wall']:.1f}× LOO's, for
   {ex['calls'] / loo5['calls']:.1f}× its calls: the per-call engine cost is about the same, MeClear simply
-  asks about more coalitions. The ω diagnosis adds the difference between "L=16" and "L=16, ω off".
+  asks about more coalitions.
+* **The ω diagnosis is the hidden cost at larger K.** Pairwise interactions (Eq. 15) for the
+  harmful pairs never change the selection, but with sampled permutations they need coalitions
+  outside the permutation prefixes: {omega}. Policies for large contexts that do not need the
+  redundant / joint diagnosis should set `interactions: none`.
 * **The expensive step is a baseline's.** ProxySPEX's pure-Python coordinate-descent lasso over
   K + K(K−1)/2 features costs {1e3 * ps['engine']:.0f} ms per case at K = {max(all_t)} ({ps['engine'] / big['engine']:.0f}× MeClear L = 16's
   engine time); it is comparison code, not on memgov's clearance path.
