@@ -38,8 +38,10 @@ PAPER_OVERALL: dict[str, dict[str, float | None]] = {
     "direct": {"recall": None, "complete": None, "exact": 42.4, "recovery": 43.6, "extra": 0.934},
 }
 PAPER_OVERALL_SRC = ("Fig. 4 and App. D.3 / Fig. 11 (Complete = 1 − residual risk: MeClear 13.3 %, ContextCite "
-                     "18.8 %, ProxySPEX 23.2 %, LOO 35.8 %); ContextCite Recall 86.3 and LOO Exact 34.2 are "
-                     "fig. text; the paper's direct baseline is the Qwen3.5-Plus LLM judge")
+                     "18.8 %, ProxySPEX 23.2 %, LOO 35.8 %; LOO Exact 34.2 = 47.0 − 12.8 pp and ProxySPEX "
+                     "Recall 80.9 = 85.9 − 5.0 pp from App. D.3's paired differences); ContextCite Recall 86.3 "
+                     "is read from Fig. 4's labels; the paper's direct baseline is the Qwen3.5-Plus LLM judge "
+                     "(Exact 42.4 %, Recovery 43.6 %, Fig. 11 labels)")
 # Per structure (Fig. 5 running text).
 PAPER_STRUCTURE: dict[tuple[str, str], dict[str, float | None]] = {
     ("MeClear L=16", "direct"): {"recall": 83.2, "exact": None, "recovery": 89.6},
@@ -61,7 +63,8 @@ PAPER_ECDF: dict[str, tuple[float, float, float]] = {
     "ProxySPEX": (59.1, 82.2, 86.2), "direct": (49.1, 80.2, 89.9), "LOO": (30.6, 43.5, 50.7),
 }
 # Paired against LOO (Fig. 6 A: recovery 212 wins / 22 losses, both 401, neither 110;
-# Fig. 10 labels: Recall 380/17, Complete 196/28, Exact 175/80) and ΔRecovery (Fig. 6 B).
+# Fig. 10 labels: Recall 380/17, Complete 196/28, Exact 175/80 — consistent with App. D.3's
+# differences: 196 − 28 = 168 ≈ 22.6 % × 745, 175 − 80 = 95 ≈ 12.8 % × 745) and ΔRecovery (Fig. 6 B).
 PAPER_PAIRED_LOO = {"recall": (380, 17), "complete": (196, 28), "exact": (175, 80), "recovery": (212, 22)}
 PAPER_DELTA_RECOVERY = {"LOO": "+25.5 [+20.9, +29.8]", "ContextCite": "+0.8 [−4.4, +6.7]",
                         "ProxySPEX": "+5.0 [+0.7, +9.3]", "direct": "+38.7 [+31.8, +45.5]"}
