@@ -122,7 +122,8 @@ def conclusions(points: dict, at_budget: dict, budgets: Sequence[int], k_summary
   games well. The paper reports no call-matched comparison; at its own settings it finds
   ProxySPEX 5.0 pp behind MeClear in recall and ContextCite within noise (Fig. 10), on LLM-played
   games that are far from a sparse low-order function. memgov's sampled MeClear is worse here at
-  equal calls, and the reason is the game, not the implementation. At the top of the range the
+  equal calls, and the reason is the game, not the implementation (at trial noise 0.10 sampled
+  MeClear overtakes both surrogates in recovery: section `meclear_cohort`, noise table). At the top of the range the
   methods meet: exact MeClear reaches {100 * ex[1]:.1f} / {100 * ex[2]:.1f} % recall / recovery with {ex[0]:.0f} calls,
   the best surrogate {best_txt}.
 * **The adaptive mode does not pay on these games.** {"; ".join(adaptive)}. Its stop rule needs
