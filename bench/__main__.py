@@ -14,7 +14,7 @@ import time
 
 from .common import assemble
 
-ORDER = ["verify_scaling"]
+ORDER = ["verify_scaling", "meclear_cohort", "meclear_calls", "meclear_locomo", "meclear_overhead"]
 
 
 def main(argv: list[str] | None = None) -> int:
