@@ -8,11 +8,26 @@ from .catalog import CATALOG
 from .proofs import g1_efficiency, g2_blind_spot, g3_non_degradation, g4_closure, g5_barrier
 from .proofs.result import ProofResult
 
+def engine_selector(backend: str = "ortools") -> Callable:
+    """The engine's min-cut selector (engine.repair.closure) on a G4 instance (p_i, v_i, P̄_i)."""
+
+    def select(weights, executable, prereqs) -> set[int]:
+        from engine.repair.candidates import Candidate
+        from engine.repair.closure import max_weight_closure
+
+        cands = [Candidate(str(i), "summary", None, "regen", "regen", tuple(str(j) for j in prereqs[i]),
+                           bool(executable[i]), float(max(p, 0)), float(max(-p, 0)))
+                 for i, p in enumerate(weights)]
+        return {int(i) for i in max_weight_closure(cands, 1.0, backend).selected}
+
+    return select
+
+
 PROOFS: dict[str, Callable[[], ProofResult]] = {
     "G1": lambda: g1_efficiency.prove(max_players=6, max_permutations=16),
     "G2": lambda: g2_blind_spot.prove(max_players=7),
     "G3": lambda: g3_non_degradation.prove(max_chain=16),
-    "G4": lambda: g4_closure.prove(max_symbolic=6, sizes=(8, 64, 256)),
+    "G4": lambda: g4_closure.prove(max_symbolic=6, sizes=(8, 64, 256), selector=engine_selector()),
     "G5": lambda: g5_barrier.prove(artifacts=5, depth=12),
 }
 

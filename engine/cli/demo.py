@@ -43,6 +43,32 @@ def demo_policies(echo: Callable[[str], None] = click.echo) -> None:
         echo(f"    {d.verdict:<8} {d.cell.describe()}: {d.old.describe()} → {d.new.describe()}")
 
 
+def demo_audit(echo: Callable[[str], None] = click.echo) -> None:
+    """Apply the bundled delete event to a SQLite store and print its attestation's checks."""
+    import tempfile
+
+    from ..policy.loader import load_policy
+    from ..repair.artifacts import parse_store_document, read_json
+    from ..repair.attestation import attest
+    from ..repair.events import load_event
+    from ..repair.execute import run_event
+    from ..repair.store import Store
+
+    with tempfile.TemporaryDirectory(prefix="memgov-demo-") as tmp:
+        db = str(Path(tmp) / "demo.db")
+        store = Store.open(db, create=True)
+        doc, text = read_json(str(bundled("repair", "store.json")))
+        store.import_snapshot(parse_store_document(doc, "store.json", text))
+        run_event(store, load_policy(bundled("policies", "default.yaml")),
+                  load_event(str(bundled("repair", "event-delete.json")), store.snapshot()))
+        a = attest(store)
+        echo(f"  memgov audit --store demo.db --event {a['event']['id']}   (delete of {', '.join(a['event']['roots'])})")
+        for c in a["checks"]:
+            echo(f"    {'pass' if c['ok'] else 'FAIL'}  {c['check']:<20} {c['detail']}")
+        echo(f"  audit head {a['audit_head'][:16]}…  (`memgov audit --check` re-verifies the hash chain)")
+        store.close()
+
+
 def demo_verify(echo: Callable[[str], None] = click.echo) -> None:
     """Prove the guarantee catalog with Z3 (the same run as `memgov verify`)."""
     from specs import CATALOG
@@ -58,6 +84,7 @@ SECTIONS: list[tuple[str, str]] = [
     ("Policies: validation and Z3 analysis", "engine.cli.demo:demo_policies"),
     ("MemoRepair: barrier-first cascade repair (delete, correct, migrate)", "engine.repair.demo:run_repair_demo"),
     ("MeClear: query-scoped clearance of harmful memories", "engine.clearance.demo:run_clearance_demo"),
+    ("Compliance: deletion attestation (memgov audit)", "engine.cli.demo:demo_audit"),
     ("Guarantees: Z3 proofs (memgov verify)", "engine.cli.demo:demo_verify"),
 ]
 
