@@ -332,8 +332,8 @@ class ClearanceSpec(Strict):
 
     retrieval_budget: int = 5  # K
     permutations: int = 16  # L
-    screen_tolerance: float = 0.05  # κ (LOO screening, Eq. 5)
-    harm_tolerance: float = 0.05  # τ (harmful set H = {ψ_i < −τ}, Eq. 16)
+    screen_tolerance: float = 0.05  # κ (LOO screening of Eq. 7, Algorithm 1 line 4)
+    harm_tolerance: float = 0.05  # τ (harmful set H = {ψ_i < −τ}, Eq. 14)
     trials: int = 2
     seed: int = 0
     exact: Literal["auto", "always", "never"] = "auto"
