@@ -6,7 +6,7 @@ are named per guarantee; ``memgov verify`` runs the encodings.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -17,9 +17,10 @@ class Guarantee:
     notation: str
     source: str
     assumptions: str
+    properties: tuple[str, ...] = ()  # pytest node ids of the properties testing the implementation
 
 
-CATALOG: tuple[Guarantee, ...] = (
+_STATEMENTS: tuple[Guarantee, ...] = (
     Guarantee(
         "G1", "efficiency",
         "The contributions of all memories add up to the value of the full context minus the value of the empty one, "
@@ -47,3 +48,26 @@ CATALOG: tuple[Guarantee, ...] = (
         "∀ t ≥ t_B, x ∈ C(F): servable_t(x) ⇒ validated(z_x) ∧ ∀ j ∈ P̄_x: republished_t(j)",
         "MemoRepair §2.2, Alg. 1 lines 2, 7–8", "complete influence provenance; crashes at any step"),
 )
+
+# The Hypothesis properties (and process-level tests) that tie the implementation to each statement.
+PROPERTIES: dict[str, tuple[str, ...]] = {
+    "G1": ("proofs_tests/test_meclear_properties.py::test_exact_efficiency",
+           "proofs_tests/test_meclear_properties.py::test_sampled_efficiency",
+           "proofs_tests/test_meclear_properties.py::test_exact_equals_average_over_all_permutations",
+           "proofs_tests/test_specs_proposition1.py::test_deviation_frequency_stays_under_hoeffding_bound"),
+    "G2": ("proofs_tests/test_meclear_paper.py::test_theorem1_redundant_pair_blind_spot",
+           "proofs_tests/test_meclear_paper.py::test_corollary_a1_redundant_group"),
+    "G3": ("proofs_tests/test_meclear_properties.py::test_theorem2_selection",
+           "proofs_tests/test_meclear_properties.py::test_no_coalition_is_evaluated_twice",
+           "proofs_tests/test_specs_certificates.py::test_real_clearance_plans_hold"),
+    "G4": ("proofs_tests/test_repair_closure.py::test_mincut_is_feasible_and_matches_brute_force",
+           "proofs_tests/test_repair_closure.py::test_networkx_and_ortools_agree",
+           "proofs_tests/test_repair_closure.py::test_baselines_feasible_and_greedy_never_beats_mincut",
+           "proofs_tests/test_repair_pipeline.py::test_barrier_isolation_and_closure_after_every_event"),
+    "G5": ("proofs_tests/test_specs_stateful.py::test_barrier_isolation_state_machine",
+           "proofs_tests/test_specs_stateful.py::test_state_machine_catches_engine_mutation",
+           "proofs_tests/test_repair_pipeline.py::test_any_validation_failure_keeps_itself_and_dependents_withdrawn",
+           "proofs_tests/test_repair_crash.py::test_killed_repair_recovers_to_uninterrupted_result"),
+}
+
+CATALOG: tuple[Guarantee, ...] = tuple(replace(g, properties=PROPERTIES[g.id]) for g in _STATEMENTS)

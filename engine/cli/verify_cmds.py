@@ -39,7 +39,7 @@ def verify(ids: tuple[str, ...], plan_path: str | None, as_json: bool) -> None:
     results = run_proofs([i.upper() for i in ids] or None)
     if as_json:
         emit_json([{**r.as_dict(), "name": by_id[r.guarantee].name, "statement": by_id[r.guarantee].notation,
-                    "source": by_id[r.guarantee].source} for r in results])
+                    "source": by_id[r.guarantee].source, "properties": list(by_id[r.guarantee].properties)} for r in results])
     else:
         for r in results:
             g = by_id[r.guarantee]
