@@ -1,4 +1,4 @@
-"""Reading JSON inputs with one clear error (file, line, column) on failure."""
+"""Reading input files with one clear error (file, line, column) on failure."""
 
 from __future__ import annotations
 
@@ -11,23 +11,27 @@ from .errors import InputError
 MAX_BYTES = 256 << 20
 
 
-def read_json(path: str | Path) -> Any:
-    """Parse a JSON file; any problem is an :class:`InputError` naming file, line and column."""
+def read_text(path: str | Path, max_bytes: int = MAX_BYTES, what: str = "file") -> str:
+    """UTF-8 text of a file; missing, unreadable, oversized or non-UTF-8 input is an InputError."""
     name = str(path)
     try:
         raw = Path(path).read_bytes()
     except FileNotFoundError:
         raise InputError("file not found", file=name) from None
     except IsADirectoryError:
-        raise InputError("is a directory, expected a JSON file", file=name) from None
+        raise InputError(f"is a directory, expected a {what}", file=name) from None
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror}", file=name) from None
-    if len(raw) > MAX_BYTES:
-        raise InputError(f"file is {len(raw)} bytes, over the {MAX_BYTES}-byte limit", file=name)
+    if len(raw) > max_bytes:
+        raise InputError(f"document is {len(raw)} bytes, over the {max_bytes}-byte limit", file=name, line=1)
     try:
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(f"not UTF-8 text (byte {exc.start})", file=name) from None
+
+
+def parse_json(text: str, name: str) -> Any:
+    """Parse JSON text; errors name the line and column. NaN/Infinity are refused."""
     try:
         return json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
@@ -38,5 +42,10 @@ def read_json(path: str | Path) -> Any:
         raise InputError("JSON nests too deeply", file=name) from None
 
 
+def read_json(path: str | Path, max_bytes: int = MAX_BYTES) -> Any:
+    """Parse a JSON file; any problem is an :class:`InputError` naming file, line and column."""
+    return parse_json(read_text(path, max_bytes, "JSON file"), str(path))
+
+
 def _reject_constant(token: str) -> float:
-    raise ValueError(f"invalid JSON: {token} is not a number (NaN/Infinity are not allowed)")
+    raise ValueError(f"invalid JSON: {token} is not a finite number (NaN and Infinity are not allowed)")

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..errors import InputError
+from ..jsonio import read_json
 from ..policy.model import ClearanceSpec
 from .evaluators import Harm, SyntheticEvaluator, SyntheticGame, TableEvaluator, from_policy
 from .evaluators.synthetic import STRUCTURES
@@ -183,22 +184,7 @@ def parse_case(data: Any, file: str = "<case>", line: int | None = None) -> Case
 
 def load_case(path: str | Path) -> Case:
     """Read and validate one case file (JSON)."""
-    name = str(path)
-    try:
-        raw = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise InputError("file not found", file=name) from None
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", file=name) from None
-    if len(raw) > MAX_CASE_BYTES:
-        raise InputError("case file is too large", file=name)
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise InputError("not UTF-8 text", file=name) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON: {exc.msg}", file=name, line=exc.lineno, col=exc.colno) from None
-    return parse_case(data, name)
+    return parse_case(read_json(path, MAX_CASE_BYTES), str(path))
 
 
 def iter_cohort(path: str | Path) -> Iterator[Case]:

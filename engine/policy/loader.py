@@ -18,6 +18,7 @@ import yaml
 from pydantic import ValidationError
 
 from ..errors import InputError
+from ..jsonio import read_text
 from .findings import Finding
 from .model import Policy
 
@@ -72,21 +73,7 @@ class PolicySchemaError(Exception):
 
 
 def _read_text(path: str | Path) -> tuple[str, str]:
-    name = str(path)
-    try:
-        raw = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise InputError("file not found", file=name) from None
-    except IsADirectoryError:
-        raise InputError("is a directory, expected a policy file", file=name) from None
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", file=name) from None
-    if len(raw) > MAX_BYTES:
-        raise InputError(f"document is {len(raw)} bytes, over the {MAX_BYTES}-byte limit", file=name, line=1)
-    try:
-        return name, raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text (byte {exc.start})", file=name) from None
+    return str(path), read_text(path, MAX_BYTES, "policy file")
 
 
 def _mark_error(name: str, exc: yaml.MarkedYAMLError, prefix: str) -> InputError:

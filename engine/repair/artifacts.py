@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from ..errors import InputError
+from ..jsonio import parse_json, read_text
 from ..policy.model import ARCHITECTURES, KINDS
 
 EDGE_TYPES: tuple[str, ...] = ("influence", "semantic")
@@ -77,18 +78,9 @@ def line_of(text: str, value: Any) -> int | None:
 
 
 def read_json(path: str) -> tuple[Any, str]:
-    """Read a JSON file; malformed JSON is an :class:`InputError` with line and column."""
-    try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except FileNotFoundError:
-        raise InputError("file not found", file=path) from None
-    except (IsADirectoryError, UnicodeDecodeError, PermissionError) as exc:
-        raise InputError(f"cannot read file: {exc.__class__.__name__}", file=path) from None
-    try:
-        return json.loads(text), text
-    except json.JSONDecodeError as exc:
-        raise InputError(f"malformed JSON: {exc.msg}", file=path, line=exc.lineno, col=exc.colno) from None
+    """Read a JSON file (and its text, for line lookups); errors name file, line and column."""
+    text = read_text(path, what="JSON file")
+    return parse_json(text, path), text
 
 
 def parse_artifact(obj: Any, where: str, file: str, text: str = "") -> Artifact:
