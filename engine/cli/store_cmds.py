@@ -63,12 +63,12 @@ def serve_cmd(store_path: str, as_json: bool) -> None:
         click.echo(f"{a.id:<24} {a.kind}{arch:<8} v{a.version:<3} {a.state}")
 
 
-@store_group.command("audit")
+@store_group.command("log")
 @click.option("--store", "store_path", required=True)
 @click.option("--json", "as_json", is_flag=True)
 @handle_errors
 def audit_cmd(store_path: str, as_json: bool) -> None:
-    """Print the append-only audit log."""
+    """Print the raw, hash-chained audit log (`memgov audit` gives the attestation)."""
     log = Store.open(store_path).audit_log()
     if as_json:
         emit_json(log)
