@@ -173,7 +173,7 @@ def tool_agent_trace(seed: int = 0, n_apis: int = 12, n_traj: int = 120, n_event
     chains = []
     for a in sorted(apis):
         users = uses_api[a]
-        for j in range(max(1, len(users) // 4)):
+        for j in range(max(1, len(users) // 2)):
             if not users:
                 break
             src = sorted(set(rng.sample(users, min(len(users), rng.choice((1, 2, 3))))))
@@ -186,8 +186,9 @@ def tool_agent_trace(seed: int = 0, n_apis: int = 12, n_traj: int = 120, n_event
     derived += chains
     # prompt skills: from 2–4 cached outputs (replayed first: requirement edges) or trajectories
     prompts = []
-    for j in range(n_traj // 6):
-        picks = rng.sample(caches, min(len(caches), rng.choice((2, 3, 4))))
+    cache_pop = [rng.paretovariate(1.0) for _ in caches]  # a few popular caches feed many prompts
+    for j in range(n_traj // 4):
+        picks = list({c: None for c in rng.choices(caches, weights=cache_pop, k=rng.choice((2, 3, 4)))})
         pid = f"prompt-{j}"
         text = " ".join(arts[[x["id"] for x in arts].index(c)]["content"] for c, _ in picks)
         probe_city = trajs[picks[0][1]]["result"].split(" in ")[1].split(" ")[0]
@@ -204,18 +205,28 @@ def tool_agent_trace(seed: int = 0, n_apis: int = 12, n_traj: int = 120, n_event
         src = rng.sample(sorted(trajs), rng.choice((2, 3, 4)))
         if caches and rng.random() < 0.5:
             src.append(rng.choice(caches)[0])
+        if prompts and rng.random() < 0.3:
+            src.append(rng.choice(prompts))
         sid = f"sum-{j}"
         arts.append(_art(sid, "summary", " ".join(f"Trip to {trajs[t]['task'].split(' to ')[1]}" if t in trajs
                                                   else "A cached forecast." for t in src),
                          cost=_cost(rng, 1.5)))
         inf += [(s, sid) for s in src]
         sums.append(sid)
-    for j in range(n_traj // 20):
-        src = rng.sample(sums, 2) + ([rng.choice(chains)] if chains and rng.random() < 0.5 else [])
+    digests = []
+    for j in range(n_traj // 12):
+        src = rng.sample(sums, 2) + ([rng.choice(chains + prompts)] if rng.random() < 0.6 else [])
         did = f"digest-{j}"
         arts.append(_art(did, "summary", "Weekly digest of trips and forecasts.", cost=_cost(rng, 3.0)))
         inf += [(s, did) for s in src]
-        sums.append(did)
+        digests.append(did)
+    for j in range(n_traj // 40):
+        src = rng.sample(digests, min(len(digests), rng.choice((2, 3))))
+        mid = f"monthly-{j}"
+        arts.append(_art(mid, "summary", "Monthly report of trips.", cost=_cost(rng, 3.0)))
+        inf += [(s, mid) for s in src]
+        digests.append(mid)
+    sums += digests
     derived += sums
     tasks = _tasks_and_values(rng, arts, derived, n_tasks, {"chain": 3.0, "prompt": 3.0, "cache": 1.0,
                                                             "summary": 1.0})
@@ -404,8 +415,9 @@ def scale_snapshot(n: int, seed: int = 0, event_share: float = 0.1) -> tuple[Sna
     """A tool-agent-shaped store of about ``n`` artifacts (no bulky content) and a migrate event
     over ``event_share`` of its APIs, so |C(F)| is roughly ``event_share`` of the store.
 
-    Per 100 artifacts: 1 API, 29 trajectories, 20 cached outputs, 20 chains (API + 1–3
-    trajectories), 15 prompt skills (2–3 caches) and 15 summaries (2 of chains/prompts/caches).
+    Per 100 artifacts: 1 API, 24 trajectories, 20 cached outputs (low value, so mostly negative
+    profit), 20 chains (API + 1–3 trajectories), 15 prompt skills (2–3 caches, popular ones more
+    often), 15 summaries (2 of chains/prompts) and 5 digests (2 summaries).
     """
     rng = random.Random(f"scale/{seed}/{n}")
     u = max(1, n // 100)
@@ -418,25 +430,44 @@ def scale_snapshot(n: int, seed: int = 0, event_share: float = 0.1) -> tuple[Sna
 
     for k in range(u):
         add(f"api-{k}", "record")
-    for k in range(29 * u):
+    for k in range(24 * u):
         add(f"traj-{k}", "record")
     for k in range(20 * u):
-        add(f"cache-{k}", "cache", transform="texts", calls=1, value=1.0, cost=_cost(rng, 0.4))
-        edges.append(Edge(f"traj-{rng.randrange(29 * u)}", f"cache-{k}"))
+        add(f"cache-{k}", "cache", transform="texts", calls=1, value=0.3, cost=_cost(rng, 1.0))
+        edges.append(Edge(f"traj-{rng.randrange(24 * u)}", f"cache-{k}"))
     for k in range(20 * u):
         add(f"chain-{k}", "skill", "chain", value=round(3 * rng.paretovariate(2), 2), cost=_cost(rng, 1.5))
         edges.append(Edge(f"api-{k % u}", f"chain-{k}"))
-        for t in {rng.randrange(29 * u) for _ in range(rng.choice((1, 2, 3)))}:
+        for t in {rng.randrange(24 * u) for _ in range(rng.choice((1, 2, 3)))}:
             edges.append(Edge(f"traj-{t}", f"chain-{k}"))
     for k in range(15 * u):
         add(f"prompt-{k}", "skill", "prompt", value=round(3 * rng.paretovariate(2), 2), cost=_cost(rng, 1.5))
-        for c in {rng.randrange(20 * u) for _ in range(rng.choice((2, 3)))}:
+        for c in {int(20 * u * rng.random() ** 3) for _ in range(rng.choice((2, 3)))}:
             edges.append(Edge(f"cache-{c}", f"prompt-{k}"))
     pool = [f"chain-{k}" for k in range(20 * u)] + [f"prompt-{k}" for k in range(15 * u)]
     for k in range(15 * u):
         add(f"sum-{k}", "summary", value=round(rng.paretovariate(2), 2), cost=_cost(rng, 1.5))
         for x in {rng.choice(pool) for _ in range(2)}:
             edges.append(Edge(x, f"sum-{k}"))
+    for k in range(5 * u):
+        add(f"digest-{k}", "summary", value=round(rng.paretovariate(2), 2), cost=_cost(rng, 1.5))
+        for x in {rng.randrange(15 * u) for _ in range(2)}:
+            edges.append(Edge(f"sum-{x}", f"digest-{k}"))
     roots = [f"api-{k}" for k in range(max(1, round(event_share * u)))]
     event = {"type": "migrate", "roots": roots, "interface": {r: iface for r in roots} if len(roots) > 1 else iface}
     return Snapshot(arts, tuple(dict.fromkeys(edges))), event
+
+
+def barrier_snapshot(n_desc: int) -> tuple[Snapshot, dict[str, Any]]:
+    """One ``corpus`` record with ``n_desc`` descendants (half cached outputs replayed from it, half
+    summaries over two of them) and the event deleting it: |C(F)| = n_desc + 1."""
+    half = n_desc // 2
+    arts = {"corpus": Artifact("corpus", "record", None, 1, {"text": "corpus"}, {})}
+    edges = []
+    for k in range(half):
+        arts[f"cache-{k}"] = Artifact(f"cache-{k}", "cache", None, 1, f"cached output {k}", {"transform": "texts"})
+        edges.append(Edge("corpus", f"cache-{k}"))
+    for k in range(n_desc - half):
+        arts[f"sum-{k}"] = Artifact(f"sum-{k}", "summary", None, 1, f"summary {k}", {})
+        edges += [Edge(f"cache-{k % half}", f"sum-{k}"), Edge(f"cache-{(k * 7 + 1) % half}", f"sum-{k}")]
+    return Snapshot(arts, tuple(dict.fromkeys(edges))), {"type": "delete", "roots": ["corpus"]}
