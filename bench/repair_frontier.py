@@ -17,7 +17,7 @@ import time
 from fractions import Fraction
 from typing import Any, Sequence
 
-from engine.repair.artifacts import Snapshot
+from engine.repair.artifacts import Snapshot, parse_store_document
 from engine.repair.events import event_from_dict
 from engine.repair.plan import compute_plan
 
@@ -127,7 +127,6 @@ def run(quick: bool = False) -> str:
         policy = load(shape)
         for s in seeds:
             tr = gen(seed=s, n_events=n_events)
-            from engine.repair.artifacts import parse_store_document
             snap = parse_store_document(tr.store, "<trace>")
             inst += [(shape, policy, snap, ev) for et in EVENT_TYPES for ev in tr.events[et]]
     sizes = [2000] if quick else [2000, 10000]
