@@ -28,6 +28,7 @@ from engine.repair.metrics import delta_task, normalized_cost, rep_pct, task_sco
 from engine.repair.store import Store
 
 from .common import HERE, table, write_section
+from .stats import bootstrap_ratio
 from .repair_traces import (POLICY_OF, SHAPES, Trace, bench_policy, drop_edges, flaky_operators,
                             flaky_oracles)
 
@@ -256,7 +257,12 @@ def render(results: dict[str, list[EventOutcome]], traces: dict[str, list[Trace]
                 runs += o.candidates
         ms = 1000 * sum(o.seconds for o in outs if o.selector == "mincut") / max(1, sum(
             1 for o in outs if o.selector == "mincut"))
+        ci = {sel: bootstrap_ratio([o.republished for o in outs if o.selector == sel],
+                                   [o.candidates for o in outs if o.selector == sel], seed=0)
+              for sel in ("repair_all", "greedy", "mincut")}
         parts.append(
+            "Rep. pooled over the three event types, with 95% bootstrap intervals over events: Repair all "
+            f"{ci['repair_all'].pct()}, Barrier+Greedy {ci['greedy'].pct()}, MemoRepair {ci['mincut'].pct()}. "
             f"MemoRepair recovers {min(share):.1f}–{max(share):.1f}% of the Repair-all Rep. ceiling at Cost "
             f"{min(mc[e]['cost'] for e in EVENT_TYPES):.2f}–{max(mc[e]['cost'] for e in EVENT_TYPES):.2f} "
             f"(paper, {PAPER_OF_SHAPE[shape]}: " + ("91.1–94.3% at 0.57–0.66" if shape == "tool-agent"
@@ -272,17 +278,56 @@ def render(results: dict[str, list[EventOutcome]], traces: dict[str, list[Trace]
     parts.append("### Injected failure rate (first seed; operator / validation failure rates)\n")
     parts.append(table(["shape", "injected op / val", "Repair all Rep.", "MemoRepair Rep.", "MemoRepair Cost",
                         "% of ceiling", "Repair all ΔTask", "MemoRepair ΔTask"], sens_rows) + "\n")
+    gaps = {}
+    for shape, outs in results.items():
+        agg = {(sel, et): aggregate(o for o in outs if o.selector == sel and o.event_type == et)
+               for sel in ("greedy", "mincut", "repair_all", "remove_all", "no_action") for et in EVENT_TYPES}
+        gaps[shape] = {
+            "rep": max(abs(agg[("greedy", e)]["rep"] - agg[("mincut", e)]["rep"]) for e in EVENT_TYPES),
+            "cost": max(abs(agg[("greedy", e)]["cost"] - agg[("mincut", e)]["cost"]) for e in EVENT_TYPES),
+            "dtask": max(abs(agg[("repair_all", e)]["dtask"] - agg[("mincut", e)]["dtask"]) for e in EVENT_TYPES),
+            "order": all(agg[("no_action", e)]["dtask"] <= agg[("remove_all", e)]["dtask"] <= agg[("mincut", e)]["dtask"]
+                         for e in EVENT_TYPES),
+            "ceiling": [agg[("repair_all", e)]["rep"] for e in EVENT_TYPES],
+            "share": [100 * agg[("mincut", e)]["rep"] / agg[("repair_all", e)]["rep"] for e in EVENT_TYPES
+                      if agg[("repair_all", e)]["rep"]],
+            "mc_cost": [agg[("mincut", e)]["cost"] for e in EVENT_TYPES],
+        }
+    paper_ceiling = {"tool-agent": [24.6, 48.8, 38.7], "assistant": [5.5, 35.6, 18.4]}
+    higher = sum(x > y for sh in gaps for x, y in zip(gaps[sh]["ceiling"], paper_ceiling[sh]))
+
+    def rng(xs: list[float], digits: int = 1) -> str:
+        return f"{min(xs):.{digits}f}–{max(xs):.{digits}f}" if xs else "–"
+    ta, asst = gaps["tool-agent"], gaps["assistant"]
     parts.append(
-        "**Reading.** Equal to the paper where the paper states a contract: every withdrawal-based method has "
-        "Leak = Stale-use = 0 (under complete provenance this is the barrier's guarantee, not an empirical "
+        "**Compared with the paper.** *Equal* where the paper states a contract: every withdrawal-based method "
+        "has Leak = Stale-use = 0 (under complete provenance this is the barrier's guarantee, not an empirical "
         "finding), No action leaks the whole cascade, Remove all has Rep. = Cost = 0, and Repair all is the "
-        "publication ceiling at Cost 1.00. Injected and natural failures lower Rep. for every repairing method "
-        "alike, and validation is what keeps them out of the store: a failed or blocked successor stays "
-        "withdrawn, so Leak stays 0 at every failure rate. The numbers that are not contracts (Rep., Cost, "
-        "ΔTask) depend on our generated traces, costs and failure rates, not on ToolBench or MemoryArena; "
-        "compare their *shape* with the paper, not their level. Where our min cut and greedy coincide it is "
-        "because these cascades are shallow (few requirement edges), so the value-to-cost order rarely has to "
-        "pay for an expensive prerequisite; the selector ablation in the next section isolates the objective. "
+        "publication ceiling at Cost 1.00. Validation is what keeps failures out: a failed or blocked successor "
+        "stays withdrawn, so Leak stays 0 at every injected failure rate, and Rep. falls for every repairing "
+        "method alike as the rate grows. *Same ordering* of ΔTask as the paper — No action < Remove all < "
+        "MemoRepair ≈ Repair all — on "
+        + ("both shapes" if ta["order"] and asst["order"] else "most event types")
+        + f"; MemoRepair's ΔTask is within {ta['dtask']:.2f} (tool agent) and {asst['dtask']:.2f} (assistant) "
+        "points of Repair all (paper: within 0.08 on ToolBench). *Different levels*, which are properties of our "
+        "generated traces and not of the engine: our Repair-all ceilings ("
+        + ", ".join(f"{x:.1f}" for x in ta["ceiling"]) + " tool agent; "
+        + ", ".join(f"{x:.1f}" for x in asst["ceiling"]) + " assistant, delete/correct/migrate) are "
+        + ("higher than" if higher == 6 else f"in {higher} of 6 cells higher than") + " the paper's (24.6/48.8/38.7 ToolBench; 5.5/35.6/18.4 MemoryArena) because our offline operators "
+        "fail less often than LLM regeneration on real trajectories, and because the assistant policy "
+        "regenerates a summary whenever at least two inputs and 60% of them survive — in MemoryArena, "
+        "deterministic descendants need the deleted parent and become non-executable (paper §3.1), hence "
+        "its 5.5% deletion ceiling. At λ = 0.3 MemoRepair keeps " + rng(ta["share"]) + "% of the ceiling at Cost "
+        + rng(ta["mc_cost"], 2) + " on the tool agent (paper, ToolBench: 91.1–94.3% at 0.57–0.66) and "
+        + rng(asst["share"]) + "% at " + rng(asst["mc_cost"], 2) + " on the assistant (paper, MemoryArena: "
+        "92.4–93.0% at 0.62–0.76): where our share is *lower* it comes at lower Cost — our per-artifact costs "
+        "have a heavy tail, so λ = 0.3 already drops many expensive low-value successors (the λ frontier in the "
+        "next section shows the whole trade-off). "
+        f"*Smaller selector gap* than the paper: MemoRepair and Barrier+Greedy differ by at most "
+        f"{max(ta['rep'], asst['rep']):.1f} Rep. points and {max(ta['cost'], asst['cost']):.2f} Cost here (paper: "
+        "0.9–5.1 points at 0.05–0.11 higher Cost for greedy); on these shallow cascades the engine's greedy "
+        "(value-to-cost order, adding a candidate with its missing prerequisites when the group's profit is "
+        "positive) is almost always optimal — the objective gap is isolated in the next section. "
         "ΔTask here penalises every affected artifact a task reads that has no validated successor (U_t) and "
         "half of every stale one (L_t), over all diagnostic tasks of the trace (most are unaffected by a "
         f"single event). Total {seconds:.0f} s.\n")
