@@ -107,7 +107,8 @@ def build_context(store: Store, snap: Snapshot, plan: TransitionPlan, c: Candida
     inputs = tuple(available[p] for p in sorted(available))
     reference = tuple(a for a in inputs if a.id not in c.prerequisites)
     return RepairContext(event.type, inputs, tuple(forget), reference,
-                         _interface(parents, event, available), store.version_of(c.id, plan.base_versions[c.id]))
+                         _interface(parents, event, available), store.version_of(c.id, plan.base_versions[c.id]),
+                         previous_valid=c.id not in plan.unservable)
 
 
 def _fail(store: Store, event_id: int, c: Candidate, status: str, detail: str, oracle: str) -> StepResult:

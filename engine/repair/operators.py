@@ -36,7 +36,9 @@ class RepairContext:
     staged successors of prerequisites P̄_i, ordered by id. ``forget`` / ``reference``: the
     partitions For_i(e) / Ref_i(e) for parametric repair. ``interface``: κ_e as seen by the
     artifact (tools of its interface parents after the event). ``previous``: the artifact's
-    pre-event version, used only where the event does not invalidate content (migration).
+    pre-event version, used only where the event does not invalidate content (migration) and
+    only when ``previous_valid``: an artifact already withdrawn by an earlier event has invalidated
+    content (e.g. calls taken from an erased trajectory), which must not be republished.
     """
 
     event_type: str
@@ -45,6 +47,7 @@ class RepairContext:
     reference: tuple[Artifact, ...] = ()
     interface: Mapping[str, Any] = field(default_factory=dict)
     previous: Artifact | None = None
+    previous_valid: bool = True
 
 
 @dataclass(frozen=True)
@@ -221,7 +224,8 @@ class RegenChain:
             if isinstance(a.content, dict) and isinstance(a.content.get("calls"), list):
                 calls.extend(a.content["calls"])
                 goal = goal or a.content.get("task")
-        if ctx.event_type == "migrate" and ctx.previous is not None and isinstance(ctx.previous.content, dict):
+        if (ctx.event_type == "migrate" and ctx.previous is not None and ctx.previous_valid
+                and isinstance(ctx.previous.content, dict)):
             goal = ctx.previous.content.get("goal", goal)
             if not calls:
                 calls = list(ctx.previous.content.get("calls", []))

@@ -16,7 +16,7 @@ from typing import Any, Mapping
 import networkx as nx
 
 from ..policy.model import Policy
-from .artifacts import Snapshot
+from .artifacts import SERVABLE_STATES, Snapshot
 from .candidates import Candidate, assign, requirement_edges
 from .closure import Selection, select
 from .events import Event, event_from_dict
@@ -62,6 +62,9 @@ class TransitionPlan:
     withdrawn: tuple[str, ...] = ()
     roots: Mapping[str, str] = field(default_factory=dict)
     status: str = "planned"
+    # members of C(F) that were not servable before the event (withdrawn or erased by an earlier
+    # event): their stored content is already invalidated and is never used as repair support
+    unservable: tuple[str, ...] = ()
 
     def candidate(self, ident: str) -> Candidate:
         for c in self.candidates:
@@ -94,6 +97,7 @@ class TransitionPlan:
             "republished": list(self.republished),
             "withdrawn": list(self.withdrawn),
             "roots": dict(self.roots),
+            "unservable": list(self.unservable),
         }
 
     @staticmethod
@@ -112,7 +116,8 @@ class TransitionPlan:
             requirements=tuple(tuple(e) for e in doc["requirements"]), selection=sel,
             order=tuple(doc["order"]), base_versions=dict(doc["base_versions"]), executed=steps,
             republished=tuple(doc["republished"]), withdrawn=tuple(doc["withdrawn"]),
-            roots=dict(doc.get("roots", {})), status=doc.get("status", "planned"))
+            roots=dict(doc.get("roots", {})), status=doc.get("status", "planned"),
+            unservable=tuple(doc.get("unservable", ())))
 
     def replace(self, **changes: Any) -> "TransitionPlan":
         return dataclasses.replace(self, **changes)
@@ -156,4 +161,6 @@ def compute_plan(policy: Policy, snapshot: Snapshot, event: Event, selector: str
         order=execution_order(assignment.candidates, sel.selected),
         base_versions={i: snapshot.artifacts[i].version for i in sorted(affected)},
         roots=root_actions(event) if selector != "no_action" else {},
+        unservable=tuple(i for i in sorted(affected - roots)
+                         if snapshot.artifacts[i].state not in SERVABLE_STATES),
     )
