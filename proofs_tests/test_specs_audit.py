@@ -82,3 +82,39 @@ def test_support_from_erased_root_fails_the_check():
     assert _support_check(plan, event, ["r", "s", "t"], ["s"], good)["ok"]
     assert "erased root r" in _support_check(plan, event, ["r", "s", "t"], ["s"], bad)["detail"]
     assert "invalidated member" in _support_check(plan, event, ["r", "s", "t"], ["s"], stale)["detail"]
+
+
+def test_truncated_tail_is_detected(store: str):
+    _tamper(store, "DELETE FROM audit WHERE seq >= 30;")
+    bad = CliRunner().invoke(main, ["audit", "--store", store, "--check"])
+    assert bad.exit_code == 1 and "rows were removed" in bad.output
+
+
+def test_removed_head_record_is_detected(store: str):
+    _tamper(store, "DELETE FROM audit_head;")
+    bad = CliRunner().invoke(main, ["audit", "--store", store, "--check"])
+    assert bad.exit_code == 1 and "no recorded head" in bad.output
+
+
+def test_rewritten_plan_outside_the_chain_is_detected(store: str):
+    """Editing the unchained events table (drop an artifact from the cascade, serve it) fails."""
+    con = sqlite3.connect(store)
+    (plan,) = con.execute("SELECT plan FROM events WHERE id = 1").fetchone()
+    doc = json.loads(plan)
+    doc["cascade"].remove("sum-digest")
+    doc["barrier"].remove("sum-digest")
+    con.execute("UPDATE events SET plan = ? WHERE id = 1", (json.dumps(doc),))
+    con.execute("UPDATE artifacts SET state = 'servable' WHERE id = 'sum-digest'")
+    con.commit()
+    con.close()
+    r = CliRunner().invoke(main, ["audit", "--store", store, "--json"])
+    assert r.exit_code == 1
+    failed = {c["check"] for c in json.loads(r.stdout)["checks"] if not c["ok"]}
+    assert {"records-pinned", "cascade-withdrawn"} <= failed
+
+
+def test_expect_head_anchors_the_log(store: str):
+    head = json.loads(CliRunner().invoke(main, ["audit", "--store", store, "--json"]).stdout)["audit_head"]
+    assert CliRunner().invoke(main, ["audit", "--store", store, "--check", "--expect-head", head]).exit_code == 0
+    r = CliRunner().invoke(main, ["audit", "--store", store, "--check", "--expect-head", "0" * 64])
+    assert r.exit_code == 1 and "expected head" in r.output

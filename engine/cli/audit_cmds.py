@@ -16,24 +16,31 @@ from .common import emit_json, handle_errors
               help="SQLite store (the audit log lives there).")
 @click.option("--event", "event_id", type=int, default=None, help="Event id (default: the latest event).")
 @click.option("--format", "fmt", type=click.Choice(["md", "json"]), default="md", show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 @click.option("--check", "check_chain", is_flag=True, help="Only verify the audit log's hash chain.")
+@click.option("--expect-head", default=None, metavar="SHA256",
+              help="A head hash published earlier (e.g. from an attestation): the log must still contain it.")
 @handle_errors
-def audit(store_path: str, event_id: int | None, fmt: str, check_chain: bool) -> None:
+def audit(store_path: str, event_id: int | None, fmt: str, as_json: bool, check_chain: bool,
+          expect_head: str | None) -> None:
     """Attest what an event did: barrier, withdrawn cascade, republished successors and the
     support they were built from, failures, the roots' erasure, and checks anyone can re-run.
 
     With --check, verify the hash chain over the whole audit log and name the first row that
-    was altered, inserted or deleted. Exit 0 when everything holds, 1 when a check fails,
+    was altered, inserted, deleted or truncated. Whoever can rewrite the database can recompute
+    every hash, so keep the attestation's audit head somewhere else and pass it back with
+    --expect-head to prove the log was not rewritten since. Exit 0 when everything holds, 1 when a check fails,
     2 when the store or event does not exist.
     """
     from ..repair.attestation import attest, render_markdown
     from ..repair.auditchain import first_broken
     from ..repair.store import Store
 
+    fmt = "json" if as_json else fmt
     store = Store.open(store_path)
     if check_chain:
         rows = store.audit_rows()
-        broken = first_broken(rows)
+        broken = first_broken(rows, store.audit_head(), expect_head)
         if fmt == "json":
             emit_json({"store": store_path, "rows": len(rows), "ok": broken is None,
                        "head": rows[-1][6] if rows else None,
@@ -43,7 +50,7 @@ def audit(store_path: str, event_id: int | None, fmt: str, check_chain: bool) ->
         else:
             click.echo(f"{store_path}: audit chain BROKEN at row {broken[0]}: {broken[1]}")
         sys.exit(0 if broken is None else EXIT_FINDINGS)
-    attestation = attest(store, event_id)
+    attestation = attest(store, event_id, expect_head)
     if fmt == "json":
         emit_json(attestation)
     else:

@@ -25,7 +25,7 @@ from .auditchain import first_broken
 from .store import Store
 
 
-def attest(store: Store, event_id: int | None = None) -> dict[str, Any]:
+def attest(store: Store, event_id: int | None = None, expect_head: str | None = None) -> dict[str, Any]:
     """The attestation of one event (the latest when ``event_id`` is None), as a JSON-ready dict."""
     ev = store.event(event_id)
     if ev is None:
@@ -34,7 +34,9 @@ def attest(store: Store, event_id: int | None = None) -> dict[str, Any]:
     eid, plan, event = ev["id"], ev["plan"], ev["event"]
     log = [r for r in store.audit_log() if r["event_id"] == eid]
     states = store.states()
-    cascade, roots = list(plan["cascade"]), list(event["roots"])
+    # the cascade is read from the hash-chained withdraw rows, not from the (unchained) plan
+    cascade = sorted(r["artifact_id"] for r in log if r["action"] == "withdraw")
+    roots = list(event["roots"])
     root_action = plan.get("roots", {})
     republished = [r["artifact_id"] for r in log if r["action"] == "republish"]
     staged = {r["artifact_id"]: r for r in log if r["action"] == "stage"}
@@ -44,7 +46,8 @@ def attest(store: Store, event_id: int | None = None) -> dict[str, Any]:
                  "state_now": states.get(s["id"], ("?", 0))[0]}
                 for s in plan.get("executed", []) if s["status"] in ("failed", "blocked")]
     erasure = [_erasure(store, r) for r in roots if root_action.get(r) == "erased"]
-    checks = _checks(store, log, plan, event, cascade, republished, successors, failures, erasure, states)
+    checks = [_pinned(ev, log, plan)] + _checks(store, log, plan, event, cascade, republished, successors,
+                                                failures, erasure, states, expect_head)
     barrier = next((r for r in log if r["action"] == "barrier"), None)
     head = store.audit_rows()[-1][6] if store.audit_rows() else None
     return {
@@ -61,6 +64,22 @@ def attest(store: Store, event_id: int | None = None) -> dict[str, Any]:
         "ok": all(c["ok"] for c in checks),
         "audit_head": head,
     }
+
+
+def _pinned(ev: dict, log: list[dict], plan: dict) -> dict[str, Any]:
+    """The stored event, policy and plan are the ones the chained audit rows name (SHA-256)."""
+    barrier = next((r["detail"] for r in log if r["action"] == "barrier"), {})
+    publish = next((r["detail"] for r in log if r["action"] == "publish"), None)
+    want_plan = (publish or barrier).get("plan_sha256")
+    problems = [f"{what} differs from the one the audit log pins" for what, want in
+                (("event", barrier.get("event_sha256")), ("policy", barrier.get("policy_sha256")), ("plan", want_plan))
+                if want is None or ev["sha256"][what] != want]
+    withdrawn = sorted(r["artifact_id"] for r in log if r["action"] == "withdraw")
+    if plan.get("selector") != "no_action" and withdrawn != sorted(plan.get("barrier", [])):
+        problems.append("the plan's barrier differs from the withdrawals in the audit log")
+    return _check("records-pinned", not problems,
+                  "event, policy and plan match the SHA-256 digests in the chained audit rows" if not problems
+                  else problems[0])
 
 
 def _successor(ident: str, stage: dict | None, step: dict | None, states: dict) -> dict[str, Any]:
@@ -87,7 +106,8 @@ def _check(name: str, ok: bool, detail: str) -> dict[str, Any]:
 
 
 def _checks(store: Store, log: list[dict], plan: dict, event: dict, cascade: list[str], republished: list[str],
-            successors: list[dict], failures: list[dict], erasure: list[dict], states: dict) -> list[dict]:
+            successors: list[dict], failures: list[dict], erasure: list[dict], states: dict,
+            expect_head: str | None = None) -> list[dict]:
     out = []
     withdraws = [r["seq"] for r in log if r["action"] == "withdraw"]
     stages = [r["seq"] for r in log if r["action"] == "stage"]
@@ -114,7 +134,7 @@ def _checks(store: Store, log: list[dict], plan: dict, event: dict, cascade: lis
     out.append(_check("erasure", not remaining,
                       f"{len(erasure)} deleted root(s): content removed from every version" if not remaining
                       else f"root {remaining[0]} still holds content"))
-    broken = first_broken(store.audit_rows())
+    broken = first_broken(store.audit_rows(), store.audit_head(), expect_head)
     out.append(_check("audit-chain", broken is None, "hash chain over the whole audit log verifies"
                       if broken is None else f"row {broken[0]}: {broken[1]}"))
     return out

@@ -31,15 +31,35 @@ def chain(rows: Iterable[Sequence[Any]], prev: str = GENESIS) -> list[str]:
     return out
 
 
-def first_broken(rows: Iterable[Sequence[Any]]) -> tuple[int, str] | None:
+def first_broken(rows: Iterable[Sequence[Any]], head: tuple[int, str] | None = None,
+                 expect_head: str | None = None) -> tuple[int, str] | None:
     """(seq, reason) of the first row whose link does not verify; None when the chain holds.
 
-    Rows are (seq, at, event_id, action, artifact_id, detail, stored_hash) in seq order.
+    Rows are (seq, at, event_id, action, artifact_id, detail, stored_hash) in seq order. ``head``
+    is the (seq, hash) the store recorded with its last append: a truncated tail no longer
+    reaches it. ``expect_head`` is a hash published elsewhere (e.g. in an attestation): whoever
+    can rewrite the database can recompute every link, so only an outside anchor proves the
+    log was not rewritten wholesale.
     """
+    rows = list(rows)
+    broken = _links(rows)
+    if broken is not None:
+        return broken
+    last = (rows[-1][0], rows[-1][6]) if rows else (0, GENESIS)
+    if head is None and rows:
+        return last[0], "the store has no recorded head for its log (the head record was removed)"
+    if head is not None and (last[0], last[1]) != head:
+        return head[0], f"the log ends at row {last[0]} but its recorded head is row {head[0]} (rows were removed)"
+    if expect_head is not None and not any(r[6] == expect_head for r in rows):
+        return last[0], "the expected head hash is not in the log (rewritten, or truncated before it)"
+    return None
+
+
+def _links(rows: Sequence[Sequence[Any]]) -> tuple[int, str] | None:
     prev, expected_seq = GENESIS, None
     for seq, at, event_id, action, artifact_id, detail, stored in rows:
-        if expected_seq is not None and seq != expected_seq:
-            return seq, f"sequence gap: expected row {expected_seq}, found {seq} (a row was deleted)"
+        if (expected_seq if expected_seq is not None else 1) != seq:
+            return seq, f"sequence gap: expected row {expected_seq or 1}, found {seq} (a row was deleted)"
         if stored is None:
             return seq, "row has no hash (written outside the store, or before chaining)"
         want = row_hash(prev, seq, at, event_id, action, artifact_id, detail)

@@ -16,6 +16,7 @@ withdrawn like the rest of C(F).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -47,6 +48,8 @@ CREATE TABLE IF NOT EXISTS plan_steps(
 CREATE TABLE IF NOT EXISTS audit(
   seq INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL, event_id INTEGER, action TEXT NOT NULL,
   artifact_id TEXT, detail TEXT, hash TEXT);
+CREATE TABLE IF NOT EXISTS audit_head(
+  one INTEGER PRIMARY KEY CHECK (one = 1), seq INTEGER NOT NULL, hash TEXT NOT NULL);
 CREATE TRIGGER IF NOT EXISTS audit_no_update BEFORE UPDATE ON audit
   BEGIN SELECT RAISE(ABORT, 'audit log is append-only'); END;
 CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit
@@ -60,6 +63,11 @@ CRASH_ENV = "MEMGOV_CRASH_AT"
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="microseconds")
+
+
+def digest(text: str) -> str:
+    """SHA-256 of stored JSON text: audit rows pin the event, policy and plan they refer to."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _dump(x: Any) -> str:
@@ -145,6 +153,14 @@ class Store:
             out.append((seq, at, event_id, action, artifact_id, detail, prev))
         self.conn.executemany("INSERT INTO audit(seq, at, event_id, action, artifact_id, detail, hash) "
                               "VALUES (?,?,?,?,?,?,?)", out)
+        if out:
+            self.conn.execute("INSERT OR REPLACE INTO audit_head(one, seq, hash) VALUES (1, ?, ?)",
+                              (out[-1][0], out[-1][6]))
+
+    def audit_head(self) -> tuple[int, str] | None:
+        """(seq, hash) of the last row, as recorded in the same transaction as the row."""
+        row = self.conn.execute("SELECT seq, hash FROM audit_head WHERE one = 1").fetchone()
+        return None if row is None else (int(row[0]), str(row[1]))
 
     def audit_rows(self) -> list[tuple]:
         """Raw audit rows (seq, at, event_id, action, artifact_id, detail, hash) in order."""
@@ -256,7 +272,8 @@ class Store:
             return None
         i, t, ev, pol, plan, status, created = row
         return {"id": i, "type": t, "event": json.loads(ev), "policy": json.loads(pol), "plan": json.loads(plan),
-                "status": status, "created": created}
+                "status": status, "created": created,
+                "sha256": {"event": digest(ev), "policy": digest(pol), "plan": digest(plan)}}
 
     def generation(self) -> int:
         """A counter that grows with every committed change (the last audit sequence number)."""
@@ -278,9 +295,9 @@ class Store:
             if generation is not None and self.generation() != generation:
                 raise InputError("the store changed while the event was being planned; run it again",
                                  file=self.path)
+            event_text, policy_text, plan_text = _dump(plan_doc["event"]), _dump(policy_doc), _dump(plan_doc)
             cur = c.execute("INSERT INTO events(type, event, policy, plan, status, created) VALUES (?,?,?,?,?,?)",
-                            (plan_doc["event"]["type"], _dump(plan_doc["event"]), _dump(policy_doc),
-                             _dump(plan_doc), "barrier", _now()))
+                            (plan_doc["event"]["type"], event_text, policy_text, plan_text, "barrier", _now()))
             event_id = int(cur.lastrowid)
             c.executemany("INSERT INTO plan_steps(event_id, seq, artifact_id, mode, status) VALUES (?,?,?,?,?)",
                           [(event_id, k, i, plan_doc["modes"][i], "pending") for k, i in enumerate(plan_doc["order"])])
@@ -293,6 +310,8 @@ class Store:
                 self._insert_version(event_id, root, art.content, dict(art.meta))
             self._audit("barrier", event_id=event_id,
                         detail={"type": plan_doc["event"]["type"], "roots": plan_doc["event"]["roots"],
+                                "event_sha256": digest(event_text), "policy_sha256": digest(policy_text),
+                                "plan_sha256": digest(plan_text),
                                 "withdrawn": len(barrier)})
             self._append_audit([(_now(), event_id, "withdraw", i, "{}") for i in barrier])
         return event_id
@@ -358,8 +377,10 @@ class Store:
                 self._audit("erase", ident, event_id, {"versions": int(n)})
             c.execute("UPDATE artifacts SET state = 'withdrawn' WHERE state = 'staged'")
             c.execute("UPDATE artifacts SET staged_version = NULL WHERE state = 'withdrawn'")
-            c.execute("UPDATE events SET status = 'done', plan = ? WHERE id = ?", (_dump(plan_doc), event_id))
-            self._audit("publish", event_id=event_id, detail={"republished": len(republish)})
+            final = _dump(plan_doc)
+            c.execute("UPDATE events SET status = 'done', plan = ? WHERE id = ?", (final, event_id))
+            self._audit("publish", event_id=event_id, detail={"republished": len(republish),
+                                                               "plan_sha256": digest(final)})
 
     def copy_in_memory(self) -> "Store":
         """An in-memory copy (used by ``--dry-run``: the real store is never touched)."""
