@@ -38,10 +38,11 @@ TAMPER = {
     "selected not minimal": (lambda d: d.update(selected=0, removed=[], cleared_context=d["context"],
                                                 cleared_value=d["baseline_value"], recovered=False), "Eq. 20"),
     "efficiency broken": (lambda d: d["contribution"].update({d["context"][0]: d["contribution"][d["context"][0]] + 0.5}), "efficiency"),
-    "degrading clearance": (lambda d: d.update(cleared_value=d["baseline_value"] - 0.5), "Eq. 21"),
+    "degrading clearance": (lambda d: d.update(cleared_value=d["baseline_value"] - 0.5), "v̂(M̃)"),
     "unrecovered selection": (lambda d: d.update(recovered=False), "Eq. 22"),
     "removed beyond chain": (lambda d: d.update(removed=d["context"][:1]), "M̃ = M ∖ C_ĵ"),
-    "harmful set wrong": (lambda d: d.update(harmful=[]), "Eq. 14"),
+    "harmful set wrong": (lambda d: d.update(harmful=[]), "harmful set H"),
+    "beneficial memory in the chain": (lambda d: d.update(chain=d["chain"] + ["m1"]), "harmful set H"),
 }
 
 
@@ -67,3 +68,46 @@ def test_verify_plan_cli_exit_codes(tmp_path: Path):
     assert r.exit_code == 1 and "Eq. 22" in json.loads(r.stdout)["first_violation"]["clause"]
     r = CliRunner().invoke(main, ["verify", "--plan", str(broken)])
     assert r.exit_code == 2 and "invalid JSON" in r.output
+
+
+def _transition_plan(tmp_path: Path) -> dict:
+    r = CliRunner().invoke(main, ["repair", "--policy", "policies/default.yaml", "--store",
+                                  "engine/data/repair/store.json", "--event", "engine/data/repair/event-delete.json",
+                                  "--json"])
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout)
+
+
+def test_real_transition_plan_holds(tmp_path: Path):
+    clauses = check_plan(_transition_plan(tmp_path))
+    assert all(c.ok for c in clauses), [c.as_dict() for c in clauses if not c.ok]
+    assert any("optimal" in c.name and "Z3" in c.note for c in clauses)
+
+
+TRANSITION_TAMPER = {
+    "no_action that republishes": (lambda d: d.update(selector="no_action", barrier=[]), "no_action"),
+    "non-closed selection": (lambda d: d.update(selection=[i for i in d["selection"] if i != "cache-household"]),
+                             "closure"),
+    "suboptimal selection": (lambda d: d.update(selection=[], objective_exact="0", objective=0.0, order=[],
+                                                executed=[], republished=[]), "optimal"),
+    "root as prerequisite": (lambda d: d["candidates"][0]["prerequisites"].append(d["event"]["roots"][0]),
+                             "outside D⁺(F)"),
+    "republished without reports": (lambda d: d["executed"][0].update(validation=[]), "validated successor"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TRANSITION_TAMPER))
+def test_tampered_transition_plan_names_the_clause(tmp_path: Path, name: str):
+    doc = _transition_plan(tmp_path)
+    mutate, expected = TRANSITION_TAMPER[name]
+    mutate(doc)
+    assert expected in _first_failure(doc)
+
+
+def test_malformed_plan_is_bad_input(tmp_path: Path):
+    doc = _clearance_plan(Path("engine/data/cases/redundant.json"))
+    doc["contribution"] = [1, 2]
+    f = tmp_path / "p.json"
+    f.write_text(json.dumps(doc))
+    r = CliRunner().invoke(main, ["verify", "--plan", str(f)])
+    assert r.exit_code == 2 and "not a valid plan" in r.output

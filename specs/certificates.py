@@ -71,21 +71,25 @@ def check_clearance_plan(p: Mapping[str, Any]) -> list[Clause]:
     out: list[Clause] = []
     psi: Mapping[str, float] = p["contribution"]
     context, chain, gains = list(p["context"]), list(p["chain"]), list(p["gains"])
-    if p.get("method", "meclear") != "meclear":
+    method = p.get("method", "meclear")
+    if method != "meclear":
         removed = list(p["removed"])
         cleared = [m for m in context if m not in set(removed)]
         bad = [] if list(p["cleared_context"]) == cleared and set(removed) <= set(context) else [removed]
         return [_clause("G3", "M̃ = M ∖ removed (baselines claim no Eq. 19–22 guarantee)", bad,
                         witness=lambda r: {"removed": r, "cleared_context": p["cleared_context"]})]
     selected, admissible = int(p["selected"]), list(p["admissible"])
-    if p.get("empty_value") is not None and p.get("method") == "meclear":
+    if p.get("empty_value") is not None:
         total, target = sum(psi.values()), p["baseline_value"] - p["empty_value"]
         out.append(_clause("G1", "efficiency: Σψ_i = v̂(M) − v̂(∅)",
                            [total] if abs(total - target) > 1e-6 else None,
                            witness=lambda t: {"sum_contribution": t, "v(M)-v(empty)": target}))
     else:
         out.append(Clause("G1", "efficiency: Σψ_i = v̂(M) − v̂(∅)", True, note="v̂(∅) not recorded; skipped"))
-    if p.get("harm_tolerance") is not None and p.get("method") == "meclear":
+    out.append(_clause("G3", "the chain is exactly the harmful set H (Eq. 16–17)",
+                       sorted(set(chain) ^ set(p["harmful"])),
+                       witness=lambda i: {"memory": i, "in_chain": i in chain, "in_H": i in p["harmful"]}))
+    if p.get("harm_tolerance") is not None:
         tol = p["harm_tolerance"]
         want = {i for i, v in psi.items() if v < -tol}
         diff = sorted(want ^ set(p["harmful"]))
@@ -112,13 +116,18 @@ def check_clearance_plan(p: Mapping[str, Any]) -> list[Clause]:
         out.append(_clause("G3", "ĵ = min argmax_{j∈J} ĝ(j): minimum cardinality (Eq. 20)", bad_sel,
                            witness=lambda j: {"selected": j, "gain": gains[j], "max_gain": best,
                                               "admissible": admissible}))
+    if 0 <= selected < len(gains):
+        realised = p["cleared_value"] - p["baseline_value"]
+        out.append(_clause("G3", "ĝ(ĵ) = v̂(M̃) − v̂(M): the reported gain is the verified one (Eq. 18)",
+                           [gains[selected]] if abs(gains[selected] - realised) > 1e-6 else None,
+                           witness=lambda g: {"gain": g, "cleared_minus_baseline": realised}))
     out.append(_clause("G3", "non-degradation v̂(M̃) ≥ v̂(M) (Eq. 21)",
                        [p["cleared_value"]] if p["cleared_value"] < p["baseline_value"] - EPS else None,
                        witness=lambda v: {"cleared_value": v, "baseline_value": p["baseline_value"]}))
     out.append(_clause("G3", "ĵ > 0 ⇒ ν(M̃) = 1 (Eq. 22)",
                        [selected] if selected > 0 and not p.get("recovered", False) else None,
                        witness=lambda j: {"selected": j, "recovered": p.get("recovered")}))
-    removed = chain[:selected] if p.get("method") == "meclear" else list(p["removed"])
+    removed = chain[:selected]
     cleared = [m for m in context if m not in set(removed)]
     bad_ctx = [] if list(p["removed"]) == removed and list(p["cleared_context"]) == cleared else [p["removed"]]
     out.append(_clause("G3", "M̃ = M ∖ C_ĵ: removed = chain[:ĵ], cleared context keeps the rest in order", bad_ctx,
@@ -141,7 +150,12 @@ def check_transition_plan(p: Mapping[str, Any]) -> list[Clause]:
     cands = {c["id"]: c for c in p["candidates"]}
     selection = set(p["selection"])
     tradeoff = Fraction(repr(float(p["tradeoff"])))
-    if p.get("selector") != "no_action":
+    selector = p["selector"]
+    if selector == "no_action":
+        out.append(_clause("G4", "no_action selects, executes and republishes nothing",
+                           sorted(selection | set(p.get("republished", [])) | {s["id"] for s in p.get("executed", [])}),
+                           witness=lambda i: {"artifact": i}))
+    else:
         out.append(_clause("G5", "barrier withdraws all of C(F) (§2.2, Alg. 1 line 2)",
                            sorted(cascade - set(p["barrier"])), witness=lambda i: {"not_withdrawn": i}))
     out.append(_clause("G4", "selection ⊆ D⁺(F) (candidates only)", sorted(selection - set(cands)),
@@ -150,6 +164,10 @@ def check_transition_plan(p: Mapping[str, Any]) -> list[Clause]:
                        sorted(i for i in selection if i in cands and not cands[i]["executable"]),
                        witness=lambda i: {"candidate": i, "reason": cands[i].get("reason", "")}))
     required = {i: [j for j in c["prerequisites"] if j in cands] for i, c in cands.items()}
+    outside = [(i, j) for i, c in sorted(cands.items()) for j in c["prerequisites"]
+               if j not in cands and c["executable"]]
+    out.append(_clause("G4", "a prerequisite outside D⁺(F) makes a candidate non-executable (Alg. 1 line 5)", outside,
+                       witness=lambda ij: {"candidate": ij[0], "prerequisite_not_a_candidate": ij[1]}))
     missing = [(i, j) for i in sorted(selection) for j in required.get(i, []) if j not in selection]
     out.append(_clause("G4", "x_i ≤ x_j for j ∈ P̄_i: predecessor closure (Eq. 3)", missing,
                        witness=lambda ij: {"selected": ij[0], "missing_prerequisite": ij[1]}))
@@ -158,8 +176,11 @@ def check_transition_plan(p: Mapping[str, Any]) -> list[Clause]:
     out.append(_clause("G4", "reported objective = Repair(x) − λ·Cost(x) (Eq. 1)",
                        [reported] if abs(float(objective - reported)) > 1e-9 else None,
                        witness=lambda r: {"reported": str(r), "recomputed": str(objective)}))
-    if p.get("selector") == "mincut" and p.get("budget") is None:
+    if selector == "mincut" and p.get("budget") is None:
         out.append(_optimality(cands, required, selection, tradeoff, objective))
+    else:
+        why = f"selector {selector}" if selector != "mincut" else f"budget β = {p.get('budget')} (precedence-constrained knapsack)"
+        out.append(Clause("G4", "optimal for Repair − λ·Cost (Thm 1)", True, note=f"not claimed by this plan: {why}"))
     out += _execution(p, cands, required, selection, roots, cascade)
     return out
 
@@ -238,9 +259,9 @@ def _execution(p: Mapping[str, Any], cands: Mapping[str, Mapping], required: Map
     status = {s["id"]: s for s in p.get("executed", [])}
     republished = set(p.get("republished", []))
     unvalidated = [i for i in sorted(republished) if i not in status or status[i]["status"] not in
-                   ("validated", "republished") or any(not r.get("passed", r.get("ok", True))
-                                                       for r in status[i].get("validation", []))]
-    out.append(_clause("G5", "republished ⇒ validated successor (§2.2)", unvalidated,
+                   ("validated", "republished") or not status[i].get("validation")
+                   or any(not r.get("passed", False) for r in status[i]["validation"])]
+    out.append(_clause("G5", "republished ⇒ a validated successor with passing oracle reports (§2.2)", unvalidated,
                        witness=lambda i: {"artifact": i, "step": status.get(i)}))
     orphan = [(i, j) for i in sorted(republished) for j in required.get(i, []) if j not in republished]
     out.append(_clause("G5", "republished ⇒ prerequisites republished (Alg. 1 line 8)", orphan,
@@ -250,7 +271,7 @@ def _execution(p: Mapping[str, Any], cands: Mapping[str, Mapping], required: Map
                        witness=lambda i: {"artifact": i, "status": status[i]["status"]}))
     out.append(_clause("G5", "roots are never republished", sorted(roots & republished),
                        witness=lambda i: {"root": i}))
-    if p.get("selector") != "no_action":
+    if p["selector"] != "no_action":
         withdrawn = set(p.get("withdrawn", []))
         unaccounted = sorted(cascade - withdrawn - republished)
         out.append(_clause("G5", "every artifact of C(F) is withdrawn or a republished successor", unaccounted,

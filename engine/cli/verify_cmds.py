@@ -64,7 +64,7 @@ def _verify_plan(path: str, as_json: bool) -> None:
     try:
         kind = plan_kind(doc)
         clauses = check_plan(doc)
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError, ZeroDivisionError, IndexError) as exc:
         raise InputError(f"not a valid plan: {exc}", file=path) from None
     failed = [c for c in clauses if not c.ok]
     if as_json:
