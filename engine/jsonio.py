@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +17,13 @@ def read_text(path: str | Path, max_bytes: int = MAX_BYTES, what: str = "file") 
     """UTF-8 text of a file; missing, unreadable, oversized or non-UTF-8 input is an InputError."""
     name = str(path)
     try:
-        raw = Path(path).read_bytes()
+        mode = os.stat(path).st_mode  # before open(): opening a FIFO would block
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(name)
+        if not stat.S_ISREG(mode):
+            raise InputError(f"not a regular file, expected a {what}", file=name)
+        with open(path, "rb") as fh:
+            raw = fh.read(max_bytes + 1)
     except FileNotFoundError:
         raise InputError("file not found", file=name) from None
     except IsADirectoryError:
@@ -23,7 +31,7 @@ def read_text(path: str | Path, max_bytes: int = MAX_BYTES, what: str = "file") 
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror}", file=name) from None
     if len(raw) > max_bytes:
-        raise InputError(f"document is {len(raw)} bytes, over the {max_bytes}-byte limit", file=name, line=1)
+        raise InputError(f"document is over the {max_bytes}-byte limit", file=name, line=1)
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:

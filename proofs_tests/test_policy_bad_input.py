@@ -81,3 +81,14 @@ def test_engine_loader_refuses_policy_with_errors():
     with pytest.raises(InputError) as info:
         load_policy(CORPUS / "gap_in_mode_map.yaml")
     assert "not total" in info.value.message and info.value.line == 5
+
+
+def test_special_files_are_refused_without_reading(tmp_path: Path):
+    """/dev/zero would exhaust memory and a FIFO would block: both are refused up front."""
+    import os
+
+    fifo = tmp_path / "policy.fifo"
+    os.mkfifo(fifo)
+    for path in ("/dev/zero", str(fifo)):
+        result = CliRunner().invoke(main, ["check", path])
+        assert result.exit_code == 2 and "not a regular file" in result.output
