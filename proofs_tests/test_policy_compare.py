@@ -31,8 +31,18 @@ def _union_cells(old: Policy, new: Policy):
                 yield Cell(kind, arch, event, support, part, dict(zip(names, values)))
 
 
+def _in_domain(p: Policy, c: Cell) -> bool:
+    if c.kind not in p.kinds or c.arch not in p.architectures(c.kind):
+        return False
+    for f, mf in p.kinds[c.kind].meta.items():
+        x = c.meta.get(f)
+        if x is None or (mf.min is not None and x < mf.min) or (mf.max is not None and x > mf.max):
+            return False
+    return True
+
+
 def _decide(p: Policy, c: Cell):
-    rule = firing_rule(p, c) if c.kind in p.kinds and c.arch in p.architectures(c.kind) else None
+    rule = firing_rule(p, c) if _in_domain(p, c) else None
     return decision(p, rule, c.kind, c.arch)
 
 
@@ -75,3 +85,23 @@ def test_check_cli_on_shipped_policies_and_gap():
     gap = CliRunner().invoke(main, ["check", "proofs_tests/bad_policies/gap_in_mode_map.yaml"])
     assert gap.exit_code == 1
     assert "kind=summary" in gap.output and "support=insufficient" in gap.output
+
+
+def test_oracle_settings_change_is_reported():
+    base = {"kinds": {"skill": {"architectures": ["neural"]}},
+            "modes": [{"when": {"partitions": True}, "mode": "param"}, {"when": {}, "mode": "remove"}]}
+    strict = Policy.model_validate({**base, "validation": [{"mode": "param", "oracles": [
+        {"oracle": "forget_reference", "max_forget_score": 0.1, "min_retained_utility": 0.9}]}]})
+    lax = Policy.model_validate({**base, "validation": [{"mode": "param", "oracles": [
+        {"oracle": "forget_reference", "max_forget_score": 1.0, "min_retained_utility": 0.0}]}]})
+    (d,) = compare(strict, lax)
+    assert d.verdict == "changed" and d.old.oracles == d.new.oracles
+
+
+def test_each_policy_is_judged_on_its_own_ranges():
+    def pol(lo, hi):
+        return Policy.model_validate({"kinds": {"cache": {"replayable": True, "meta": {"age": {"min": lo, "max": hi}}}},
+                                      "modes": [{"when": {}, "mode": "recompute"}],
+                                      "validation": [{"mode": "recompute", "oracles": [{"oracle": "replay"}]}]})
+    diffs = compare(pol(0, 10), pol(0, 20))
+    assert diffs and all(d.cell.meta["age"] > 10 and d.verdict == "looser" for d in diffs)

@@ -115,7 +115,8 @@ def compare(old: str, new: str, as_json: bool, fail_on: str) -> None:
             click.echo("  the mode maps decide every cell identically")
         for d in diffs:
             rules = f"old rule {d.old.rule or '-'} → new rule {d.new.rule or '-'}"
-            click.echo(f"  {d.verdict:<8} {{{d.cell.describe()}}}: {d.old.describe()} → {d.new.describe()}  ({rules})")
+            note = "  [oracle settings differ]" if d.old.oracles == d.new.oracles and d.old.mode == d.new.mode else ""
+            click.echo(f"  {d.verdict:<8} {{{d.cell.describe()}}}: {d.old.describe()} → {d.new.describe()}  ({rules}){note}")
         for s in settings:
             click.echo(f"  setting  {s['setting']}: {json.dumps(s['old'])} → {json.dumps(s['new'])}")
         click.echo(f"summary: {counts['stricter']} stricter, {counts['looser']} looser, "

@@ -15,6 +15,7 @@ model is the concrete example cell. Differences are classified:
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import z3
@@ -31,6 +32,7 @@ class Decision:
     mode: str
     oracles: frozenset[str]
     rule: int | None  # 1-based rule index, None for a gap / undeclared kind
+    settings: frozenset[str] = frozenset()  # each oracle with its settings, as canonical JSON
 
     def describe(self) -> str:
         ors = ",".join(sorted(self.oracles))
@@ -48,8 +50,10 @@ class Difference:
         return {
             "verdict": self.verdict,
             "cell": self.cell.as_dict(),
-            "old": {"mode": self.old.mode, "oracles": sorted(self.old.oracles), "rule": self.old.rule},
-            "new": {"mode": self.new.mode, "oracles": sorted(self.new.oracles), "rule": self.new.rule},
+            "old": {"mode": self.old.mode, "oracles": sorted(self.old.oracles), "rule": self.old.rule,
+                    "oracle_settings": [json.loads(x) for x in sorted(self.old.settings)]},
+            "new": {"mode": self.new.mode, "oracles": sorted(self.new.oracles), "rule": self.new.rule,
+                    "oracle_settings": [json.loads(x) for x in sorted(self.new.settings)]},
         }
 
 
@@ -58,14 +62,15 @@ def decision(policy: Policy, rule: int | None, kind: str, arch: str | None) -> D
     if rule is None or kind not in policy.kinds or arch not in policy.architectures(kind):
         return Decision("remove", frozenset(), None)
     mode = policy.modes[rule].mode
-    names = frozenset(o.oracle for o in policy.oracles_for(mode, kind, arch)) if mode != "remove" else frozenset()
-    return Decision(mode, names, rule + 1)
+    specs = policy.oracles_for(mode, kind, arch) if mode != "remove" else []
+    return Decision(mode, frozenset(o.oracle for o in specs), rule + 1,
+                    frozenset(json.dumps(o.model_dump(mode="json", by_alias=True), sort_keys=True) for o in specs))
 
 
 def verdict(old: Decision, new: Decision) -> str | None:
-    """Classify a change of decision (None: equal)."""
+    """Classify a change of decision (None: equal). Same oracles with other settings: changed."""
     if (old.mode, old.oracles) == (new.mode, new.oracles):
-        return None
+        return None if old.settings == new.settings else "changed"
     if old.mode != "remove" and new.mode == "remove":
         return "stricter"
     if old.mode == "remove" and new.mode != "remove":

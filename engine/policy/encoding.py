@@ -145,11 +145,17 @@ class Encoding:
         return z3.And(parts) if parts else z3.BoolVal(True)
 
     def declared(self, policy: Policy) -> z3.BoolRef:
-        """The cell's kind (and architecture) is declared by ``policy``; other cells get no decision."""
+        """The cell is in ``policy``'s own domain (kind, architecture, metadata ranges); others get no decision."""
         return z3.Or([
-            z3.And(self.is_kind(k), z3.Or([self.is_arch(a) for a in policy.architectures(k)]))
+            z3.And(self.is_kind(k), z3.Or([self.is_arch(a) for a in policy.architectures(k)]),
+                   *[self._range(mf.min, mf.max, self.meta[f]) for f, mf in policy.kinds[k].meta.items()])
             for k in policy.kinds
         ] or [z3.BoolVal(False)])
+
+    @staticmethod
+    def _range(lo: float | None, hi: float | None, x: z3.ArithRef) -> z3.BoolRef:
+        parts = ([x >= real(lo)] if lo is not None else []) + ([x <= real(hi)] if hi is not None else [])
+        return z3.And(parts) if parts else z3.BoolVal(True)
 
     def fires(self, policy: Policy, index: int) -> z3.BoolRef:
         """Rule ``index`` is the first matching rule: guard_i ∧ ⋀_{j<i} ¬guard_j."""
