@@ -133,7 +133,7 @@ def test_type_safety_matches_brute_force(policy: Policy):
 
 def test_shipped_default_has_no_findings():
     src = load_policy_source("policies/default.yaml")
-    assert analyze(src) == []
+    assert [f for f in analyze(src) if f.severity != "info"] == []
 
 
 def test_gap_is_reported_with_a_concrete_cell():

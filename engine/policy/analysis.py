@@ -19,7 +19,7 @@ from typing import Iterable
 
 import z3
 
-from .domain import Cell
+from .domain import Cell, _fmt
 from .encoding import Encoding, real, solve
 from .findings import Finding
 from .loader import PolicySource
@@ -89,6 +89,13 @@ def _references(src: PolicySource) -> Iterable[Finding]:
                 yield _at(src, loc, "error", "range", f"metadata field '{name}' has min {mf.min} > max {mf.max}")
             elif (mf.min is not None and mf.default < mf.min) or (mf.max is not None and mf.default > mf.max):
                 yield _at(src, loc, "error", "range", f"metadata field '{name}' default {mf.default} is outside [min, max]")
+    if not p.kinds:
+        yield _at(src, ("kinds",), "error", "totality", "the policy declares no artifact kinds, so it governs nothing")
+    for i, rule in enumerate(p.validation):
+        for j, oracle in enumerate(rule.oracles):
+            if oracle.oracle == "task_regression" and not oracle.probes:
+                yield _at(src, ("validation", i, "oracles", j), "info", "oracle",
+                          "task_regression declares no probes: it checks only artifacts that carry meta.probes")
     if not p.modes:
         yield _at(src, ("modes",) if ("modes",) in src.source.positions else (), "error", "totality",
                   "the mode map has no rules; add at least a final catch-all `when: {}` rule")
@@ -215,7 +222,7 @@ def describe_region(region: dict, cell: Cell) -> str:
     for d in ("event", "support", "partitions"):
         v = region[d]
         parts.append(f"{d}={'yes' if v is True else 'no' if v is False else v}")
-    parts += [f"meta.{k}={v:g}" for k, v in sorted(cell.meta.items())]
+    parts += [f"meta.{k}={_fmt(v)}" for k, v in sorted(cell.meta.items())]
     return " ".join(parts)
 
 

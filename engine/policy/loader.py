@@ -100,8 +100,9 @@ def _walk(node: yaml.Node, loc: Loc, positions: dict[Loc, tuple[int, int]], name
     if isinstance(node, yaml.MappingNode):
         seen: dict[str, int] = {}
         for key_node, value_node in node.value:
-            if not isinstance(key_node, yaml.ScalarNode):
-                raise InputError("mapping keys must be plain strings", file=name,
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag != "tag:yaml.org,2002:str":
+                shown = key_node.value if isinstance(key_node, yaml.ScalarNode) else "a collection"
+                raise InputError(f"mapping keys must be plain strings, got {shown!r}", file=name,
                                  line=key_node.start_mark.line + 1, col=key_node.start_mark.column + 1,
                                  field=_dotted(loc))
             key = key_node.value
@@ -189,6 +190,8 @@ def _schema_findings(exc: ValidationError, source: SourceMap) -> list[Finding]:
             message = "must be a finite number (NaN and infinity are not allowed)"
         elif err["type"] == "missing":
             message = f"missing required field '{loc[-1]}'"
+        elif err["type"] == "union_tag_not_found":
+            message = "missing 'oracle': one of schema, replay, task_regression, sandbox, forget_reference"
         elif err["type"] == "union_tag_invalid":
             message = f"unknown oracle {json.dumps(err.get('input', {}).get('oracle') if isinstance(err.get('input'), dict) else None)}; expected one of schema, replay, task_regression, sandbox, forget_reference"
         findings.append(Finding("error", "schema", message, source.file, line, col, field))
