@@ -28,7 +28,7 @@ PROOFS: dict[str, Callable[[], ProofResult]] = {
     "G2": lambda: g2_blind_spot.prove(max_players=7),
     "G3": lambda: g3_non_degradation.prove(max_chain=16),
     "G4": lambda: g4_closure.prove(max_symbolic=6, sizes=(8, 64, 256), selector=engine_selector()),
-    "G5": lambda: g5_barrier.prove(artifacts=5, depth=12),
+    "G5": lambda: g5_barrier.prove(artifacts=4, depth=16),
 }
 
 

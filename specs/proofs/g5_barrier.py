@@ -11,7 +11,8 @@ Steps (exactly one per time step, any interleaving):
   validate(i)   — staged → validated (ok) or failed (fail);
   publish(i)    — staged ∧ validated ∧ every prerequisite republished → republished;
   serve         — retrieval reads the store (no change; the invariant is checked every step);
-  crash         — the process dies: in-flight staged successors are lost (→ withdrawn);
+  crash         — the process dies: staged successors not yet validated are lost (→ withdrawn);
+                  validated ones and everything published stay (each is its own commit);
   recover       — roll forward: staged successors not yet validated are withdrawn.
 
 Invariant (checked at every step after the barrier): an artifact of C(F) is servable only if it
@@ -79,8 +80,10 @@ class Model:
             options.append(z3.And(act == 4, tgt == i, s[i] == STAGED, checked, pre_ok,
                                   s2[i] == REPUBLISHED, v2[i] == v[i], b2 == b, *frame(i)))
         options.append(z3.And(act == 5, b2 == b, *frame()))
-        lost = [z3.And(s2[i] == z3.If(s[i] == STAGED, WITHDRAWN, s[i]),
-                       v2[i] == z3.If(s[i] == STAGED, False, v[i])) for i in range(n)]
+        # a crash loses only what was not committed: a staged successor whose validation has not
+        # been recorded goes back to withdrawn; validated successors stay staged (durable commits)
+        in_flight = [z3.And(s[i] == STAGED, z3.Not(v[i])) for i in range(n)]
+        lost = [z3.And(s2[i] == z3.If(in_flight[i], WITHDRAWN, s[i]), v2[i] == v[i]) for i in range(n)]
         if broken == "broken-crash-loses-barrier":
             lost = [s2[i] == z3.If(s[i] == WITHDRAWN, SERVABLE, s[i]) for i in range(n)] + [v2[i] == v[i] for i in range(n)]
         options.append(z3.And(act == 6, b2 == b, *lost))
