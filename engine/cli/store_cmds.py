@@ -21,8 +21,9 @@ def store_group() -> None:
 @store_group.command("import")
 @click.option("--store", "store_path", required=True, help="SQLite store file (created if missing).")
 @click.argument("document", type=click.Path())
+@click.option("--json", "as_json", is_flag=True, help="Report what was imported as JSON.")
 @handle_errors
-def import_cmd(store_path: str, document: str) -> None:
+def import_cmd(store_path: str, document: str, as_json: bool) -> None:
     """Add the artifacts and edges of a JSON DOCUMENT to the store (all or nothing)."""
     if store_path.endswith(".json"):
         raise InputError("import needs a SQLite store path, not a .json file", file=store_path)
@@ -30,7 +31,11 @@ def import_cmd(store_path: str, document: str) -> None:
     snap = parse_store_document(doc, document, text)
     store = Store.open(store_path, create=True)
     store.import_snapshot(snap, file=document)
-    click.echo(f"imported {len(snap.artifacts)} artifacts and {len(snap.edges)} edges into {store_path}")
+    if as_json:
+        emit_json({"store": store_path, "document": document, "artifacts": len(snap.artifacts),
+                   "edges": len(snap.edges)})
+    else:
+        click.echo(f"imported {len(snap.artifacts)} artifacts and {len(snap.edges)} edges into {store_path}")
 
 
 @store_group.command("export")
