@@ -56,7 +56,7 @@ def assemble(order: Sequence[str]) -> None:
             "Times are medians of repeated runs on a shared, noisy machine; compare ratios measured "
             "in the same run, not absolute seconds across runs.\n")
     parts = [head]
-    for name in order:
+    for name in ["summary", *order]:  # summary.md is written by hand from the sections below
         f = SECTIONS / f"{name}.md"
         if f.exists():
             parts.append(f.read_text())
