@@ -105,3 +105,13 @@ def test_each_policy_is_judged_on_its_own_ranges():
                                       "validation": [{"mode": "recompute", "oracles": [{"oracle": "replay"}]}]})
     diffs = compare(pol(0, 10), pol(0, 20))
     assert diffs and all(d.cell.meta["age"] > 10 and d.verdict == "looser" for d in diffs)
+
+
+def test_lower_tradeoff_is_a_looser_setting(tmp_path):
+    text = open("policies/default.yaml").read().replace("tradeoff: 0.3", "tradeoff: 0.1")
+    new = tmp_path / "new.yaml"
+    new.write_text(text)
+    r = CliRunner().invoke(main, ["compare", "policies/default.yaml", str(new), "--fail-on", "looser"])
+    assert r.exit_code == 1 and "looser   setting selection.tradeoff" in r.output
+    r = CliRunner().invoke(main, ["compare", str(new), "policies/default.yaml", "--fail-on", "looser"])
+    assert r.exit_code == 0 and "stricter setting selection.tradeoff" in r.output

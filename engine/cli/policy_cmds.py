@@ -118,8 +118,9 @@ def compare(old: str, new: str, as_json: bool, fail_on: str) -> None:
             note = "  [oracle settings differ]" if d.old.oracles == d.new.oracles and d.old.mode == d.new.mode else ""
             click.echo(f"  {d.verdict:<8} {{{d.cell.describe()}}}: {d.old.describe()} → {d.new.describe()}  ({rules}){note}")
         for s in settings:
-            click.echo(f"  setting  {s['setting']}: {json.dumps(s['old'])} → {json.dumps(s['new'])}")
+            click.echo(f"  {s['verdict']:<8} setting {s['setting']}: {json.dumps(s['old'])} → {json.dumps(s['new'])}")
         click.echo(f"summary: {counts['stricter']} stricter, {counts['looser']} looser, "
                    f"{counts['changed']} changed region(s); {len(settings)} setting(s) changed")
-    if (fail_on == "looser" and counts["looser"]) or (fail_on == "any" and (diffs or settings)):
+    looser_settings = [s for s in settings if s["verdict"] == "looser"]
+    if (fail_on == "looser" and (counts["looser"] or looser_settings)) or (fail_on == "any" and (diffs or settings)):
         sys.exit(EXIT_FINDINGS)

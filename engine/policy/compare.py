@@ -124,9 +124,25 @@ def settings_diff(old: Policy, new: Policy) -> list[dict]:
     return out
 
 
+# Settings whose direction is known: +1 when a larger value withdraws more (stricter).
+_DIRECTION = {"selection.tradeoff": +1, "selection.budget": -1}
+
+
+def setting_verdict(path: str, old: object, new: object) -> str:
+    """stricter / looser for λ and β (a larger λ or smaller β republishes less), else changed."""
+    sign = _DIRECTION.get(path)
+    if sign is None:
+        return "changed"
+    if path == "selection.budget" and (old is None or new is None):
+        return "stricter" if old is None else "looser"  # adding a cap is stricter
+    if isinstance(old, (int, float)) and isinstance(new, (int, float)):
+        return "stricter" if (new - old) * sign > 0 else "looser"
+    return "changed"
+
+
 def _walk_diff(a: object, b: object, path: str, out: list[dict]) -> None:
     if isinstance(a, dict) and isinstance(b, dict):
         for key in sorted(set(a) | set(b), key=str):
             _walk_diff(a.get(key), b.get(key), f"{path}.{key}" if path else str(key), out)
     elif a != b and not path.endswith("description"):
-        out.append({"setting": path, "old": a, "new": b})
+        out.append({"setting": path, "old": a, "new": b, "verdict": setting_verdict(path, a, b)})
