@@ -33,6 +33,7 @@ from typing import Any, Callable, Mapping
 
 from engine.repair import neural
 from engine.repair.artifacts import Artifact, Edge, Snapshot
+from engine.repair.bundled import artifact_doc
 from engine.repair.operators import (OperatorError, OperatorRegistry, ParamRetrain, Recompute, RegenChain,
                                      RegenText)
 from engine.repair.oracles import ORACLES, OracleInput, Report
@@ -64,15 +65,6 @@ class Trace:
     events: Mapping[str, tuple[Mapping[str, Any], ...]]
     tasks: tuple[tuple[str, ...], ...]
     info: Mapping[str, Any] = field(default_factory=dict)
-
-
-def _art(ident: str, kind: str, content: Any, arch: str | None = None, **meta: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {"id": ident, "kind": kind}
-    if arch:
-        out["arch"] = arch
-    out["content"] = content
-    out["meta"] = meta
-    return out
 
 
 def _cost(rng: random.Random, base: float, spread: float = 1.0) -> float:
@@ -139,7 +131,7 @@ def tool_agent_trace(seed: int = 0, n_apis: int = 12, n_traj: int = 120, n_event
     arts: list[dict[str, Any]] = []
     inf: list[tuple[str, str]] = []
     apis = {f"api-{k}": _api(k, rng) for k in range(n_apis)}
-    arts += [_art(i, "record", spec) for i, spec in apis.items()]
+    arts += [artifact_doc(i, "record", spec) for i, spec in apis.items()]
     trajs: dict[str, dict[str, Any]] = {}
     uses_api: dict[str, list[str]] = {a: [] for a in apis}
     for k in range(n_traj):
@@ -155,7 +147,7 @@ def tool_agent_trace(seed: int = 0, n_apis: int = 12, n_traj: int = 120, n_event
             uses_api[a].append(f"traj-{k}")
         result = f"The weather in {city} is {w} for {rng.randint(1, 7)} days. Trip {k} to {city} was planned."
         trajs[f"traj-{k}"] = {"task": f"Plan trip {k} to {city}.", "calls": calls, "result": result, "apis": used}
-        arts.append(_art(f"traj-{k}", "record", {"task": trajs[f"traj-{k}"]["task"], "calls": calls,
+        arts.append(artifact_doc(f"traj-{k}", "record", {"task": trajs[f"traj-{k}"]["task"], "calls": calls,
                                                   "result": result}))
     derived: list[str] = []
     # cached outputs: one trajectory each (some fan out to many upstream calls: never replayed)
@@ -164,7 +156,7 @@ def tool_agent_trace(seed: int = 0, n_apis: int = 12, n_traj: int = 120, n_event
         if rng.random() < 0.7:
             cid = f"cache-{k}"
             calls = rng.choice((1, 1, 2, 3, 5, 8, 30))
-            arts.append(_art(cid, "cache", trajs[t]["result"], transform="texts", age_days=rng.randint(0, 60),
+            arts.append(artifact_doc(cid, "cache", trajs[t]["result"], transform="texts", age_days=rng.randint(0, 60),
                              calls=calls, cost=_cost(rng, 1.0 + 0.2 * calls)))
             inf.append((t, cid))
             caches.append((cid, t))
@@ -179,7 +171,7 @@ def tool_agent_trace(seed: int = 0, n_apis: int = 12, n_traj: int = 120, n_event
             src = sorted(set(rng.sample(users, min(len(users), rng.choice((1, 2, 3))))))
             cid = f"chain-{a[4:]}-{j}"
             calls = [c for t in src for c in trajs[t]["calls"] if c["tool"] in apis[a]["tools"]]
-            arts.append(_art(cid, "skill", {"goal": f"Use {a} like trips {', '.join(src)}.", "calls": calls},
+            arts.append(artifact_doc(cid, "skill", {"goal": f"Use {a} like trips {', '.join(src)}.", "calls": calls},
                              "chain", cost=_cost(rng, 4.0)))
             inf += [(a, cid)] + [(t, cid) for t in src]
             chains.append(cid)
@@ -192,7 +184,7 @@ def tool_agent_trace(seed: int = 0, n_apis: int = 12, n_traj: int = 120, n_event
         pid = f"prompt-{j}"
         text = " ".join(arts[[x["id"] for x in arts].index(c)]["content"] for c, _ in picks)
         probe_city = trajs[picks[0][1]]["result"].split(" in ")[1].split(" ")[0]
-        arts.append(_art(pid, "skill", "Check the forecast first. " + text, "prompt", cost=_cost(rng, 3.0),
+        arts.append(artifact_doc(pid, "skill", "Check the forecast first. " + text, "prompt", cost=_cost(rng, 3.0),
                          probes=[{"query": f"weather in {probe_city}", "expect": probe_city}]))
         inf += [(c, pid) for c, _ in picks]
         if rng.random() < 0.3:
@@ -208,7 +200,7 @@ def tool_agent_trace(seed: int = 0, n_apis: int = 12, n_traj: int = 120, n_event
         if prompts and rng.random() < 0.3:
             src.append(rng.choice(prompts))
         sid = f"sum-{j}"
-        arts.append(_art(sid, "summary", " ".join(f"Trip to {trajs[t]['task'].split(' to ')[1]}" if t in trajs
+        arts.append(artifact_doc(sid, "summary", " ".join(f"Trip to {trajs[t]['task'].split(' to ')[1]}" if t in trajs
                                                   else "A cached forecast." for t in src),
                          cost=_cost(rng, 1.5)))
         inf += [(s, sid) for s in src]
@@ -217,13 +209,13 @@ def tool_agent_trace(seed: int = 0, n_apis: int = 12, n_traj: int = 120, n_event
     for j in range(n_traj // 12):
         src = rng.sample(sums, 2) + ([rng.choice(chains + prompts)] if rng.random() < 0.6 else [])
         did = f"digest-{j}"
-        arts.append(_art(did, "summary", "Weekly digest of trips and forecasts.", cost=_cost(rng, 3.0)))
+        arts.append(artifact_doc(did, "summary", "Weekly digest of trips and forecasts.", cost=_cost(rng, 3.0)))
         inf += [(s, did) for s in src]
         digests.append(did)
     for j in range(n_traj // 40):
         src = rng.sample(digests, min(len(digests), rng.choice((2, 3))))
         mid = f"monthly-{j}"
-        arts.append(_art(mid, "summary", "Monthly report of trips.", cost=_cost(rng, 3.0)))
+        arts.append(artifact_doc(mid, "summary", "Monthly report of trips.", cost=_cost(rng, 3.0)))
         inf += [(s, mid) for s in src]
         digests.append(mid)
     sums += digests
@@ -239,7 +231,7 @@ def tool_agent_trace(seed: int = 0, n_apis: int = 12, n_traj: int = 120, n_event
         old = trajs[t]
         calls = [{"tool": c["tool"], "args": {k: (city if isinstance(v, str) else v) for k, v in c["args"].items()}}
                  for c in old["calls"]]
-        events["correct"].append({"type": "correct", "roots": [t], "replacements": [_art(
+        events["correct"].append({"type": "correct", "roots": [t], "replacements": [artifact_doc(
             t, "record", {"task": old["task"], "calls": calls,
                           "result": f"The weather in {city} is {rng.choice(WEATHER)} (corrected)."}, corrected=1)]})
     for k in range(n_events):
@@ -273,7 +265,7 @@ def assistant_trace(seed: int = 0, n_sessions: int = 40, per_session: int = 6, n
             y = rng.choice(labels)
             rid = f"rec-{s}-{j}"
             records[rid] = {"text": _sentence(rng, y), "label": y}
-            arts.append(_art(rid, "record", records[rid]))
+            arts.append(artifact_doc(rid, "record", records[rid]))
             ids.append(rid)
         sessions.append(ids)
     derived: list[str] = []
@@ -283,7 +275,7 @@ def assistant_trace(seed: int = 0, n_sessions: int = 40, per_session: int = 6, n
             src = sorted(rng.sample(ids, rng.choice((3, 4, 5))))
             sid = f"sum-{s}-{j}"
             sens = 3 if any(records[r]["label"] == "health" for r in src) and rng.random() < 0.5 else rng.randint(0, 2)
-            arts.append(_art(sid, "summary", " ".join(records[r]["text"] for r in src), sessions=1,
+            arts.append(artifact_doc(sid, "summary", " ".join(records[r]["text"] for r in src), sessions=1,
                              sensitivity=sens, cost=_cost(rng, 2.0)))
             inf += [(r, sid) for r in src]
             sums.append(sid)
@@ -293,7 +285,7 @@ def assistant_trace(seed: int = 0, n_sessions: int = 40, per_session: int = 6, n
         src = rng.sample(sums, rng.choice((2, 3)))
         extra = rng.sample(sorted(records), rng.choice((0, 1, 2)))
         pid = f"pref-{j}"
-        arts.append(_art(pid, "summary", "Preferences: " + " ".join(records[r]["text"] for r in extra)
+        arts.append(artifact_doc(pid, "summary", "Preferences: " + " ".join(records[r]["text"] for r in extra)
                          + " The user's preferred language is English.", sessions=len(src),
                          sensitivity=rng.randint(0, 2), cost=_cost(rng, 3.0)))
         inf += [(x, pid) for x in src + extra]
@@ -304,13 +296,13 @@ def assistant_trace(seed: int = 0, n_sessions: int = 40, per_session: int = 6, n
         src = sorted(set(rng.sample(sorted(records), rng.choice((8, 10, 12)))))
         nid = f"neural-{j}"
         model = neural.train([(records[r]["text"], records[r]["label"]) for r in src])
-        arts.append(_art(nid, "skill", model, "neural", cost=_cost(rng, 8.0)))
+        arts.append(artifact_doc(nid, "skill", model, "neural", cost=_cost(rng, 8.0)))
         inf += [(r, nid) for r in src]
         skills.append(nid)
     for j in range(n_sessions // 4):
         src = rng.sample(prefs, rng.choice((1, 2, 3)))
         pid = f"prompt-{j}"
-        arts.append(_art(pid, "skill", "Answer in the user's preferred language, English. Respect preferences.",
+        arts.append(artifact_doc(pid, "skill", "Answer in the user's preferred language, English. Respect preferences.",
                          "prompt", cost=_cost(rng, 3.0)))
         inf += [(x, pid) for x in src]
         skills.append(pid)
@@ -323,7 +315,7 @@ def assistant_trace(seed: int = 0, n_sessions: int = 40, per_session: int = 6, n
     for r in rng.sample(rec_ids, min(n_events, len(rec_ids))):
         y = records[r]["label"]
         events["correct"].append({"type": "correct", "roots": [r], "replacements": [
-            _art(r, "record", {"text": _sentence(rng, y), "label": y}, corrected=1)]})
+            artifact_doc(r, "record", {"text": _sentence(rng, y), "label": y}, corrected=1)]})
     for s in rng.sample(range(n_sessions), min(n_events, n_sessions)):
         roots = sorted(rng.sample(sessions[s], rng.choice((1, 2, 3))))
         events["migrate"].append({"type": "migrate", "roots": roots,

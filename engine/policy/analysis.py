@@ -19,10 +19,10 @@ from typing import Iterable
 
 import z3
 
-from .domain import Cell, _fmt
+from .domain import Cell, format_number
 from .encoding import Encoding, real, solve
 from .findings import Finding
-from .loader import PolicySource
+from .loader import PolicySource, dotted
 from .model import Policy
 
 MAX_GAPS = 12
@@ -43,7 +43,7 @@ def analyze(src: PolicySource) -> list[Finding]:
 def _at(src: PolicySource, loc: tuple, severity: str, code: str, message: str,
         cell: Cell | None = None, **related: object) -> Finding:
     line, col = src.source.where(loc)
-    field = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in loc).replace(".[", "[")
+    field = dotted(loc)
     return Finding(severity, code, message, src.file, line, col, field,  # type: ignore[arg-type]
                    cell.as_dict() if cell else None, dict(related))
 
@@ -222,7 +222,7 @@ def describe_region(region: dict, cell: Cell) -> str:
     for d in ("event", "support", "partitions"):
         v = region[d]
         parts.append(f"{d}={'yes' if v is True else 'no' if v is False else v}")
-    parts += [f"meta.{k}={_fmt(v)}" for k, v in sorted(cell.meta.items())]
+    parts += [f"meta.{k}={format_number(v)}" for k, v in sorted(cell.meta.items())]
     return " ".join(parts)
 
 

@@ -35,7 +35,7 @@ class Cell:
             f"support={self.support}",
             f"partitions={'yes' if self.partitions else 'no'}",
         ]
-        parts += [f"meta.{k}={_fmt(v)}" for k, v in sorted(self.meta.items())]
+        parts += [f"meta.{k}={format_number(v)}" for k, v in sorted(self.meta.items())]
         return " ".join(parts)
 
     def as_dict(self) -> dict:
@@ -49,7 +49,8 @@ class Cell:
         }
 
 
-def _fmt(v: float) -> str:
+def format_number(v: float) -> str:
+    """A metadata value as written in cells and messages (integers without '.0', else exact repr)."""
     return str(int(v)) if float(v).is_integer() else repr(float(v))
 
 

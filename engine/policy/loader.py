@@ -91,11 +91,11 @@ def _walk(node: yaml.Node, loc: Loc, positions: dict[Loc, tuple[int, int]], name
     if budget[0] > MAX_NODES:
         raise InputError(f"document expands to more than {MAX_NODES} nodes (aliases?)", file=name,
                          line=node.start_mark.line + 1, col=node.start_mark.column + 1,
-                         field=_dotted(loc))
+                         field=dotted(loc))
     if depth > MAX_DEPTH:
         raise InputError(f"nesting deeper than {MAX_DEPTH} levels", file=name,
                          line=node.start_mark.line + 1, col=node.start_mark.column + 1,
-                         field=_dotted(loc))
+                         field=dotted(loc))
     positions.setdefault(loc, (node.start_mark.line + 1, node.start_mark.column + 1))
     if isinstance(node, yaml.MappingNode):
         seen: dict[str, int] = {}
@@ -104,12 +104,12 @@ def _walk(node: yaml.Node, loc: Loc, positions: dict[Loc, tuple[int, int]], name
                 shown = key_node.value if isinstance(key_node, yaml.ScalarNode) else "a collection"
                 raise InputError(f"mapping keys must be plain strings, got {shown!r}", file=name,
                                  line=key_node.start_mark.line + 1, col=key_node.start_mark.column + 1,
-                                 field=_dotted(loc))
+                                 field=dotted(loc))
             key = key_node.value
             if key in seen:
                 raise InputError(f"duplicate key '{key}' (first defined on line {seen[key]})", file=name,
                                  line=key_node.start_mark.line + 1, col=key_node.start_mark.column + 1,
-                                 field=_dotted(loc + (key,)))
+                                 field=dotted(loc + (key,)))
             seen[key] = key_node.start_mark.line + 1
             positions[loc + (key,)] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
             _walk(value_node, loc + (key,), positions, name, depth + 1, budget)
@@ -119,7 +119,8 @@ def _walk(node: yaml.Node, loc: Loc, positions: dict[Loc, tuple[int, int]], name
             _walk(item, loc + (index,), positions, name, depth + 1, budget)
 
 
-def _dotted(loc: Loc, limit: int = 80) -> str:
+def dotted(loc: Loc, limit: int = 80) -> str:
+    """A JSON location as a dotted field name (``modes[0].when.kind``), cut at ``limit`` characters."""
     out = ""
     for part in loc:
         if part == "[key]":
@@ -208,7 +209,7 @@ def _field_of(source: SourceMap, loc: Loc) -> str:
         tail = loc[-1]
         if not (isinstance(tail, str) and tail in {"replay", "schema", "task_regression", "sandbox", "forget_reference"}):
             prefix = prefix + (tail,)
-    return _dotted(prefix)
+    return dotted(prefix)
 
 
 def parse_policy(data: Any, source: SourceMap) -> PolicySource:

@@ -49,7 +49,7 @@ def attest(store: Store, event_id: int | None = None, expect_head: str | None = 
     checks = [_pinned(ev, log, plan)] + _checks(store, log, plan, event, cascade, republished, successors,
                                                 failures, erasure, states, expect_head)
     barrier = next((r for r in log if r["action"] == "barrier"), None)
-    head = store.audit_rows()[-1][6] if store.audit_rows() else None
+    head = store.audit_head()
     return {
         "event": {"id": eid, "type": ev["type"], "roots": roots, "created": ev["created"], "status": ev["status"]},
         "barrier": {"at": barrier["at"] if barrier else None, "seq": barrier["seq"] if barrier else None,
@@ -62,7 +62,7 @@ def attest(store: Store, event_id: int | None = None, expect_head: str | None = 
         "erasure": erasure,
         "checks": checks,
         "ok": all(c["ok"] for c in checks),
-        "audit_head": head,
+        "audit_head": head[1] if head else None,
     }
 
 

@@ -32,7 +32,8 @@ PROFILE = [
 ]
 
 
-def _art(ident: str, kind: str, content: Any, arch: str | None = None, **meta: Any) -> dict[str, Any]:
+def artifact_doc(ident: str, kind: str, content: Any, arch: str | None = None, **meta: Any) -> dict[str, Any]:
+    """One artifact in the store JSON exchange format (used by the demo data and the benchmarks)."""
     out: dict[str, Any] = {"id": ident, "kind": kind}
     if arch:
         out["arch"] = arch
@@ -48,45 +49,45 @@ def _traj(task: str, calls: list[dict], result: str) -> dict[str, Any]:
 def demo_store_document() -> dict[str, Any]:
     arts = [
         # --- tool-using agent
-        _art("api-weather-v1", "record", WEATHER_V1),
-        _art("api-search-v1", "record", SEARCH_V1),
-        _art("traj-paris", "record", _traj("Plan a picnic in Paris.", [
+        artifact_doc("api-weather-v1", "record", WEATHER_V1),
+        artifact_doc("api-search-v1", "record", SEARCH_V1),
+        artifact_doc("traj-paris", "record", _traj("Plan a picnic in Paris.", [
             {"tool": "forecast", "args": {"location": "Paris", "days": 2}}], "Sunny in Paris for two days.")),
-        _art("traj-lyon", "record", _traj("Pack for a trip to Lyon.", [
+        artifact_doc("traj-lyon", "record", _traj("Pack for a trip to Lyon.", [
             {"tool": "forecast", "args": {"location": "Lyon", "days": 3}}], "Heavy rain expected in Lyon.")),
-        _art("traj-nice", "record", _traj("Weekend in Nice.", [
+        artifact_doc("traj-nice", "record", _traj("Weekend in Nice.", [
             {"tool": "forecast", "args": {"location": "Nice", "units": "metric"}}], "Warm weekend in Nice.")),
-        _art("traj-louvre", "record", _traj("Find museum hours.", [
+        artifact_doc("traj-louvre", "record", _traj("Find museum hours.", [
             {"tool": "web_search", "args": {"q": "Louvre opening hours"}}], "The Louvre opens at 9am.")),
-        _art("cache-paris", "cache", "Sunny in Paris for two days.", transform="texts", age_days=3),
-        _art("cache-lyon", "cache", "Heavy rain expected in Lyon.", transform="texts", age_days=10),
-        _art("cache-lyon-old", "cache", "Rain in Lyon (last year).", transform="texts", age_days=400),
-        _art("cache-louvre", "cache", "The Louvre opens at 9am.", transform="texts", age_days=1),
-        _art("chain-weather", "skill", {"goal": "Check the weather before a trip.", "calls": [
+        artifact_doc("cache-paris", "cache", "Sunny in Paris for two days.", transform="texts", age_days=3),
+        artifact_doc("cache-lyon", "cache", "Heavy rain expected in Lyon.", transform="texts", age_days=10),
+        artifact_doc("cache-lyon-old", "cache", "Rain in Lyon (last year).", transform="texts", age_days=400),
+        artifact_doc("cache-louvre", "cache", "The Louvre opens at 9am.", transform="texts", age_days=1),
+        artifact_doc("chain-weather", "skill", {"goal": "Check the weather before a trip.", "calls": [
             {"tool": "forecast", "args": {"location": "Paris", "days": 2}},
             {"tool": "forecast", "args": {"location": "Lyon", "days": 3}}]}, "chain"),
-        _art("chain-weekend", "skill", {"goal": "Weekend forecast in metric units.", "calls": [
+        artifact_doc("chain-weekend", "skill", {"goal": "Weekend forecast in metric units.", "calls": [
             {"tool": "forecast", "args": {"location": "Nice", "units": "metric"}}]}, "chain"),
-        _art("chain-museum", "skill", {"goal": "Look up museum hours.", "calls": [
+        artifact_doc("chain-museum", "skill", {"goal": "Look up museum hours.", "calls": [
             {"tool": "web_search", "args": {"q": "Louvre opening hours"}}]}, "chain"),
-        _art("prompt-travel", "skill", "Check the forecast first. Sunny in Paris for two days. "
+        artifact_doc("prompt-travel", "skill", "Check the forecast first. Sunny in Paris for two days. "
              "Heavy rain expected in Lyon.", "prompt",
              probes=[{"query": "how many sunny days in Paris", "expect": "sunny"}]),
-        _art("sum-trips", "summary", "Trips: Paris picnic (sunny), Lyon (rain), Louvre hours."),
-        _art("sum-weekly", "summary", "This week: rain in Lyon; sunny Paris.", value=1.5),
-        _art("sum-weekend", "summary", "Weekend plan for Nice using the metric forecast.", value=0.6),
+        artifact_doc("sum-trips", "summary", "Trips: Paris picnic (sunny), Lyon (rain), Louvre hours."),
+        artifact_doc("sum-weekly", "summary", "This week: rain in Lyon; sunny Paris.", value=1.5),
+        artifact_doc("sum-weekend", "summary", "Weekend plan for Nice using the metric forecast.", value=0.6),
         # --- personal assistant
-        *[_art(i, "record", {"text": t, "label": y}) for i, t, y in PROFILE],
-        _art("sum-profile", "summary", "Allergic to peanuts; vegetarian; lives in Berlin."),
-        _art("sum-leisure", "summary", "Jazz on Fridays; science fiction at night; vegetarian."),
-        _art("neural-prefs", "skill", neural.train([(t, y) for _, t, y in PROFILE]), "neural"),
-        _art("prompt-chef", "skill", "Cook vegetarian meals. Never use peanuts.", "prompt"),
-        _art("cache-menu", "cache", "vegetarian menu without peanuts", transform="texts", cost=6.0),
-        _art("sum-digest", "summary", "Digest: a vegetarian who must avoid peanuts.", value=0.3),
+        *[artifact_doc(i, "record", {"text": t, "label": y}) for i, t, y in PROFILE],
+        artifact_doc("sum-profile", "summary", "Allergic to peanuts; vegetarian; lives in Berlin."),
+        artifact_doc("sum-leisure", "summary", "Jazz on Fridays; science fiction at night; vegetarian."),
+        artifact_doc("neural-prefs", "skill", neural.train([(t, y) for _, t, y in PROFILE]), "neural"),
+        artifact_doc("prompt-chef", "skill", "Cook vegetarian meals. Never use peanuts.", "prompt"),
+        artifact_doc("cache-menu", "cache", "vegetarian menu without peanuts", transform="texts", cost=6.0),
+        artifact_doc("sum-digest", "summary", "Digest: a vegetarian who must avoid peanuts.", value=0.3),
         # an expensive shared prerequisite: worth repairing only for both dependents together
-        _art("cache-household", "cache", "peanuts; Berlin", transform="texts", value=0.2, cost=4.0),
-        _art("sum-visit", "summary", "Anna's spring visit: no peanuts in Berlin."),
-        _art("sum-weekend-plans", "summary", "Friday jazz in Berlin, peanut-free snacks."),
+        artifact_doc("cache-household", "cache", "peanuts; Berlin", transform="texts", value=0.2, cost=4.0),
+        artifact_doc("sum-visit", "summary", "Anna's spring visit: no peanuts in Berlin."),
+        artifact_doc("sum-weekend-plans", "summary", "Friday jazz in Berlin, peanut-free snacks."),
     ]
     inf = [
         ("api-weather-v1", "chain-weather"), ("traj-paris", "chain-weather"), ("traj-lyon", "chain-weather"),
