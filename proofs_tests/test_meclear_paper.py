@@ -40,23 +40,8 @@ def redundant_instances(draw, min_r=2, max_r=4):
     return r, b, delta, u
 
 
-@given(redundant_instances(2, 2))
-def test_theorem1_redundant_pair_blind_spot(inst):
-    """Theorem 1: d_i = d_j = 0 and ψ_i = ψ_j = −Δ/2 (Eq. 9)."""
-    r, b, delta, u = inst
-    game, group = redundant_game(r, b, delta, u)
-    d = loo(game)
-    psi = exact_contribution(game)
-    for f in group:
-        assert d[f] == pytest.approx(0.0, abs=1e-12)
-        assert psi[f] == pytest.approx(-delta / 2, abs=1e-9)
-    # the pair is a substitution: ω = +Δ (Eq. 15), diagnosed as redundant
-    assert interaction(game, "F1", "F2", None) == pytest.approx(delta, abs=1e-9)
-
-
-@given(redundant_instances(3, 5))
-def test_corollary_a1_redundant_group(inst):
-    """Corollary A.1: for |R| = r > 2 every member has d = 0 and ψ = −Δ/r."""
+def _assert_blind_spot(inst) -> tuple:
+    """Every member of the redundant group R has d = 0 and ψ = −Δ/|R| (Eq. 9, Cor. A.1)."""
     r, b, delta, u = inst
     game, group = redundant_game(r, b, delta, u)
     d = loo(game)
@@ -64,6 +49,21 @@ def test_corollary_a1_redundant_group(inst):
     for f in group:
         assert d[f] == pytest.approx(0.0, abs=1e-12)
         assert psi[f] == pytest.approx(-delta / r, abs=1e-9)
+    return game, delta
+
+
+@given(redundant_instances(2, 2))
+def test_theorem1_redundant_pair_blind_spot(inst):
+    """Theorem 1: d_i = d_j = 0 and ψ_i = ψ_j = −Δ/2 (Eq. 9)."""
+    game, delta = _assert_blind_spot(inst)
+    # the pair is a substitution: ω = +Δ (Eq. 15), diagnosed as redundant
+    assert interaction(game, "F1", "F2", None) == pytest.approx(delta, abs=1e-9)
+
+
+@given(redundant_instances(3, 5))
+def test_corollary_a1_redundant_group(inst):
+    """Corollary A.1: for |R| = r > 2 every member has d = 0 and ψ = −Δ/r."""
+    _assert_blind_spot(inst)
 
 
 def test_theorem1_sampled_estimate_is_share_of_first_positions():

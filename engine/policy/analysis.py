@@ -15,7 +15,7 @@ Every semantic claim about the mode map Φ_μ is decided by Z3 over the encoding
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Callable, Iterable
 
 import z3
 
@@ -251,25 +251,23 @@ def _type_safety(src: PolicySource, enc: Encoding) -> list[Finding]:
     dom = enc.domain()
     out: list[Finding] = []
     replayable = [k for k, spec in p.kinds.items() if spec.replayable]
+    # mode → (cells the mode must never fire on, what to say about one of them)
+    forbidden: dict[str, tuple[z3.BoolRef, Callable[[Cell], str]]] = {
+        "param": (z3.Not(z3.And(enc.is_kind("skill"), enc.is_arch("neural"))),
+                  lambda cell: "to a non-neural artifact (param repairs neural skills only)"),
+        "recompute": (z3.And([z3.Not(enc.is_kind(k)) for k in replayable]) if replayable else z3.BoolVal(True),
+                      lambda cell: f"to kind '{cell.kind}', which is not replayable"),
+    }
     for i, rule in enumerate(p.modes):
         fires = enc.fires(p, i)
-        loc = ("modes", i, "mode")
-        if rule.mode == "param":
-            bad = z3.Not(z3.And(enc.is_kind("skill"), enc.is_arch("neural")))
+        if rule.mode in forbidden:
+            bad, why = forbidden[rule.mode]
             model = solve(dom, fires, bad)
             if model is not None:
                 cell = enc.cell(model)
-                out.append(_at(src, loc, "error", "type",
-                               f"{_rule_name(p, i)} assigns 'param' to a non-neural artifact "
-                               f"(param repairs neural skills only), e.g. {{{cell.describe()}}}", cell, rule=i + 1))
-        if rule.mode == "recompute":
-            bad = z3.And([z3.Not(enc.is_kind(k)) for k in replayable]) if replayable else z3.BoolVal(True)
-            model = solve(dom, fires, bad)
-            if model is not None:
-                cell = enc.cell(model)
-                out.append(_at(src, loc, "error", "type",
-                               f"{_rule_name(p, i)} assigns 'recompute' to kind '{cell.kind}', which is not "
-                               f"replayable, e.g. {{{cell.describe()}}}", cell, rule=i + 1))
+                out.append(_at(src, ("modes", i, "mode"), "error", "type",
+                               f"{_rule_name(p, i)} assigns '{rule.mode}' {why(cell)}, e.g. {{{cell.describe()}}}",
+                               cell, rule=i + 1))
         if rule.mode != "remove":
             out += _missing_oracles(src, enc, i, dom, fires)
     return out
