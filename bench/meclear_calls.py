@@ -16,13 +16,13 @@ import time
 from dataclasses import replace
 from typing import Sequence
 
-from engine.clearance.baselines import ablations
-from engine.clearance.case import Case, case_evaluator, case_game, parse_case
-from engine.clearance.cohort import synthetic_cohort
-from engine.clearance.game import OutcomeStore
-from engine.clearance.metrics import CaseOutcome, outcome
-from engine.clearance.pipeline import run_method
-from engine.policy.model import AdaptiveSpec, ClearanceSpec
+from memsteward.clearance.baselines import ablations
+from memsteward.clearance.case import Case, case_evaluator, case_game, parse_case
+from memsteward.clearance.cohort import synthetic_cohort
+from memsteward.clearance.game import OutcomeStore
+from memsteward.clearance.metrics import CaseOutcome, outcome
+from memsteward.clearance.pipeline import run_method
+from memsteward.policy.model import AdaptiveSpec, ClearanceSpec
 
 from .common import table, write_section
 from .meclear_common import (
@@ -121,7 +121,7 @@ def conclusions(points: dict, at_budget: dict, budgets: Sequence[int], k_summary
   fits and MeClear clears nothing — and a lasso surrogate fits our nearly additive, low-noise
   games well. The paper reports no call-matched comparison; at its own settings it finds
   ProxySPEX 5.0 pp behind MeClear in recall and ContextCite within noise (Fig. 10), on LLM-played
-  games that are far from a sparse low-order function. memgov's sampled MeClear is worse here at
+  games that are far from a sparse low-order function. memsteward's sampled MeClear is worse here at
   equal calls, and the reason is the game, not the implementation (at trial noise 0.10 sampled
   MeClear overtakes both surrogates in recovery: section `meclear_cohort`, noise table). At the top of the range the
   methods meet: exact MeClear reaches {100 * ex[1]:.1f} / {100 * ex[2]:.1f} % recall / recovery with {ex[0]:.0f} calls,

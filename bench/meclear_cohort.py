@@ -15,10 +15,10 @@ import time
 from itertools import combinations
 from typing import Callable
 
-from engine.clearance.case import parse_case
-from engine.clearance.cohort import PAPER_SHAPE, shape_counts, synthetic_cohort
-from engine.clearance.pipeline import run_method
-from engine.clearance.case import case_game
+from memsteward.clearance.case import parse_case
+from memsteward.clearance.cohort import PAPER_SHAPE, shape_counts, synthetic_cohort
+from memsteward.clearance.pipeline import run_method
+from memsteward.clearance.case import case_game
 
 from .common import table, write_section
 from .stats import bootstrap_ratio
@@ -110,7 +110,7 @@ def conclusions(cells: dict, red: dict, deltas: dict, paired: list, noisy: dict)
   coalitions, so the sampled ψ̂ carries almost only permutation error, while the paper's LLM agent
   and judge add answer variance to every coalition. Exact enumeration removes the permutation
   error too (32 coalitions against ≈ 28 for L = 16 at K = 5), which is why `exact: auto` is
-  memgov's default; the noise-0.10 table shows every method losing ground as v̂ gets noisier.
+  memsteward's default; the noise-0.10 table shows every method losing ground as v̂ gets noisier.
 * **The paper's shape holds.** LOO collapses on redundant masking as Theorem 1 and Fig. 5 say:
   Complete {red['LOO']['complete'].pct()} % and recovery {red['LOO']['recovery'].pct()} % on redundant cases
   (paper recovery 6.3 %), while it is competitive on direct faults; overall LOO recovers
@@ -180,7 +180,7 @@ def run(quick: bool = False) -> str:
             deltas[(mine, label)] = d
             cmp_rows.append([f"{mine} − {label}", f"{100 * d.point:+.1f} [{100 * d.low:+.1f}, {100 * d.high:+.1f}]",
                              PAPER_DELTA_RECOVERY[label] + (" (paper: L = 16)" if mine == "MeClear exact" else "")])
-    cmp_md = table(["ΔRecovery (pp)", "memgov [95 % CI]", "paper MeClear L=16 (Fig. 6 B)"], cmp_rows)
+    cmp_md = table(["ΔRecovery (pp)", "memsteward [95 % CI]", "paper MeClear L=16 (Fig. 6 B)"], cmp_rows)
 
     ks = (1, 2, 3, 4, 5)
     ecdfs = {label: ecdf_of(outs, ks) for label, outs in results.items()}
@@ -240,7 +240,7 @@ def run(quick: bool = False) -> str:
 ({counts['direct']} direct, {counts['redundant']} redundant, {counts['joint']} joint; the paper's
 Table 3 has 375 / 285 / 85), K = 5, two trials per coalition with trial-flip noise 0.02, background
 memories that are gold, beneficial (support 0.3–0.6), weakly harmful or neutral
-(`engine.clearance.cohort.synthetic_cohort`, seed 0). Policy `policies/meclear-paper.yaml`
+(`memsteward.clearance.cohort.synthetic_cohort`, seed 0). Policy `policies/meclear-paper.yaml`
 (κ = τ = 0.05, recovery = both trials correct; ContextCite / ProxySPEX B = 32, α = 0.01; direct
 flagging threshold 0.5 on an offline relevance rating that stands in for the paper's LLM judge).
 "MeClear exact" enumerates all 2^5 coalitions (what `exact: auto` picks at K = 5);

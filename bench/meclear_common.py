@@ -12,12 +12,12 @@ import sys
 from dataclasses import dataclass, replace
 from typing import Iterable, Mapping, Sequence
 
-from engine.clearance.case import Case, case_evaluator, case_game
-from engine.clearance.game import Evaluator, OutcomeStore
-from engine.clearance.metrics import CaseOutcome, complete, exact_match, extra_background, outcome, recall_hits
-from engine.clearance.pipeline import run_method
-from engine.policy import load_policy
-from engine.policy.model import ClearanceSpec
+from memsteward.clearance.case import Case, case_evaluator, case_game
+from memsteward.clearance.game import Evaluator, OutcomeStore
+from memsteward.clearance.metrics import CaseOutcome, complete, exact_match, extra_background, outcome, recall_hits
+from memsteward.clearance.pipeline import run_method
+from memsteward.policy import load_policy
+from memsteward.policy.model import ClearanceSpec
 
 from .common import HERE, table
 from .stats import bootstrap_ratio, paired_counts, rank_ecdf, target_ranks

@@ -2,15 +2,15 @@
 
 The cohort is built from LoCoMo conversations read in place (never copied into the project):
 the directory is an argument, by default ``/work/shared/data/locomo`` (override with
-``MEMGOV_LOCOMO_DIR`` or ``python -m bench.meclear_locomo --data PATH``). Without it the section
+``MEMSTEWARD_LOCOMO_DIR`` or ``python -m bench.meclear_locomo --data PATH``). Without it the section
 says so and skips the table.
 
 * Offline: the deterministic offline agent + lexical judge builds and plays the cohort.
-* LLM (opt-in): when ``MEMGOV_OPENAI_BASE_URL`` and ``MEMGOV_OPENAI_MODEL`` are set, the same
+* LLM (opt-in): when ``MEMSTEWARD_OPENAI_BASE_URL`` and ``MEMSTEWARD_OPENAI_MODEL`` are set, the same
   builder and methods run against that OpenAI-compatible endpoint on a small cohort
-  (``MEMGOV_BENCH_LLM_CASES``, default 24). Optional: ``MEMGOV_OPENAI_JUDGE_MODEL``,
-  ``MEMGOV_OPENAI_JUDGE`` (``lexical`` | ``llm``), ``MEMGOV_OPENAI_API_KEY_ENV`` (the name of
-  the variable holding the key, default ``OPENAI_API_KEY``), ``MEMGOV_OPENAI_CONCURRENCY``.
+  (``MEMSTEWARD_BENCH_LLM_CASES``, default 24). Optional: ``MEMSTEWARD_OPENAI_JUDGE_MODEL``,
+  ``MEMSTEWARD_OPENAI_JUDGE`` (``lexical`` | ``llm``), ``MEMSTEWARD_OPENAI_API_KEY_ENV`` (the name of
+  the variable holding the key, default ``OPENAI_API_KEY``), ``MEMSTEWARD_OPENAI_CONCURRENCY``.
 """
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ import time
 from pathlib import Path
 from typing import Mapping
 
-from engine.clearance.case import parse_case
-from engine.clearance.evaluators import OfflineEvaluator
-from engine.clearance.game import Evaluator
-from engine.clearance.locomo import build_locomo_cohort
-from engine.errors import InputError
-from engine.policy.model import ClearanceSpec, Endpoint
-from engine.policy.model import Evaluator as EvaluatorSpec
+from memsteward.clearance.case import parse_case
+from memsteward.clearance.evaluators import OfflineEvaluator
+from memsteward.clearance.game import Evaluator
+from memsteward.clearance.locomo import build_locomo_cohort
+from memsteward.errors import InputError
+from memsteward.policy.model import ClearanceSpec, Endpoint
+from memsteward.policy.model import Evaluator as EvaluatorSpec
 
 from .common import table, write_section
 from .meclear_common import (
@@ -42,18 +42,18 @@ PAPER_FUNNEL = {"qa": 1540, "clean_correct": 624, "proposals": 7986, "verified":
 
 
 def data_dir(data: str | Path | None = None) -> Path:
-    return Path(data or os.environ.get("MEMGOV_LOCOMO_DIR") or DEFAULT_DATA)
+    return Path(data or os.environ.get("MEMSTEWARD_LOCOMO_DIR") or DEFAULT_DATA)
 
 
 def llm_spec(base: ClearanceSpec, env: Mapping[str, str] = os.environ) -> ClearanceSpec | None:
     """The policy's clearance spec with an openai evaluator from the environment (or None)."""
-    url, model = env.get("MEMGOV_OPENAI_BASE_URL"), env.get("MEMGOV_OPENAI_MODEL")
+    url, model = env.get("MEMSTEWARD_OPENAI_BASE_URL"), env.get("MEMSTEWARD_OPENAI_MODEL")
     if not url or not model:
         return None
-    endpoint = Endpoint(base_url=url, model=model, judge_model=env.get("MEMGOV_OPENAI_JUDGE_MODEL") or None,
-                        api_key_env=env.get("MEMGOV_OPENAI_API_KEY_ENV", "OPENAI_API_KEY"),
-                        concurrency=int(env.get("MEMGOV_OPENAI_CONCURRENCY", "4")))
-    ev = EvaluatorSpec(type="openai", endpoint=endpoint, judge=env.get("MEMGOV_OPENAI_JUDGE", "lexical"))
+    endpoint = Endpoint(base_url=url, model=model, judge_model=env.get("MEMSTEWARD_OPENAI_JUDGE_MODEL") or None,
+                        api_key_env=env.get("MEMSTEWARD_OPENAI_API_KEY_ENV", "OPENAI_API_KEY"),
+                        concurrency=int(env.get("MEMSTEWARD_OPENAI_CONCURRENCY", "4")))
+    ev = EvaluatorSpec(type="openai", endpoint=endpoint, judge=env.get("MEMSTEWARD_OPENAI_JUDGE", "lexical"))
     return base.model_copy(update={"evaluator": ev})
 
 
@@ -66,7 +66,7 @@ def funnel_table(funnel: Mapping[str, int], cases: int) -> str:
             ["… direct / redundant / joint",
              f"{funnel.get('direct', 0)} / {funnel.get('redundant', 0)} / {funnel.get('joint', 0)}",
              f"{PAPER_FUNNEL['direct']} / {PAPER_FUNNEL['redundant']} / {PAPER_FUNNEL['joint']}"]]
-    return table(["stage", "memgov", "paper (Table 3 A)"], rows)
+    return table(["stage", "memsteward", "paper (Table 3 A)"], rows)
 
 
 def cohort_report(data: Path, spec: ClearanceSpec, evaluator: Evaluator, limit: int | None, reps: int,
@@ -171,10 +171,10 @@ def run(quick: bool = False, data: str | Path | None = None) -> str:
             f"`{path}` (read in place, never copied): observations as memories, BM25 top-K = 5 "
             "clean context, faults asserting another QA's answer injected as one paraphrase (direct), "
             "two paraphrases (redundant) or two weak statements (joint), each kept only after the "
-            "behavioural verification (`engine.clearance.locomo`). Policy `policies/meclear-paper.yaml`.\n")
+            "behavioural verification (`memsteward.clearance.locomo`). Policy `policies/meclear-paper.yaml`.\n")
     if not path.exists():
         md = head + (f"\n**Skipped:** the LoCoMo directory `{path}` does not exist. Pass it with "
-                     "`MEMGOV_LOCOMO_DIR=/path/to/locomo python -m bench meclear_locomo` (the directory "
+                     "`MEMSTEWARD_LOCOMO_DIR=/path/to/locomo python -m bench meclear_locomo` (the directory "
                      "holds `conv-*.json` from snap-research/locomo `data/locomo10.zip`).\n")
         write_section(NAME, md)
         return md
@@ -190,16 +190,16 @@ def run(quick: bool = False, data: str | Path | None = None) -> str:
     llm = llm_spec(spec)
     if llm is None:
         llm_md = ("### LLM evaluator\n\nNot run: no endpoint is configured. To run the same cohort with an "
-                  "OpenAI-compatible agent and judge, set `MEMGOV_OPENAI_BASE_URL` (e.g. "
-                  "`http://127.0.0.1:8765/v1`, the server `make demo-llm` starts) and `MEMGOV_OPENAI_MODEL`; "
-                  "optionally `MEMGOV_OPENAI_JUDGE_MODEL`, `MEMGOV_OPENAI_JUDGE=llm` (default: lexical judge), "
-                  "`MEMGOV_OPENAI_API_KEY_ENV` (name of the variable holding the key; loopback servers need "
-                  "none), `MEMGOV_OPENAI_CONCURRENCY` and `MEMGOV_BENCH_LLM_CASES` (cases, default 24). "
+                  "OpenAI-compatible agent and judge, set `MEMSTEWARD_OPENAI_BASE_URL` (e.g. "
+                  "`http://127.0.0.1:8765/v1`, the server `make demo-llm` starts) and `MEMSTEWARD_OPENAI_MODEL`; "
+                  "optionally `MEMSTEWARD_OPENAI_JUDGE_MODEL`, `MEMSTEWARD_OPENAI_JUDGE=llm` (default: lexical judge), "
+                  "`MEMSTEWARD_OPENAI_API_KEY_ENV` (name of the variable holding the key; loopback servers need "
+                  "none), `MEMSTEWARD_OPENAI_CONCURRENCY` and `MEMSTEWARD_BENCH_LLM_CASES` (cases, default 24). "
                   "Budget about 120 calls per case plus the cohort construction.")
     else:
-        from engine.clearance.evaluators import from_policy
+        from memsteward.clearance.evaluators import from_policy
 
-        limit = int(os.environ.get("MEMGOV_BENCH_LLM_CASES", "6" if quick else "24"))
+        limit = int(os.environ.get("MEMSTEWARD_BENCH_LLM_CASES", "6" if quick else "24"))
         ep = llm.evaluator.endpoint
         try:
             llm_md, _ = cohort_report(path, llm, from_policy(llm.evaluator), limit, reps,

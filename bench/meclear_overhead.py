@@ -7,7 +7,7 @@ spent inside the evaluator, so per case
 
     engine = wall time of the method − time inside the evaluator (the table lookups)
 
-is what memgov itself costs (LOO, permutations, marginals, ψ, ω, chain, verification, plan).
+is what memsteward itself costs (LOO, permutations, marginals, ψ, ω, chain, verification, plan).
 Ratios are taken within one run: engine vs lookups, each method vs LOO, and engine time
 against one evaluation of the offline text agent measured in the same run. Times are medians
 over repeats.
@@ -19,13 +19,13 @@ import statistics
 import time
 from typing import Sequence
 
-from engine.clearance.case import Case, case_evaluator, case_game, load_case, parse_case
-from engine.clearance.cohort import synthetic_cohort
-from engine.clearance.demo import bundled_case_path
-from engine.clearance.evaluators import OfflineEvaluator, TableEvaluator
-from engine.clearance.game import Coalition, Evaluation, Game, Memory, OutcomeStore, Task
-from engine.clearance.pipeline import run_method
-from engine.policy.model import AdaptiveSpec
+from memsteward.clearance.case import Case, case_evaluator, case_game, load_case, parse_case
+from memsteward.clearance.cohort import synthetic_cohort
+from memsteward.clearance.demo import bundled_case_path
+from memsteward.clearance.evaluators import OfflineEvaluator, TableEvaluator
+from memsteward.clearance.game import Coalition, Evaluation, Game, Memory, OutcomeStore, Task
+from memsteward.clearance.pipeline import run_method
+from memsteward.policy.model import AdaptiveSpec
 
 from .common import table, write_section
 from .meclear_common import Variant, paper_spec, progress, pyplot, save_plot
@@ -104,7 +104,7 @@ def time_variants(cases: Sequence[Case], tables: Sequence[TableEvaluator], varia
 
 def offline_eval_seconds(repeats: int) -> float:
     """Median seconds of one offline-agent coalition evaluation (bundled cases, all coalitions)."""
-    from engine.clearance.attribution import all_coalitions
+    from memsteward.clearance.attribution import all_coalitions
 
     ev = OfflineEvaluator()
     cases = [load_case(bundled_case_path(n)) for n in ("direct", "redundant", "joint")]
@@ -171,7 +171,7 @@ def conclusions(all_t: dict[int, dict[str, dict[str, float]]], offline: float) -
   redundant / joint diagnosis should set `interactions: none`.
 * **The expensive step is a baseline's.** ProxySPEX's pure-Python coordinate-descent lasso over
   K + K(K−1)/2 features costs {1e3 * ps['engine']:.0f} ms per case at K = {max(all_t)} ({ps['engine'] / big['engine']:.0f}× MeClear L = 16's
-  engine time); it is comparison code, not on memgov's clearance path.
+  engine time); it is comparison code, not on memsteward's clearance path.
 """
 
 

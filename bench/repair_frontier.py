@@ -17,9 +17,9 @@ import time
 from fractions import Fraction
 from typing import Any, Sequence
 
-from engine.repair.artifacts import Snapshot, parse_store_document
-from engine.repair.events import event_from_dict
-from engine.repair.plan import compute_plan
+from memsteward.repair.artifacts import Snapshot, parse_store_document
+from memsteward.repair.events import event_from_dict
+from memsteward.repair.plan import compute_plan
 
 from .common import table, write_section
 from .meclear_common import pyplot, save_plot

@@ -3,12 +3,12 @@
 For two trace shapes (:mod:`bench.repair_traces`: a tool-using agent and a long-horizon
 assistant) and the three event types, every event runs through the engine's real pipeline —
 an in-memory SQLite store (a fresh copy of the trace's store per event and method),
-:func:`engine.repair.execute.run_event` with the policy's mode rules, the offline operators and
+:func:`memsteward.repair.execute.run_event` with the policy's mode rules, the offline operators and
 validation oracles — under five methods: No action, Remove all, Repair all, Barrier+Greedy and
 MemoRepair (exact min cut, OR-Tools backend). Operators fail for a seeded share of artifacts and
 validation fails for another (the same artifacts for every method), on top of the natural
 failures of the operators and oracles (e.g. a chain that still calls a retired tool fails the
-sandbox). Metrics are the paper's (``engine.repair.metrics``), micro-averaged over events.
+sandbox). Metrics are the paper's (``memsteward.repair.metrics``), micro-averaged over events.
 """
 
 from __future__ import annotations
@@ -18,14 +18,14 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
-from engine.policy.loader import load_policy
-from engine.repair.artifacts import parse_store_document
-from engine.repair.closure import closure_feasible
-from engine.repair.events import parse_event
-from engine.repair.execute import run_event
-from engine.repair.graph import cascade, influence_graph
-from engine.repair.metrics import delta_task, normalized_cost, rep_pct, task_score
-from engine.repair.store import Store
+from memsteward.policy.loader import load_policy
+from memsteward.repair.artifacts import parse_store_document
+from memsteward.repair.closure import closure_feasible
+from memsteward.repair.events import parse_event
+from memsteward.repair.execute import run_event
+from memsteward.repair.graph import cascade, influence_graph
+from memsteward.repair.metrics import delta_task, normalized_cost, rep_pct, task_score
+from memsteward.repair.store import Store
 
 from .common import HERE, table, write_section
 from .stats import bootstrap_ratio

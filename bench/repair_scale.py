@@ -54,12 +54,12 @@ def _peak_mb() -> float:
 
 
 def plan_worker(n: int, backend: str, repeats: int) -> dict[str, Any]:
-    from engine.repair.candidates import assign
-    from engine.repair.closure import select
-    from engine.repair.events import event_from_dict
-    from engine.repair.graph import cascade, influence_graph
-    from engine.repair.operators import operators_for
-    from engine.repair.plan import compute_plan, execution_order
+    from memsteward.repair.candidates import assign
+    from memsteward.repair.closure import select
+    from memsteward.repair.events import event_from_dict
+    from memsteward.repair.graph import cascade, influence_graph
+    from memsteward.repair.operators import operators_for
+    from memsteward.repair.plan import compute_plan, execution_order
 
     from .repair_policies import load
     from .repair_traces import scale_snapshot
@@ -111,10 +111,10 @@ def plan_worker(n: int, backend: str, repeats: int) -> dict[str, Any]:
 
 
 def barrier_worker(n_desc: int, repeats: int) -> dict[str, Any]:
-    from engine.repair.execute import policy_document, root_successors
-    from engine.repair.events import event_from_dict
-    from engine.repair.plan import compute_plan
-    from engine.repair.store import Store
+    from memsteward.repair.execute import policy_document, root_successors
+    from memsteward.repair.events import event_from_dict
+    from memsteward.repair.plan import compute_plan
+    from memsteward.repair.store import Store
 
     from .repair_policies import load
     from .repair_traces import barrier_snapshot
@@ -122,7 +122,7 @@ def barrier_worker(n_desc: int, repeats: int) -> dict[str, Any]:
     snap, ev = barrier_snapshot(n_desc)
     policy = load("tool-agent")
     event = event_from_dict(ev)
-    with tempfile.TemporaryDirectory(prefix="memgov-barrier-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="memsteward-barrier-") as tmp:
         path = os.path.join(tmp, "store.db")
         store = Store(path)
         t = time.perf_counter()
@@ -162,11 +162,11 @@ def _spawn(args: list[str], timeout: float = 900) -> dict[str, Any]:
 
 def overlapping(seeds: tuple[int, ...], max_pairs: int, repeats: int) -> dict[str, Any]:
     """Pairs (delete a trajectory, migrate an API) whose cascades overlap, run one after another."""
-    from engine.repair.artifacts import parse_store_document
-    from engine.repair.events import parse_event
-    from engine.repair.execute import run_event
-    from engine.repair.graph import cascade, influence_graph
-    from engine.repair.store import Store
+    from memsteward.repair.artifacts import parse_store_document
+    from memsteward.repair.events import parse_event
+    from memsteward.repair.execute import run_event
+    from memsteward.repair.graph import cascade, influence_graph
+    from memsteward.repair.store import Store
 
     from .repair_policies import load, progress
     from .repair_traces import tool_agent_trace

@@ -11,8 +11,8 @@ Two shapes, after the paper's two benchmarks (MemoRepair §3):
   records) and prompt skills; events delete or correct a record, or migrate a session's records
   to a new schema (collection-level, several roots).
 
-A trace is a store document (the JSON exchange format of :mod:`engine.repair.artifacts`),
-event documents (validated later by :func:`engine.repair.events.parse_event`), and diagnostic
+A trace is a store document (the JSON exchange format of :mod:`memsteward.repair.artifacts`),
+event documents (validated later by :func:`memsteward.repair.events.parse_event`), and diagnostic
 tasks (the artifacts each post-event action trace reads). Values w_i follow task usage
 (``meta.value``) and repair costs c_i are drawn per artifact (``meta.cost``), so the selection
 is not degenerate; :func:`bench_policy` makes a policy read them.
@@ -31,12 +31,12 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from engine.repair import neural
-from engine.repair.artifacts import Artifact, Edge, Snapshot
-from engine.repair.bundled import artifact_doc
-from engine.repair.operators import (OperatorError, OperatorRegistry, ParamRetrain, Recompute, RegenChain,
+from memsteward.repair import neural
+from memsteward.repair.artifacts import Artifact, Edge, Snapshot
+from memsteward.repair.bundled import artifact_doc
+from memsteward.repair.operators import (OperatorError, OperatorRegistry, ParamRetrain, Recompute, RegenChain,
                                      RegenText)
-from engine.repair.oracles import ORACLES, OracleInput, Report
+from memsteward.repair.oracles import ORACLES, OracleInput, Report
 
 CITIES = ["Paris", "Lyon", "Nice", "Berlin", "Rome", "Oslo", "Lima", "Kyoto", "Cairo", "Quito",
           "Dakar", "Perth", "Tunis", "Bern", "Riga", "Porto"]

@@ -1,4 +1,4 @@
-"""Benchmark 8: how far each `memgov verify` proof reaches within a time budget.
+"""Benchmark 8: how far each `memsteward verify` proof reaches within a time budget.
 
 Each proof is re-run at growing size bounds (players K, chain length h, candidates n,
 model-checking depth) until one run exceeds the per-step budget; the table reports the
@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from specs.proofs import g1_efficiency, g2_blind_spot, g3_non_degradation, g4_closure, g5_barrier
+from memsteward.specs.proofs import g1_efficiency, g2_blind_spot, g3_non_degradation, g4_closure, g5_barrier
 
 from .common import table, write_section
 
@@ -42,7 +42,7 @@ def run(quick: bool = False) -> str:
                 break
     md = ("## Verification: proof time against its size bound\n\n"
           f"Each ladder stops after the first bound that takes over {budget:.0f} s or does not prove. "
-          "`memgov verify` uses bounds well inside these (all five in about 10 s).\n\n"
+          "`memsteward verify` uses bounds well inside these (all five in about 10 s).\n\n"
           + table(["guarantee", "size parameter", "bound", "result", "seconds"], rows))
     write_section("verify_scaling", md)
     return md

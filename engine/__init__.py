@@ -1,3 +1,3 @@
-"""memgov: declarative governance of agent memory (MemoRepair + MeClear)."""
+"""memsteward: declarative governance of agent memory (MemoRepair + MeClear)."""
 
 __version__ = "0.1.0"

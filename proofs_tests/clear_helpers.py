@@ -5,9 +5,9 @@ from __future__ import annotations
 from itertools import combinations
 from typing import Callable, Sequence
 
-from engine.clearance.evaluators import TableEvaluator
-from engine.clearance.game import Coalition, Evaluation, Game, Memory, Task
-from engine.policy.model import ClearanceSpec
+from memsteward.clearance.evaluators import TableEvaluator
+from memsteward.clearance.game import Coalition, Evaluation, Game, Memory, Task
+from memsteward.policy.model import ClearanceSpec
 
 
 def all_subsets(ids: Sequence[str]) -> list[Coalition]:

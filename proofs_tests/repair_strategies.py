@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from engine.repair.candidates import Candidate
+from memsteward.repair.candidates import Candidate
 
 WEIGHTS = st.sampled_from([0.0, 0.05, 0.15, 0.45, 0.5, 1.0, 1.5, 2.0, 3.0, 0.3, 4.0])
 
@@ -31,7 +31,7 @@ def _mark_cycles(cands: list[Candidate]) -> list[Candidate]:
     """Apply the paper's executability rules: removed prerequisites and E^req cycles ⇒ v_i = 0."""
     import networkx as nx
 
-    from engine.repair.graph import cyclic_nodes
+    from memsteward.repair.graph import cyclic_nodes
 
     ids = {c.id for c in cands}
     g = nx.DiGraph()

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from bench.repair_traces import (SHAPES, _unit, barrier_snapshot, drop_edges, flaky_operators, scale_snapshot)
-from engine.repair.artifacts import parse_store_document
-from engine.repair.events import event_from_dict, parse_event
-from engine.repair.graph import cascade, influence_graph
+from memsteward.repair.artifacts import parse_store_document
+from memsteward.repair.events import event_from_dict, parse_event
+from memsteward.repair.graph import cascade, influence_graph
 
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))

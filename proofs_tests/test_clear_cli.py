@@ -1,4 +1,4 @@
-"""`memgov clear` end to end: single cases, cohorts, generators, and bad input (exit 2)."""
+"""`memsteward clear` end to end: single cases, cohorts, generators, and bad input (exit 2)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from engine.cli import main
-from engine.clearance.case import iter_cohort, load_case, parse_case
-from engine.clearance.demo import bundled_case_path, run_clearance_demo
-from engine.errors import InputError
+from memsteward.cli import main
+from memsteward.clearance.case import iter_cohort, load_case, parse_case
+from memsteward.clearance.demo import bundled_case_path, run_clearance_demo
+from memsteward.errors import InputError
 
 REQUIRED = {"loo", "contribution", "interaction", "harmful", "chain", "gains", "selected",
             "cleared_context", "removed", "baseline_value", "cleared_value",

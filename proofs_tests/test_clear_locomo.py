@@ -6,13 +6,13 @@ import json
 
 import pytest
 
-from engine.clearance.case import parse_case
-from engine.clearance.cohort import run_cohort, verified
-from engine.clearance.evaluators import OfflineEvaluator
-from engine.clearance.locomo import BM25, build_locomo_cohort, load_conversation
-from engine.clearance.metrics import summary_table
-from engine.errors import InputError
-from engine.policy.model import ClearanceSpec
+from memsteward.clearance.case import parse_case
+from memsteward.clearance.cohort import run_cohort, verified
+from memsteward.clearance.evaluators import OfflineEvaluator
+from memsteward.clearance.locomo import BM25, build_locomo_cohort, load_conversation
+from memsteward.clearance.metrics import summary_table
+from memsteward.errors import InputError
+from memsteward.policy.model import ClearanceSpec
 
 
 def conversation() -> dict:
@@ -81,7 +81,7 @@ def test_builder_rejects_missing_data(tmp_path):
 def test_cli_builds_and_runs_a_locomo_cohort(data_dir, tmp_path):
     from click.testing import CliRunner
 
-    from engine.cli import main
+    from memsteward.cli import main
 
     out = tmp_path / "locomo.jsonl"
     res = CliRunner().invoke(main, ["clear", "--locomo", str(data_dir), "--out", str(out)])

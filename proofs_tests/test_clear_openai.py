@@ -16,17 +16,17 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from engine.clearance.case import case_game, load_case
-from engine.clearance.demo import bundled_case_path
-from engine.clearance.evaluators.offline import offline_answer
-from engine.clearance.evaluators.openai_eval import (
+from memsteward.clearance.case import case_game, load_case
+from memsteward.clearance.demo import bundled_case_path
+from memsteward.clearance.evaluators.offline import offline_answer
+from memsteward.clearance.evaluators.openai_eval import (
     AGENT_SYSTEM, JUDGE_SYSTEM, EvaluatorError, OpenAIEvaluator, agent_messages, fence,
 )
-from engine.clearance.game import Memory
-from engine.clearance.lexical import token_f1
-from engine.clearance.pipeline import run_method
-from engine.errors import InputError
-from engine.policy.model import ClearanceSpec, Endpoint, Evaluator
+from memsteward.clearance.game import Memory
+from memsteward.clearance.lexical import token_f1
+from memsteward.clearance.pipeline import run_method
+from memsteward.errors import InputError
+from memsteward.policy.model import ClearanceSpec, Endpoint, Evaluator
 
 
 class Script:
@@ -112,7 +112,7 @@ def server():
 
 def endpoint(url: str, **kw) -> Endpoint:
     base = {"base_url": url, "model": "scripted-agent", "judge_model": "scripted-judge",
-            "api_key_env": "MEMGOV_TEST_UNSET_KEY", "concurrency": 4, "timeout": 5.0, "retries": 2}
+            "api_key_env": "MEMSTEWARD_TEST_UNSET_KEY", "concurrency": 4, "timeout": 5.0, "retries": 2}
     base.update(kw)
     return Endpoint(**base)
 
@@ -182,8 +182,8 @@ def test_memory_text_is_fenced_as_data():
 
 
 def test_remote_endpoint_needs_its_key(monkeypatch):
-    monkeypatch.delenv("MEMGOV_TEST_UNSET_KEY", raising=False)
-    with pytest.raises(InputError, match="MEMGOV_TEST_UNSET_KEY"):
+    monkeypatch.delenv("MEMSTEWARD_TEST_UNSET_KEY", raising=False)
+    with pytest.raises(InputError, match="MEMSTEWARD_TEST_UNSET_KEY"):
         OpenAIEvaluator(endpoint("https://llm.example.invalid/v1"))
 
 
@@ -192,7 +192,7 @@ def test_llm_demo_helpers(server):
     import subprocess
     import sys
 
-    from engine.clearance.llm_demo import find_gguf, wait_ready
+    from memsteward.clearance.llm_demo import find_gguf, wait_ready
 
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
@@ -201,15 +201,15 @@ def test_llm_demo_helpers(server):
         proc.terminate()
         proc.wait()
     with pytest.raises(InputError, match="no .gguf"):
-        find_gguf("memgov")
+        find_gguf("memsteward")
     with pytest.raises(InputError, match="not installed"):
-        find_gguf("surely-not-installed-memgov-dist")
+        find_gguf("surely-not-installed-memsteward-dist")
 
 
 def test_locomo_builder_with_the_openai_evaluator(server, tmp_path):
     """The fault-injection builder verifies cases through the HTTP evaluator as well."""
-    from engine.clearance.evaluators import OfflineEvaluator
-    from engine.clearance.locomo import build_locomo_cohort
+    from memsteward.clearance.evaluators import OfflineEvaluator
+    from memsteward.clearance.locomo import build_locomo_cohort
 
     from test_clear_locomo import conversation
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from engine.clearance.case import parse_case
-from engine.clearance.cohort import PAPER_SHAPE, shape_counts, synthetic_cohort, run_cohort, verified
-from engine.clearance.evaluators import Harm, SyntheticEvaluator, SyntheticGame
-from engine.clearance.metrics import summary_table
-from engine.clearance.pipeline import METHODS
-from engine.policy.model import ClearanceSpec
+from memsteward.clearance.case import parse_case
+from memsteward.clearance.cohort import PAPER_SHAPE, shape_counts, synthetic_cohort, run_cohort, verified
+from memsteward.clearance.evaluators import Harm, SyntheticEvaluator, SyntheticGame
+from memsteward.clearance.metrics import summary_table
+from memsteward.clearance.pipeline import METHODS
+from memsteward.policy.model import ClearanceSpec
 
 
 @pytest.fixture(scope="module")
@@ -57,8 +57,8 @@ def test_generated_cases_are_behaviourally_verified():
 
 def test_synthetic_games_scale_to_k20():
     """K = 20 with sampling (exact: auto picks permutations) stays cheap."""
-    from engine.clearance.case import case_game
-    from engine.clearance.pipeline import run_meclear
+    from memsteward.clearance.case import case_game
+    from memsteward.clearance.pipeline import run_meclear
 
     raw = synthetic_cohort(3, seed=11, k=20, shape={"redundant": 1})
     spec = ClearanceSpec(retrieval_budget=20)

@@ -7,13 +7,13 @@ import math
 import pytest
 from hypothesis import given, strategies as st
 
-from engine.clearance.attribution import (
+from memsteward.clearance.attribution import (
     exact_contribution, hoeffding_radius, interaction, loo, sample_permutations,
     sampled_contribution, use_exact, expected_distinct_coalitions,
 )
-from engine.clearance.baselines import run_loo
-from engine.clearance.pipeline import run_meclear
-from engine.policy.model import ClearanceSpec
+from memsteward.clearance.baselines import run_loo
+from memsteward.clearance.pipeline import run_meclear
+from memsteward.policy.model import ClearanceSpec
 
 from clear_helpers import table_game
 
@@ -161,7 +161,7 @@ def test_hoeffding_radius_solves_eq13():
 
 def test_permutations_needed_eq42():
     """Eq. 42: L ≥ 2/γ² · ln(2K/δ) with γ the smallest distance of a ψ to −τ."""
-    from engine.clearance.attribution import permutations_needed
+    from memsteward.clearance.attribution import permutations_needed
 
     psi = {"a": 0.5, "b": -0.25, "c": 0.0}  # γ = 0.05 (c), K = 3
     assert permutations_needed(psi, 0.05) == math.ceil(2 / 0.05 ** 2 * math.log(6 / 0.05))
@@ -170,8 +170,8 @@ def test_permutations_needed_eq42():
 
 def test_table_outcomes_and_recovery_rules():
     """Per-trial outcomes: v̂ is their mean; ν follows the policy's recovery rule."""
-    from engine.clearance.case import case_game, parse_case
-    from engine.policy.model import Recovery
+    from memsteward.clearance.case import case_game, parse_case
+    from memsteward.policy.model import Recovery
 
     raw = {"query": "q", "reference": "r", "context": [{"id": "a"}, {"id": "f"}],
            "game": {"type": "table", "outcomes": {"": [0, 0], "a": [1, 1], "f": [0, 0], "a,f": [1, 0]}}}

@@ -14,13 +14,13 @@ from itertools import permutations as all_orders
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from engine.clearance.attribution import (
+from memsteward.clearance.attribution import (
     adaptive_contribution, exact_contribution, sample_permutations, sampled_contribution,
 )
-from engine.clearance.game import OutcomeStore
-from engine.clearance.pipeline import METHODS, run_meclear, run_method
-from engine.clearance.selection import candidates
-from engine.policy.model import ClearanceSpec, Recovery
+from memsteward.clearance.game import OutcomeStore
+from memsteward.clearance.pipeline import METHODS, run_meclear, run_method
+from memsteward.clearance.selection import candidates
+from memsteward.policy.model import ClearanceSpec, Recovery
 
 from clear_helpers import CountingEvaluator, all_subsets, table_game
 
@@ -165,7 +165,7 @@ def test_views_share_cache_but_account_separately():
 def test_call_budget_bounds_everything_but_screening_and_verification(g, budget, adaptive, seed):
     """Attribution and ω stay within call_budget; LOO (K + 1 coalitions) and the chain's
     verification (Eq. 19, h coalitions) always run, so they may add to it."""
-    from engine.policy.model import AdaptiveSpec
+    from memsteward.policy.model import AdaptiveSpec
 
     ids, table = g
     spec = ClearanceSpec(retrieval_budget=len(ids), call_budget=budget, seed=seed,

@@ -1,7 +1,7 @@
 """The Z3 policy analysis agrees with brute-force enumeration of the Φ_μ domain.
 
 Random rule lists over random kind declarations (with numeric metadata thresholds) are
-analysed by Z3 and, independently, by evaluating :func:`engine.policy.domain.decide` on every
+analysed by Z3 and, independently, by evaluating :func:`memsteward.policy.domain.decide` on every
 finite cell × representative metadata value. Totality, vacuity, shadowing and type safety must
 agree exactly, and every counterexample cell Z3 reports must be a real one.
 """
@@ -13,10 +13,10 @@ from collections import defaultdict
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.policy.analysis import analyze, gap_cells
-from engine.policy.domain import Cell, decide, enumerate_cells, firing_rule, matches
-from engine.policy.loader import PolicySource, SourceMap, load_policy_source
-from engine.policy.model import ARCHITECTURES, EVENTS, Policy
+from memsteward.policy.analysis import analyze, gap_cells
+from memsteward.policy.domain import Cell, decide, enumerate_cells, firing_rule, matches
+from memsteward.policy.loader import PolicySource, SourceMap, load_policy_source
+from memsteward.policy.model import ARCHITECTURES, EVENTS, Policy
 
 THRESHOLDS = [0, 1, 2.5, 5, 10]
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from engine.cli import main
+from memsteward.cli import main
 
 CORPUS = Path(__file__).parent / "bad_policies"
 EXPECTED = json.loads((CORPUS / "expected.json").read_text())
@@ -64,7 +64,7 @@ def test_missing_file_is_exit_2(tmp_path: Path):
 
 
 def test_real_process_prints_one_line_and_no_traceback():
-    """Through a real `memgov` process: a Python-object tag is refused, nothing executes."""
+    """Through a real `memsteward` process: a Python-object tag is refused, nothing executes."""
     proc = subprocess.run([sys.executable, "-m", "engine", "check", str(CORPUS / "tag_python_object_apply.yaml")],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
@@ -75,8 +75,8 @@ def test_real_process_prints_one_line_and_no_traceback():
 
 def test_engine_loader_refuses_policy_with_errors():
     """Engines load policies through load_policy: analysis errors are InputErrors (exit 2)."""
-    from engine.errors import InputError
-    from engine.policy import load_policy
+    from memsteward.errors import InputError
+    from memsteward.policy import load_policy
 
     with pytest.raises(InputError) as info:
         load_policy(CORPUS / "gap_in_mode_map.yaml")

@@ -8,10 +8,10 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.cli import main
-from engine.policy.compare import compare, decision, verdict
-from engine.policy.domain import Cell, firing_rule, meta_points
-from engine.policy.model import EVENTS, Policy
+from memsteward.cli import main
+from memsteward.policy.compare import compare, decision, verdict
+from memsteward.policy.domain import Cell, firing_rule, meta_points
+from memsteward.policy.model import EVENTS, Policy
 
 from test_policy_analysis import policies
 

@@ -11,9 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from engine.cli import main
-from engine.policy.loader import PolicySchemaError, load_policy, load_policy_source, load_yaml
-from engine.policy.model import Policy
+from memsteward.cli import main
+from memsteward.policy.loader import PolicySchemaError, load_policy, load_policy_source, load_yaml
+from memsteward.policy.model import Policy
 
 SHIPPED = sorted(Path("policies").glob("*.yaml"))
 
@@ -60,7 +60,7 @@ def test_schema_command_prints_a_json_schema():
     result = CliRunner().invoke(main, ["schema"])
     assert result.exit_code == 0
     doc = json.loads(result.stdout)
-    assert doc["title"] == "memgov policy"
+    assert doc["title"] == "memsteward policy"
     assert "kinds" in doc["properties"] and doc["additionalProperties"] is False
 
 
@@ -69,7 +69,7 @@ def test_arbitrary_text_never_crashes_the_loader(text: str):
     """Any text is either a policy, or an InputError / PolicySchemaError — never a crash."""
     import tempfile
 
-    from engine.errors import InputError
+    from memsteward.errors import InputError
     with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False, encoding="utf-8") as fh:
         fh.write(text)
     try:

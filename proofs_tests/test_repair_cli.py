@@ -1,4 +1,4 @@
-"""`memgov repair` / `memgov recover` on the bundled store: JSON plan fields, dry run, selectors."""
+"""`memsteward repair` / `memsteward recover` on the bundled store: JSON plan fields, dry run, selectors."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from engine.cli import main
-from engine.repair.store import Store
+from memsteward.cli import main
+from memsteward.repair.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "engine" / "data" / "repair"
@@ -85,7 +85,7 @@ def test_text_output_and_recover_noop(db: Path):
 
 
 def test_run_repair_demo_shows_three_events():
-    from engine.repair.demo import run_repair_demo
+    from memsteward.repair.demo import run_repair_demo
 
     lines: list[str] = []
     run_repair_demo(lines.append)

@@ -8,8 +8,8 @@ from fractions import Fraction
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.repair import closure
-from engine.repair.candidates import Candidate
+from memsteward.repair import closure
+from memsteward.repair.candidates import Candidate
 from repair_strategies import TRADEOFFS, candidate_families
 
 

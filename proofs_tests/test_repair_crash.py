@@ -1,8 +1,8 @@
 """Crash safety (G5 under failure): a real child process running `repair` is SIGKILLed at a
-randomised point (MEMGOV_CRASH_AT=N makes it kill itself at its N-th store checkpoint — before,
+randomised point (MEMSTEWARD_CRASH_AT=N makes it kill itself at its N-th store checkpoint — before,
 inside or after a transaction — or the parent kills it after a random delay). Afterwards no
 artifact of C(F) is servable at its invalidated version, no version is lost, and
-`memgov recover` rolls the event forward to exactly the state of an uninterrupted run."""
+`memsteward recover` rolls the event forward to exactly the state of an uninterrupted run."""
 
 from __future__ import annotations
 
@@ -17,17 +17,17 @@ from pathlib import Path
 
 import pytest
 
-from engine.repair.store import Store
+from memsteward.repair.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "engine" / "data" / "repair"
-MEMGOV = str(Path(sys.executable).parent / "memgov")
+MEMGOV = str(Path(sys.executable).parent / "memsteward")
 CHILD = """
 import sys
-from engine.policy.loader import load_policy_source
-from engine.repair.events import load_event
-from engine.repair.execute import run_event
-from engine.repair.store import Store
+from memsteward.policy.loader import load_policy_source
+from memsteward.repair.events import load_event
+from memsteward.repair.execute import run_event
+from memsteward.repair.store import Store
 store = Store.open(sys.argv[1])
 policy = load_policy_source(sys.argv[2]).policy
 run_event(store, policy, load_event(sys.argv[3], store.snapshot()), "mincut", "ortools")
@@ -44,7 +44,7 @@ def _fresh_db(tmp: Path, name: str) -> Path:
 def _child(db: Path, event: str, crash_at: int | None) -> subprocess.Popen:
     env = dict(os.environ)
     if crash_at:
-        env["MEMGOV_CRASH_AT"] = str(crash_at)
+        env["MEMSTEWARD_CRASH_AT"] = str(crash_at)
     return subprocess.Popen([sys.executable, "-c", CHILD, str(db), str(ROOT / "policies" / "default.yaml"),
                              str(DATA / f"event-{event}.json")], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)

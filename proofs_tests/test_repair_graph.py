@@ -6,7 +6,7 @@ import networkx as nx
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.repair.graph import cascade, cyclic_nodes, descendants, influence_graph, order_and_cycles, retained
+from memsteward.repair.graph import cascade, cyclic_nodes, descendants, influence_graph, order_and_cycles, retained
 
 NODES = [f"n{k}" for k in range(12)]
 

@@ -10,11 +10,11 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
-from engine.policy.loader import load_policy_source
-from engine.policy.model import Endpoint, RepairSpec
-from engine.repair.events import parse_event
-from engine.repair.execute import run_event
-from engine.repair.store import Store
+from memsteward.policy.loader import load_policy_source
+from memsteward.policy.model import Endpoint, RepairSpec
+from memsteward.repair.events import parse_event
+from memsteward.repair.execute import run_event
+from memsteward.repair.store import Store
 
 DELETED = "allergic to peanuts"
 

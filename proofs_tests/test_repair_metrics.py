@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.repair import metrics
+from memsteward.repair import metrics
 
 
 def test_leak():

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import json
 
-from engine.policy.loader import load_policy
-from engine.repair.artifacts import parse_store_document
-from engine.repair.events import parse_event
-from engine.repair.execute import run_event
-from engine.repair.store import Store
+from memsteward.policy.loader import load_policy
+from memsteward.repair.artifacts import parse_store_document
+from memsteward.repair.events import parse_event
+from memsteward.repair.execute import run_event
+from memsteward.repair.store import Store
 
 API_V1 = {"tools": {"forecast": {"params": {"city": "string"}, "required": ["city"]}}}
 API_V2 = {"tools": {"get_forecast": {"params": {"city": "string"}, "required": ["city"]}},

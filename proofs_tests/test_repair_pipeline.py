@@ -14,14 +14,14 @@ import networkx as nx
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.policy.loader import load_policy
-from engine.repair import closure
-from engine.repair.artifacts import parse_store_document
-from engine.repair.events import parse_event
-from engine.repair.execute import dry_run, run_event
-from engine.repair.graph import cascade, influence_graph
-from engine.repair.metrics import leak_pct
-from engine.repair.store import Store
+from memsteward.policy.loader import load_policy
+from memsteward.repair import closure
+from memsteward.repair.artifacts import parse_store_document
+from memsteward.repair.events import parse_event
+from memsteward.repair.execute import dry_run, run_event
+from memsteward.repair.graph import cascade, influence_graph
+from memsteward.repair.metrics import leak_pct
+from memsteward.repair.store import Store
 
 WORDS = ["tea", "paris", "jazz", "rain", "berlin", "tofu", "museum", "bike", "sunny", "novel"]
 
@@ -53,7 +53,7 @@ def stores(draw):
         if kind == "cache":
             art["meta"] = {"transform": "texts", "age_days": draw(st.sampled_from([0, 200]))}
         if arch == "neural":
-            from engine.repair import neural
+            from memsteward.repair import neural
             art["content"] = neural.train([("seed text", "a")])
         if arch == "chain":
             art["content"] = {"goal": "g", "calls": [{"tool": "t", "args": {}}]}
@@ -123,8 +123,8 @@ def test_barrier_isolation_and_closure_after_every_event(scenario):
         if s.status in ("failed", "blocked"):
             down = {s.id} | (nx.descendants(req, s.id) if s.id in req else set())
             assert not (down & set(served))
-    # the lead's independent certificate checker (memgov verify --plan) accepts the plan
-    from specs.certificates import check_transition_plan
+    # the lead's independent certificate checker (memsteward verify --plan) accepts the plan
+    from memsteward.specs.certificates import check_transition_plan
 
     failed = [c for c in check_transition_plan(plan.to_json()) if not c.ok]
     assert not failed, failed
@@ -214,11 +214,11 @@ def test_any_validation_failure_keeps_itself_and_dependents_withdrawn(scenario, 
     """Plug in oracles that reject a random subset of successors: exactly the validated ones
     whose prerequisites all validated are republished; every failure and every E^req-dependent
     of a failure stays withdrawn (Alg. 1 line 8)."""
-    from engine.repair.oracles import ORACLES, Report
+    from memsteward.repair.oracles import ORACLES, Report
 
     doc, event_doc, selector = scenario
     store, event = _setup(doc, event_doc)
-    from engine.repair.plan import compute_plan
+    from memsteward.repair.plan import compute_plan
 
     planned = compute_plan(policy(), store.snapshot(), event, selector)
     sel = planned.selection.selected

@@ -1,4 +1,4 @@
-"""`memgov audit`: the attestation of the demo store's delete event, and tamper detection."""
+"""`memsteward audit`: the attestation of the demo store's delete event, and tamper detection."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from engine.cli import main
-from engine.repair.attestation import _support_check
+from memsteward.cli import main
+from memsteward.repair.attestation import _support_check
 
 DATA = Path("engine/data/repair")
 

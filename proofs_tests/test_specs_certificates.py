@@ -1,4 +1,4 @@
-"""`memgov verify --plan`: real plans pass every clause; each tampered plan fails the right one."""
+"""`memsteward verify --plan`: real plans pass every clause; each tampered plan fails the right one."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from engine.cli import main
-from specs.certificates import check_plan
+from memsteward.cli import main
+from memsteward.specs.certificates import check_plan
 
 CASES = sorted(Path("engine/data/cases").glob("*.json"))
 

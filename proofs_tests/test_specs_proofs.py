@@ -8,9 +8,9 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from engine.cli import main
-from specs import CATALOG
-from specs.proofs import g1_efficiency, g2_blind_spot, g3_non_degradation, g4_closure, g5_barrier
+from memsteward.cli import main
+from memsteward.specs import CATALOG
+from memsteward.specs.proofs import g1_efficiency, g2_blind_spot, g3_non_degradation, g4_closure, g5_barrier
 
 
 def test_catalog_names_each_guarantee_once():

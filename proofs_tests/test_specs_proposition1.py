@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.clearance.attribution import exact_contribution, sample_permutations, sampled_contribution
+from memsteward.clearance.attribution import exact_contribution, sample_permutations, sampled_contribution
 
 from clear_helpers import table_game
 

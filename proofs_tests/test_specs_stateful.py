@@ -3,7 +3,7 @@
 The machine drives a file-backed store through random events (delete / correct / migrate),
 validation failures, simulated crashes (an exception thrown out of the engine mid-event, after
 which the store is reopened from disk like a restarted process), recoveries and serves. After
-every step it checks G5 (specs.catalog): an artifact of any event's cascade is servable only as a
+every step it checks G5 (memsteward.specs.catalog): an artifact of any event's cascade is servable only as a
 successor that event validated and published after all its prerequisites; while an event is
 unfinished nothing of its cascade is servable; erased roots never are; rejected successors never
 are. Seeded mutations of the engine are each caught by the same machine.
@@ -20,13 +20,13 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
 
-from engine.errors import InputError
-from engine.repair import execute as execute_mod
-from engine.repair.artifacts import SERVABLE_STATES, parse_store_document
-from engine.repair.events import parse_event
-from engine.repair.execute import recover, run_event
-from engine.repair.oracles import ORACLES, Report
-from engine.repair.store import Store
+from memsteward.errors import InputError
+from memsteward.repair import execute as execute_mod
+from memsteward.repair.artifacts import SERVABLE_STATES, parse_store_document
+from memsteward.repair.events import parse_event
+from memsteward.repair.execute import recover, run_event
+from memsteward.repair.oracles import ORACLES, Report
+from memsteward.repair.store import Store
 
 from test_repair_pipeline import policy, stores
 
@@ -44,7 +44,7 @@ class SimulatedCrash(BaseException):
 class BarrierMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
-        self.dir = Path(tempfile.mkdtemp(prefix="memgov-g5-", dir=_TMP))
+        self.dir = Path(tempfile.mkdtemp(prefix="memsteward-g5-", dir=_TMP))
         self.path = str(self.dir / "store.db")
         self.store: Store | None = None
         self.rejected: dict[int, set[str]] = {}  # event id → successors the oracles rejected

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from engine.cli import main
-from engine.policy.loader import load_policy_source
-from engine.repair.events import parse_event
-from engine.repair.execute import policy_document, root_successors
-from engine.repair.plan import compute_plan
-from engine.repair.store import Store
+from memsteward.cli import main
+from memsteward.policy.loader import load_policy_source
+from memsteward.repair.events import parse_event
+from memsteward.repair.execute import policy_document, root_successors
+from memsteward.repair.plan import compute_plan
+from memsteward.repair.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "engine" / "data" / "repair"
@@ -183,7 +183,7 @@ def test_unfinished_event_blocks_new_events(db: Path, tmp_path: Path):
     ev.write_text('{"type": "delete", "roots": ["p3"]}')
     result = _run(["repair", "--policy", POLICY, "--store", str(db), "--event", str(ev)])
     _assert_one_error(result, str(db))
-    assert "memgov recover" in result.output
+    assert "memsteward recover" in result.output
     assert _state(db) == before
     assert _run(["recover", "--store", str(db)]).exit_code == 0
     assert _run(["repair", "--policy", POLICY, "--store", str(db), "--event", str(ev)]).exit_code == 0

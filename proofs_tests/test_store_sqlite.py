@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from engine.cli import main
-from engine.policy.loader import load_policy_source
-from engine.repair.artifacts import parse_store_document
-from engine.repair.events import parse_event
-from engine.repair.execute import run_event
-from engine.repair.store import Store
+from memsteward.cli import main
+from memsteward.policy.loader import load_policy_source
+from memsteward.repair.artifacts import parse_store_document
+from memsteward.repair.events import parse_event
+from memsteward.repair.execute import run_event
+from memsteward.repair.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "engine" / "data" / "repair"
@@ -127,9 +127,9 @@ def test_semantic_edges_never_define_scope():
 
 
 def test_stale_plan_is_refused_when_another_process_changed_the_store(tmp_path: Path):
-    from engine.repair.execute import execute
-    from engine.repair.plan import compute_plan
-    from engine.errors import InputError
+    from memsteward.repair.execute import execute
+    from memsteward.repair.plan import compute_plan
+    from memsteward.errors import InputError
 
     db = tmp_path / "s.db"
     a = Store.open(str(db), create=True)

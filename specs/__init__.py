@@ -1,4 +1,4 @@
-"""The guarantees memgov keeps, each stated once (see :mod:`specs.catalog`)."""
+"""The guarantees memsteward keeps, each stated once (see :mod:`memsteward.specs.catalog`)."""
 
 from .catalog import CATALOG, Guarantee
 

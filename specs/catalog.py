@@ -1,7 +1,7 @@
 """The catalog of guarantees G1–G5 (shared/DESIGN.md). Each is stated here and nowhere else.
 
 Z3 encodings and the Hypothesis properties that test the implementation against each statement
-are named per guarantee; ``memgov verify`` runs the encodings.
+are named per guarantee; ``memsteward verify`` runs the encodings.
 """
 
 from __future__ import annotations

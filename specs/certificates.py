@@ -1,4 +1,4 @@
-"""Certificate checking of concrete plans against the guarantees (``memgov verify --plan``).
+"""Certificate checking of concrete plans against the guarantees (``memsteward verify --plan``).
 
 A plan is checked clause by clause; the first violated clause is reported with its witness.
 

@@ -1,4 +1,4 @@
-"""Run the Z3 proofs of the catalog (``memgov verify``)."""
+"""Run the Z3 proofs of the catalog (``memsteward verify``)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from .proofs import g1_efficiency, g2_blind_spot, g3_non_degradation, g4_closure
 from .proofs.result import ProofResult
 
 def engine_selector(backend: str = "ortools") -> Callable:
-    """The engine's min-cut selector (engine.repair.closure) on a G4 instance (p_i, v_i, P̄_i)."""
+    """The engine's min-cut selector (memsteward.repair.closure) on a G4 instance (p_i, v_i, P̄_i)."""
 
     def select(weights, executable, prereqs) -> set[int]:
-        from engine.repair.candidates import Candidate
-        from engine.repair.closure import max_weight_closure
+        from memsteward.repair.candidates import Candidate
+        from memsteward.repair.closure import max_weight_closure
 
         cands = [Candidate(str(i), "summary", None, "regen", "regen", tuple(str(j) for j in prereqs[i]),
                            bool(executable[i]), float(max(p, 0)), float(max(-p, 0)))

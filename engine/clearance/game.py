@@ -2,7 +2,7 @@
 
 MeClear (shared/seeds/000) treats the K retrieved memories of one query as players and the
 task value v̂(S) ∈ [0, 1] of a coalition S ⊆ M_t (Eq. 2) as the characteristic function.
-Every approximator in :mod:`engine.clearance.attribution` and :mod:`engine.clearance.baselines`
+Every approximator in :mod:`memsteward.clearance.attribution` and :mod:`memsteward.clearance.baselines`
 consumes this one interface — ``values(coalitions)`` — and nothing else, so caching, trial
 seeds, call accounting and budgets live here only (Appendix C: "repeated coalition values may
 be cached without changing the sampled estimator").
@@ -10,7 +10,7 @@ be cached without changing the sampled estimator").
 * A coalition is identified by the frozenset of its memory ids; the evaluator is asked about
   each coalition at most once per :class:`OutcomeStore` (shared by all methods run on a case).
 * v̂(S) is the mean of ``trials`` independent 0/1 (or [0, 1]) trial scores with fixed seeds.
-* ν(S) (``recovered``) is the policy's :class:`~engine.policy.model.Recovery` rule on v̂(S).
+* ν(S) (``recovered``) is the policy's :class:`~memsteward.policy.model.Recovery` rule on v̂(S).
 * ``call_budget`` is advisory: samplers ask :meth:`Game.affordable` before spending, while
   the LOO screen and the verification of Eq. 19 always run (Theorem 2 needs them).
 * Each :class:`Game` view counts the distinct coalitions *it* needed and the evaluator calls

@@ -11,7 +11,7 @@ never copied into the project):
    category) are injected: one query paraphrase (direct), two paraphrases (redundant), or two
    weakly related statements (joint);
 5. each proposal is kept only if it passes the behavioural verification of App. D.1
-   (:func:`engine.clearance.cohort.verified`).
+   (:func:`memsteward.clearance.cohort.verified`).
 
 Works with any evaluator (offline or openai); the output is a JSONL cohort of case objects.
 """

@@ -1,4 +1,4 @@
-"""The ``memgov`` command line.
+"""The ``memsteward`` command line.
 
 Exit codes (documented in the README): 0 ok; 1 the input was read and has errors /
 violations; 2 bad input (unreadable, unparsable, or naming things that do not exist);
@@ -15,13 +15,13 @@ from .. import __version__
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.version_option(__version__, prog_name="memgov")
+@click.version_option(__version__, prog_name="memsteward")
 def main() -> None:
-    """memgov — declarative governance of agent memory.
+    """memsteward — declarative governance of agent memory.
 
     Policies (YAML) declare how derived memory is repaired after a delete / correct /
     migrate event (MemoRepair) and how harmful memories are cleared from one query's
-    context (MeClear). Start with `memgov demo`, then `memgov check policies/*.yaml`.
+    context (MeClear). Start with `memsteward demo`, then `memsteward check policies/*.yaml`.
     """
 
 

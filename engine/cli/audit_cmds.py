@@ -1,4 +1,4 @@
-"""`memgov audit`: the deletion attestation and the audit log's hash chain."""
+"""`memsteward audit`: the deletion attestation and the audit log's hash chain."""
 
 from __future__ import annotations
 

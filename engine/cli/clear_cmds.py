@@ -1,4 +1,4 @@
-"""`memgov clear`: query-scoped clearance of harmful memories (MeClear and baselines)."""
+"""`memsteward clear`: query-scoped clearance of harmful memories (MeClear and baselines)."""
 
 from __future__ import annotations
 
@@ -57,10 +57,10 @@ def clear(policy, case, cohort, method, methods, synthetic, locomo, limit, k, se
     """Clear harmful memories from one query's context (MeClear, Algorithm 1).
 
     \b
-    memgov clear --case CASE.json [--method meclear|loo|contextcite|proxyspex|direct] [--json]
-    memgov clear --cohort CASES.jsonl [--methods meclear,loo] [--json]
-    memgov clear --synthetic-cohort 745 --seed 0 --out CASES.jsonl
-    memgov clear --locomo DATA_DIR --out CASES.jsonl [--limit N]
+    memsteward clear --case CASE.json [--method meclear|loo|contextcite|proxyspex|direct] [--json]
+    memsteward clear --cohort CASES.jsonl [--methods meclear,loo] [--json]
+    memsteward clear --synthetic-cohort 745 --seed 0 --out CASES.jsonl
+    memsteward clear --locomo DATA_DIR --out CASES.jsonl [--limit N]
 
     The memory bank is never modified: the plan names the memories to hide for this query.
     """

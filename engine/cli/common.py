@@ -47,10 +47,10 @@ def handle_errors(fn: F) -> F:
         except (click.exceptions.Exit, click.ClickException, SystemExit):
             raise
         except Exception as exc:  # an engine bug: say so plainly, traceback on request
-            if os.environ.get("MEMGOV_DEBUG"):
+            if os.environ.get("MEMSTEWARD_DEBUG"):
                 traceback.print_exc()
-            click.echo(f"memgov: internal error: {type(exc).__name__}: {exc} "
-                       "(set MEMGOV_DEBUG=1 for a traceback; please report it)", err=True)
+            click.echo(f"memsteward: internal error: {type(exc).__name__}: {exc} "
+                       "(set MEMSTEWARD_DEBUG=1 for a traceback; please report it)", err=True)
             sys.exit(3)
 
     return wrapper  # type: ignore[return-value]

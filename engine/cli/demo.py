@@ -1,4 +1,4 @@
-"""`memgov demo`: the main job on bundled data (grows as the engine grows)."""
+"""`memsteward demo`: the main job on bundled data (grows as the engine grows)."""
 
 from __future__ import annotations
 
@@ -33,12 +33,12 @@ def demo_policies(echo: Callable[[str], None] = click.echo) -> None:
         src = load_policy_source(path)
         findings = analyze(src)
         errors = sum(f.severity == "error" for f in findings)
-        echo(f"  memgov check {path.name:<22} {len(src.policy.modes)} rules, "
+        echo(f"  memsteward check {path.name:<22} {len(src.policy.modes)} rules, "
              f"{'total over the domain' if not errors else f'{errors} error(s)'}")
     old = load_policy_source(bundled("policies", "default.yaml")).policy
     new = load_policy_source(bundled("policies", "assistant.yaml")).policy
     diffs = compare(old, new)
-    echo(f"  memgov compare default.yaml assistant.yaml: {len(diffs)} differing region(s), e.g.")
+    echo(f"  memsteward compare default.yaml assistant.yaml: {len(diffs)} differing region(s), e.g.")
     for d in diffs[:3]:
         echo(f"    {d.verdict:<8} {d.cell.describe()}: {d.old.describe()} → {d.new.describe()}")
 
@@ -54,7 +54,7 @@ def demo_audit(echo: Callable[[str], None] = click.echo) -> None:
     from ..repair.execute import run_event
     from ..repair.store import Store
 
-    with tempfile.TemporaryDirectory(prefix="memgov-demo-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="memsteward-demo-") as tmp:
         db = str(Path(tmp) / "demo.db")
         store = Store.open(db, create=True)
         doc, text = read_json(str(bundled("repair", "store.json")))
@@ -62,17 +62,17 @@ def demo_audit(echo: Callable[[str], None] = click.echo) -> None:
         run_event(store, load_policy(bundled("policies", "default.yaml")),
                   load_event(str(bundled("repair", "event-delete.json")), store.snapshot()))
         a = attest(store)
-        echo(f"  memgov audit --store demo.db --event {a['event']['id']}   (delete of {', '.join(a['event']['roots'])})")
+        echo(f"  memsteward audit --store demo.db --event {a['event']['id']}   (delete of {', '.join(a['event']['roots'])})")
         for c in a["checks"]:
             echo(f"    {'pass' if c['ok'] else 'FAIL'}  {c['check']:<20} {c['detail']}")
-        echo(f"  audit head {a['audit_head'][:16]}…  (`memgov audit --check` re-verifies the hash chain)")
+        echo(f"  audit head {a['audit_head'][:16]}…  (`memsteward audit --check` re-verifies the hash chain)")
         store.close()
 
 
 def demo_verify(echo: Callable[[str], None] = click.echo) -> None:
-    """Prove the guarantee catalog with Z3 (the same run as `memgov verify`)."""
-    from specs import CATALOG
-    from specs.verify import verify
+    """Prove the guarantee catalog with Z3 (the same run as `memsteward verify`)."""
+    from memsteward.specs import CATALOG
+    from memsteward.specs.verify import verify
 
     names = {g.id: g.name for g in CATALOG}
     for r in verify():
@@ -81,22 +81,22 @@ def demo_verify(echo: Callable[[str], None] = click.echo) -> None:
 
 # Later sections register here: (title, "module:function"), each function takes `echo`.
 SECTIONS: list[tuple[str, str]] = [
-    ("Policies: validation and Z3 analysis", "engine.cli.demo:demo_policies"),
-    ("MemoRepair: barrier-first cascade repair (delete, correct, migrate)", "engine.repair.demo:run_repair_demo"),
-    ("MeClear: query-scoped clearance of harmful memories", "engine.clearance.demo:run_clearance_demo"),
-    ("Compliance: deletion attestation (memgov audit)", "engine.cli.demo:demo_audit"),
-    ("Guarantees: Z3 proofs (memgov verify)", "engine.cli.demo:demo_verify"),
+    ("Policies: validation and Z3 analysis", "memsteward.cli.demo:demo_policies"),
+    ("MemoRepair: barrier-first cascade repair (delete, correct, migrate)", "memsteward.repair.demo:run_repair_demo"),
+    ("MeClear: query-scoped clearance of harmful memories", "memsteward.clearance.demo:run_clearance_demo"),
+    ("Compliance: deletion attestation (memsteward audit)", "memsteward.cli.demo:demo_audit"),
+    ("Guarantees: Z3 proofs (memsteward verify)", "memsteward.cli.demo:demo_verify"),
 ]
 
 
 @main.command()
 @handle_errors
 def demo() -> None:
-    """Run memgov end to end on the bundled policies and data (no network needed)."""
-    click.echo("memgov demo — bundled policies and data, offline evaluator and operators")
+    """Run memsteward end to end on the bundled policies and data (no network needed)."""
+    click.echo("memsteward demo — bundled policies and data, offline evaluator and operators")
     for title, target in SECTIONS:
         module, func = target.split(":")
         _section(title)
         getattr(importlib.import_module(module), func)(click.echo)
     click.echo("")
-    click.echo("done. Next: `memgov check policies/*.yaml`, `memgov --help`.")
+    click.echo("done. Next: `memsteward check policies/*.yaml`, `memsteward --help`.")

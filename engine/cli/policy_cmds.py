@@ -1,4 +1,4 @@
-"""`memgov schema`, `memgov check`, `memgov compare`."""
+"""`memsteward schema`, `memsteward check`, `memsteward compare`."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def schema() -> None:
     """Print the JSON Schema of the policy language (for editor autocompletion)."""
     doc = Policy.model_json_schema(by_alias=True)
     doc["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    doc["title"] = "memgov policy"
+    doc["title"] = "memsteward policy"
     click.echo(json.dumps(doc, indent=2))
 
 

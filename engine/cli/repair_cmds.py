@@ -1,4 +1,4 @@
-"""`memgov repair` and `memgov recover` (MemoRepair Algorithm 1)."""
+"""`memsteward repair` and `memsteward recover` (MemoRepair Algorithm 1)."""
 
 from __future__ import annotations
 
@@ -84,7 +84,7 @@ def repair(policy_path: str, store_path: str, event_path: str, dry_run: bool, as
             click.echo("dry run: the store was not changed")
         elif store.path == ":memory:":
             click.echo(f"note: {store_path} is a JSON export read into memory; nothing was written "
-                       "(import it with `memgov store import` to keep changes)")
+                       "(import it with `memsteward store import` to keep changes)")
 
 
 @main.command("recover")

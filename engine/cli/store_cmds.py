@@ -1,4 +1,4 @@
-"""`memgov store import|export|serve|audit`: the provenance store (MemoRepair §2.1)."""
+"""`memsteward store import|export|serve|audit`: the provenance store (MemoRepair §2.1)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from .common import emit_json, handle_errors
 
 @main.group("store")
 def store_group() -> None:
-    """Create, inspect and export a memgov store (SQLite file, or a .json export read into memory)."""
+    """Create, inspect and export a memsteward store (SQLite file, or a .json export read into memory)."""
 
 
 @store_group.command("import")
@@ -73,7 +73,7 @@ def serve_cmd(store_path: str, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True)
 @handle_errors
 def audit_cmd(store_path: str, as_json: bool) -> None:
-    """Print the raw, hash-chained audit log (`memgov audit` gives the attestation)."""
+    """Print the raw, hash-chained audit log (`memsteward audit` gives the attestation)."""
     log = Store.open(store_path).audit_log()
     if as_json:
         emit_json(log)

@@ -1,4 +1,4 @@
-"""`memgov verify`: prove the guarantees G1–G5 with Z3."""
+"""`memsteward verify`: prove the guarantees G1–G5 with Z3."""
 
 from __future__ import annotations
 
@@ -32,8 +32,8 @@ def verify(ids: tuple[str, ...], plan_path: str | None, as_json: bool) -> None:
     if plan_path is not None:
         _verify_plan(plan_path, as_json)
         return
-    from specs import CATALOG
-    from specs.verify import verify as run_proofs
+    from memsteward.specs import CATALOG
+    from memsteward.specs.verify import verify as run_proofs
 
     by_id = {g.id: g for g in CATALOG}
     results = run_proofs([i.upper() for i in ids] or None)
@@ -58,7 +58,7 @@ def verify(ids: tuple[str, ...], plan_path: str | None, as_json: bool) -> None:
 
 
 def _verify_plan(path: str, as_json: bool) -> None:
-    from specs.certificates import check_plan, plan_kind
+    from memsteward.specs.certificates import check_plan, plan_kind
 
     doc = read_json(path)
     try:

@@ -1,7 +1,7 @@
-"""Static analysis of a policy (``memgov check``), in the spirit of Cedar's validator.
+"""Static analysis of a policy (``memsteward check``), in the spirit of Cedar's validator.
 
 Every semantic claim about the mode map Φ_μ is decided by Z3 over the encoding of
-:mod:`engine.policy.encoding`, and every negative answer carries a concrete cell:
+:mod:`memsteward.policy.encoding`, and every negative answer carries a concrete cell:
 
 * **totality** — ``domain ∧ ⋀_j ¬guard_j`` is unsat; otherwise each gap is reported with a
   counterexample cell (distinct (kind, arch, event, support, partitions) cells are enumerated);

@@ -1,4 +1,4 @@
-"""Semantic diff of two policies' mode maps (``memgov compare``).
+"""Semantic diff of two policies' mode maps (``memsteward compare``).
 
 A *decision* on a cell is the mode Φ_μ assigns and the set of oracles that must pass for it.
 For every pair (old rule i, new rule j) and every (kind, arch), Z3 decides whether some cell

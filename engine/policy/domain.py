@@ -4,7 +4,7 @@ A *cell* is one point of the domain the mode map ranges over: an artifact kind (
 architecture for skills), an event type, whether retained support suffices, whether
 forget/reference partitions are available, and a value for every numeric metadata field
 the kind declares. :func:`decide` is the reference semantics that the Z3 analysis in
-:mod:`engine.policy.analysis` must agree with (tested against brute-force enumeration).
+:mod:`memsteward.policy.analysis` must agree with (tested against brute-force enumeration).
 """
 
 from __future__ import annotations

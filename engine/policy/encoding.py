@@ -1,6 +1,6 @@
 """Z3 encoding of the Φ_μ domain and of rule guards.
 
-A cell (see :mod:`engine.policy.domain`) becomes a tuple of Z3 variables:
+A cell (see :mod:`memsteward.policy.domain`) becomes a tuple of Z3 variables:
 
 * ``kind`` — Int, index into :attr:`Encoding.kinds`;
 * ``arch`` — Int, −1 for non-skills, else index into ``ARCHITECTURES``;
@@ -10,8 +10,8 @@ A cell (see :mod:`engine.policy.domain`) becomes a tuple of Z3 variables:
 * ``meta[f]`` — Real, one per numeric metadata field name.
 
 :meth:`Encoding.domain` constrains these to well-formed cells of the given policies;
-:meth:`Encoding.guard` is the exact Z3 counterpart of :func:`engine.policy.domain.matches`.
-One encoding can serve several policies (``memgov compare``): kinds, architectures and
+:meth:`Encoding.guard` is the exact Z3 counterpart of :func:`memsteward.policy.domain.matches`.
+One encoding can serve several policies (``memsteward compare``): kinds, architectures and
 metadata fields are the union of what the policies declare.
 """
 

@@ -1,4 +1,4 @@
-"""Findings: what ``memgov check`` and ``memgov compare`` report, one per line."""
+"""Findings: what ``memsteward check`` and ``memsteward compare`` report, one per line."""
 
 from __future__ import annotations
 

@@ -239,7 +239,7 @@ def load_policy_source(path: str | Path) -> PolicySource:
 def load_policy(path: str | Path) -> Policy:
     """Load a policy for execution: any schema or analysis error is an :class:`InputError`.
 
-    Engines call this; a policy the engine runs has passed ``memgov check`` without errors.
+    Engines call this; a policy the engine runs has passed ``memsteward check`` without errors.
     """
     from .analysis import analyze  # local: analysis imports z3
 
@@ -251,6 +251,6 @@ def load_policy(path: str | Path) -> Policy:
     errors = [f for f in analyze(src) if f.severity == "error"]
     if errors:
         first = errors[0]
-        more = f" (and {len(errors) - 1} more; run memgov check)" if len(errors) > 1 else ""
+        more = f" (and {len(errors) - 1} more; run memsteward check)" if len(errors) > 1 else ""
         raise InputError(first.message + more, file=first.file, line=first.line, col=first.col, field=first.field)
     return src.policy

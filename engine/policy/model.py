@@ -13,7 +13,7 @@ and, for MeClear (shared/seeds/000, Algorithm 1), the query-time ``clearance`` s
 
 Structural constraints (types, enums, unknown fields, NaN) are enforced here; semantic
 constraints (totality, shadowing, type-safety, λ ≥ 0, …) are findings of
-:mod:`engine.policy.analysis`, so that ``memgov check`` can report all of them at once.
+:mod:`memsteward.policy.analysis`, so that ``memsteward check`` can report all of them at once.
 """
 
 from __future__ import annotations

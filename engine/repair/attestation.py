@@ -1,4 +1,4 @@
-"""The deletion attestation a compliance reviewer reads (``memgov audit``).
+"""The deletion attestation a compliance reviewer reads (``memsteward audit``).
 
 For one event it gathers, from the store's hash-chained audit log and version history:
 when the barrier was applied and what it withdrew (MemoRepair §2.2), every republished
@@ -198,7 +198,7 @@ def render_markdown(a: dict[str, Any]) -> str:
     for er in a["erasure"]:
         lines.append(f"- {er['id']}: {er['versions']} version(s), content remaining in "
                      f"{len(er['content_remaining'])}")
-    lines += ["", "Re-check: `memgov audit --store DB --event " + str(e["id"]) + "` and `memgov audit --store DB --check`."]
+    lines += ["", "Re-check: `memsteward audit --store DB --event " + str(e["id"]) + "` and `memsteward audit --store DB --check`."]
     return "\n".join(lines) + "\n"
 
 

@@ -1,6 +1,6 @@
 """The bundled demo store (a tool-using agent and a personal assistant) and its three events.
 
-``python -m engine.repair.bundled`` regenerates ``engine/data/repair/*.json`` (the neural
+``python -m memsteward.repair.bundled`` regenerates ``engine/data/repair/*.json`` (the neural
 skill's parameters are trained here with the same model the ``param`` operator uses).
 """
 

@@ -1,8 +1,8 @@
 """Mode assignment Φ_μ and repair candidates q_i = (μ_i, π_i, P_i, v_i, w_i, c_i) (§2.3).
 
 For each descendant i ∈ D(F), in topological order of the influence graph, a
-:class:`~engine.policy.domain.Cell` is built from the artifact and the event and the policy's
-ordered mode rules assign μ_i (``engine.policy.domain.decide``; no matching rule ⇒ remove).
+:class:`~memsteward.policy.domain.Cell` is built from the artifact and the event and the policy's
+ordered mode rules assign μ_i (``memsteward.policy.domain.decide``; no matching rule ⇒ remove).
 Support suffices when ``policy.support.sufficient(retained, inputs)`` where an influence input is
 retained when it lies in Ret(e) or is an affected descendant that is itself repairable (μ ≠ remove).
 Partitions exist for a neural skill when provenance yields a non-empty forget set (inputs

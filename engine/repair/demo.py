@@ -42,7 +42,7 @@ def run_repair_demo(echo: Echo = print) -> None:
         store = Store.open(str(data / "store.json"))
         before = len(store.serve())
         event = load_event(str(event_file), store.snapshot())
-        echo(f"\n- memgov repair --policy policies/default.yaml --store {data.name}/store.json "
+        echo(f"\n- memsteward repair --policy policies/default.yaml --store {data.name}/store.json "
              f"--event {data.name}/{event_file.name}")
         plan = run_event(store, policy, event, "mincut", "ortools")
         _describe(plan, echo)

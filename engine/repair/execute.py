@@ -40,7 +40,7 @@ def run_event(store: Store, policy: Policy, event: Event, selector: str = "mincu
               operators: OperatorRegistry | None = None, oracles: OracleRegistry | None = None) -> TransitionPlan:
     """Plan (pure) and execute one event on a store."""
     if store.unfinished_event() is not None:
-        raise InputError("the store has an unfinished event; run `memgov recover` first", file=store.path)
+        raise InputError("the store has an unfinished event; run `memsteward recover` first", file=store.path)
     operators = operators or operators_for(policy)
     generation = store.generation()
     plan = compute_plan(policy, store.snapshot(), event, selector, backend, operators)

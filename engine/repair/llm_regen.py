@@ -6,7 +6,7 @@ passed as fenced JSON data — never its invalidated previous content. Calls are
 identity (model, messages, temperature, seed) for the life of the process, use the policy's
 temperature, a fixed seed, the endpoint ``timeout`` and up to ``retries`` retries with
 exponential backoff on transient errors. A call that still fails raises
-:class:`~engine.repair.operators.OperatorError`: that candidate fails and stays withdrawn,
+:class:`~memsteward.repair.operators.OperatorError`: that candidate fails and stays withdrawn,
 the rest of the event proceeds. The validation oracles of the policy apply unchanged.
 """
 

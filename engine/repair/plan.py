@@ -2,7 +2,7 @@
 
 :func:`compute_plan` performs lines 1 and 3–6 of Algorithm 1 (cascade, modes, candidates,
 executability, selection) and the execution order of line 7 without touching any store; the
-barrier (line 2) and lines 7–8 are carried out by :mod:`engine.repair.execute`, which returns the
+barrier (line 2) and lines 7–8 are carried out by :mod:`memsteward.repair.execute`, which returns the
 same plan with ``executed``, ``republished`` and ``withdrawn`` filled in.
 """
 

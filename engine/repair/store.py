@@ -7,7 +7,7 @@ one transaction: the barrier (MemoRepair §2.2, Alg. 1 line 2) withdraws all of 
 each staged successor is one commit, and publication (Alg. 1 line 8) is one commit. A process
 killed at any point therefore leaves the database at a transaction boundary where nothing of
 C(F) is servable unless it was published, and :meth:`Store.unfinished_event` lets
-``memgov recover`` roll the event forward.
+``memsteward recover`` roll the event forward.
 
 Deletion erases the roots' content and metadata in every version at publication (the rows,
 ids, kinds and version numbers stay, with an ``erase`` audit record); until then they are
@@ -58,7 +58,7 @@ CREATE INDEX IF NOT EXISTS edges_dst ON edges(dst);
 CREATE INDEX IF NOT EXISTS plan_steps_artifact ON plan_steps(event_id, artifact_id);
 """
 
-CRASH_ENV = "MEMGOV_CRASH_AT"
+CRASH_ENV = "MEMSTEWARD_CRASH_AT"
 
 
 def _now() -> str:
@@ -75,7 +75,7 @@ def _dump(x: Any) -> str:
 
 
 class Store:
-    """A memgov store in one SQLite database (a file path, or ``:memory:``)."""
+    """A memsteward store in one SQLite database (a file path, or ``:memory:``)."""
 
     def __init__(self, path: str = ":memory:") -> None:
         self.path = path
@@ -104,7 +104,7 @@ class Store:
             store.import_snapshot(parse_store_document(doc, path, text), file=path)
             return store
         if not p.exists() and not create:
-            raise InputError("store not found (create one with `memgov store import`)", file=path)
+            raise InputError("store not found (create one with `memsteward store import`)", file=path)
         if p.exists():
             with open(p, "rb") as fh:
                 head = fh.read(16)
@@ -133,7 +133,7 @@ class Store:
         self.checkpoint()
 
     def checkpoint(self) -> None:
-        """Crash-test hook: with MEMGOV_CRASH_AT=N the process SIGKILLs itself at checkpoint N."""
+        """Crash-test hook: with MEMSTEWARD_CRASH_AT=N the process SIGKILLs itself at checkpoint N."""
         self._checkpoints += 1
         if self._crash_at and self._checkpoints == self._crash_at:
             os.kill(os.getpid(), signal.SIGKILL)
@@ -291,7 +291,7 @@ class Store:
         barrier = list(plan_doc["barrier"])
         with self.transaction() as c:
             if self.unfinished_event() is not None:
-                raise InputError("the store has an unfinished event; run `memgov recover` first", file=self.path)
+                raise InputError("the store has an unfinished event; run `memsteward recover` first", file=self.path)
             if generation is not None and self.generation() != generation:
                 raise InputError("the store changed while the event was being planned; run it again",
                                  file=self.path)
