@@ -20,7 +20,7 @@ DEMO_CASES = ("direct", "redundant", "joint")
 
 def bundled_case_path(name: str) -> str:
     """Path of a bundled case file (``engine/data/cases/NAME.json``)."""
-    return str(resources.files("engine") / "data" / "cases" / f"{name}.json")
+    return str(resources.files("memsteward") / "data" / "cases" / f"{name}.json")
 
 
 def bundled_cases() -> list[Case]:

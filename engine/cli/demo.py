@@ -18,7 +18,7 @@ from .common import handle_errors
 
 def bundled(*parts: str) -> Path:
     """Path of bundled data shipped in the package (engine/data/...)."""
-    return Path(str(resources.files("engine").joinpath("data", *parts)))
+    return Path(str(resources.files("memsteward").joinpath("data", *parts)))
 
 
 def _section(title: str) -> None:
