@@ -9,7 +9,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memsteward.cli import main
-from memsteward.policy.compare import compare, decision, verdict
+import pytest
+
+from memsteward.policy.compare import Decision, compare, decision, verdict
 from memsteward.policy.domain import Cell, firing_rule, meta_points
 from memsteward.policy.model import EVENTS, Policy
 
@@ -46,12 +48,54 @@ def _decide(p: Policy, c: Cell):
     return decision(p, rule, c.kind, c.arch)
 
 
+def reference_verdict(old: Decision, new: Decision) -> str | None:
+    """The classification of the module docstring, written again here (not compare.verdict)."""
+    if old.mode == new.mode and old.oracles == new.oracles:
+        return None if old.settings == new.settings else "changed"
+    if new.mode == "remove":
+        return "stricter"  # withdraws where the old repaired
+    if old.mode == "remove":
+        return "looser"
+    if old.mode != new.mode:
+        return "changed"
+    return "stricter" if old.oracles < new.oracles else "looser" if new.oracles < old.oracles else "changed"
+
+
+def _d(mode: str, *oracles: str, settings: str = "") -> Decision:
+    return Decision(mode, frozenset(oracles), 1, frozenset({settings} if settings else ()))
+
+
+# (old decision, new decision, verdict), written by hand from the module docstring.
+VERDICTS = [
+    (_d("remove"), _d("remove"), None),
+    (_d("recompute", "replay"), _d("recompute", "replay"), None),
+    (_d("recompute", "replay"), _d("remove"), "stricter"),
+    (_d("regen"), _d("remove"), "stricter"),
+    (_d("remove"), _d("recompute", "replay"), "looser"),
+    (_d("remove"), _d("param"), "looser"),
+    (_d("recompute", "replay"), _d("recompute", "replay", "schema"), "stricter"),
+    (_d("regen"), _d("regen", "schema"), "stricter"),
+    (_d("recompute", "replay", "schema"), _d("recompute", "replay"), "looser"),
+    (_d("param", "forget_reference", "schema"), _d("param"), "looser"),
+    (_d("recompute", "replay"), _d("recompute", "schema"), "changed"),
+    (_d("recompute", "replay"), _d("regen", "replay"), "changed"),
+    (_d("recompute"), _d("regen", "replay", "schema"), "changed"),
+    (_d("param", "x", settings="a"), _d("param", "x", settings="b"), "changed"),
+]
+
+
+@pytest.mark.parametrize("old, new, expected", VERDICTS, ids=[f"{o.describe()}->{n.describe()}" for o, n, _ in VERDICTS])
+def test_verdict_hand_table(old: Decision, new: Decision, expected: str | None):
+    assert verdict(old, new) == expected
+    assert reference_verdict(old, new) == expected
+
+
 @given(policies(), policies())
 def test_compare_matches_brute_force(old: Policy, new: Policy):
     brute = set()
     for c in _union_cells(old, new):
         a, b = _decide(old, c), _decide(new, c)
-        v = verdict(a, b)
+        v = reference_verdict(a, b)
         if v is not None:
             brute.add((v, a.rule, b.rule, c.kind, c.arch))
     diffs = compare(old, new)

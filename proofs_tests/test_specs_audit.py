@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from memsteward.cli import main
 from memsteward.repair.attestation import _support_check
+from memsteward.repair.store import Store
 
 DATA = Path("engine/data/repair")
 
@@ -42,6 +43,15 @@ def test_attestation_of_demo_delete_event(store: str):
     assert md.exit_code == 0 and "# Deletion attestation" in md.output and "built from:" in md.output
 
 
+def _seq(db: str, action: str) -> int:
+    """The sequence number of the first audit row with ``action`` (no row position is hard-coded)."""
+    s = Store.open(db)
+    try:
+        return next(r["seq"] for r in s.audit_log() if r["action"] == action)
+    finally:
+        s.close()
+
+
 def _tamper(db: str, sql: str) -> None:
     con = sqlite3.connect(db)
     con.executescript("DROP TRIGGER audit_no_update; DROP TRIGGER audit_no_delete;" + sql)
@@ -52,20 +62,22 @@ def _tamper(db: str, sql: str) -> None:
 def test_chain_intact_then_tampered_row_detected(store: str):
     ok = CliRunner().invoke(main, ["audit", "--store", store, "--check"])
     assert ok.exit_code == 0 and "intact" in ok.output
-    _tamper(store, "UPDATE audit SET detail = '{\"version\": 1}' WHERE seq = 5;")
+    seq = _seq(store, "stage")
+    _tamper(store, f"UPDATE audit SET detail = '{{\"version\": 1}}' WHERE seq = {seq};")
     bad = CliRunner().invoke(main, ["audit", "--store", store, "--check", "--format", "json"])
     assert bad.exit_code == 1
-    assert json.loads(bad.stdout)["first_broken"]["seq"] == 5
+    assert json.loads(bad.stdout)["first_broken"]["seq"] == seq
     full = CliRunner().invoke(main, ["audit", "--store", store, "--format", "json"])
     assert full.exit_code == 1
     chain = next(c for c in json.loads(full.stdout)["checks"] if c["check"] == "audit-chain")
-    assert not chain["ok"] and "row 5" in chain["detail"]
+    assert not chain["ok"] and f"row {seq}" in chain["detail"]
 
 
 def test_deleted_audit_row_detected(store: str):
-    _tamper(store, "DELETE FROM audit WHERE seq = 7;")
+    seq = _seq(store, "withdraw")
+    _tamper(store, f"DELETE FROM audit WHERE seq = {seq};")
     bad = CliRunner().invoke(main, ["audit", "--store", store, "--check"])
-    assert bad.exit_code == 1 and "row 8" in bad.output and "deleted" in bad.output
+    assert bad.exit_code == 1 and f"row {seq + 1}" in bad.output and "deleted" in bad.output
 
 
 def test_unknown_event_is_bad_input(store: str):
@@ -85,7 +97,7 @@ def test_support_from_erased_root_fails_the_check():
 
 
 def test_truncated_tail_is_detected(store: str):
-    _tamper(store, "DELETE FROM audit WHERE seq >= 30;")
+    _tamper(store, f"DELETE FROM audit WHERE seq >= {_seq(store, 'republish')};")
     bad = CliRunner().invoke(main, ["audit", "--store", store, "--check"])
     assert bad.exit_code == 1 and "rows were removed" in bad.output
 
