@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import stat
 from pathlib import Path
@@ -11,6 +12,9 @@ from typing import Any
 from .errors import InputError
 
 MAX_BYTES = 256 << 20
+MAX_DEPTH = 128  # nesting of any JSON document memsteward reads
+MAX_INT = 2**63 - 1  # integers must fit SQLite's INTEGER and convert to a finite float
+MAX_INT_DIGITS = 19
 
 
 def read_text(path: str | Path, max_bytes: int = MAX_BYTES, what: str = "file") -> str:
@@ -38,16 +42,89 @@ def read_text(path: str | Path, max_bytes: int = MAX_BYTES, what: str = "file") 
         raise InputError(f"not UTF-8 text (byte {exc.start})", file=name) from None
 
 
-def parse_json(text: str, name: str) -> Any:
-    """Parse JSON text; errors name the line and column. NaN/Infinity are refused."""
+def parse_json(text: str, name: str, line: int | None = None) -> Any:
+    """Parse JSON text; errors name the line and column.
+
+    Bounded by construction: NaN/Infinity literals, numbers that overflow a float (``1e400``),
+    integers beyond ±(2^63 − 1), strings holding lone surrogates (``"\\ud800"``) and nesting
+    deeper than :data:`MAX_DEPTH` are all refused. ``line`` (for one line of a JSONL file) is
+    reported instead of the decoder's line.
+    """
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        doc = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float,
+                         parse_int=_bounded_int)
     except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON: {exc.msg}", file=name, line=exc.lineno, col=exc.colno) from None
+        raise InputError(f"invalid JSON: {exc.msg}", file=name, line=line or exc.lineno, col=exc.colno) from None
     except ValueError as exc:
-        raise InputError(str(exc), file=name) from None
+        raise InputError(str(exc), file=name, line=line) from None
     except RecursionError:
-        raise InputError("JSON nests too deeply", file=name) from None
+        raise InputError(f"JSON nests deeper than {MAX_DEPTH} levels", file=name, line=line) from None
+    problem = tree_problem(doc)
+    if problem is not None:
+        where, msg = problem
+        raise InputError(msg, file=name, line=line, field=where)
+    return doc
+
+
+def tree_problem(doc: Any, max_depth: int = MAX_DEPTH) -> tuple[str, str] | None:
+    """(field, message) of the first value no store can hold, else None (iterative walk).
+
+    Checks nesting depth, string encodability (lone surrogates) of keys and values, integer
+    bounds and float finiteness — so values built in Python are held to what parsing enforces.
+    """
+    stack: list[tuple[Any, str, int]] = [(doc, "", 0)]
+    while stack:
+        value, where, depth = stack.pop()
+        if len(where) > 80:
+            where = where[:79] + "…"
+        if depth > max_depth:
+            return where, f"nests deeper than {max_depth} levels"
+        if isinstance(value, str):
+            if not _encodable(value):
+                return where, "string holds a lone surrogate (not valid Unicode)"
+        elif isinstance(value, bool) or value is None:
+            continue
+        elif isinstance(value, int):
+            if abs(value) > MAX_INT:
+                return where, f"integer beyond ±{MAX_INT}"
+        elif isinstance(value, float):
+            if not math.isfinite(value):
+                return where, "not a finite number"
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                if not isinstance(k, str) or not _encodable(k):
+                    return where, "object key holds a lone surrogate (not valid Unicode)"
+                stack.append((v, f"{where}.{k}" if where else k, depth + 1))
+        elif isinstance(value, (list, tuple)):
+            stack.extend((v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value))
+    return None
+
+
+def _encodable(s: str) -> bool:
+    if s.isascii():
+        return True
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _finite_float(token: str) -> float:
+    if len(token) > 400:  # float() is linear, but nobody writes a 400-character number
+        raise ValueError(f"invalid JSON: a number of {len(token)} characters")
+    value = float(token)
+    if not math.isfinite(value):
+        raise ValueError(f"invalid JSON: {token[:40]} overflows a 64-bit float")
+    return value
+
+
+def _bounded_int(token: str) -> int:
+    digits = len(token.lstrip("-"))
+    if digits > MAX_INT_DIGITS or abs(value := int(token)) > MAX_INT:
+        raise ValueError(f"invalid JSON: integer {token[:24]}{'…' if len(token) > 24 else ''} is "
+                         f"beyond ±{MAX_INT}")
+    return value
 
 
 def read_json(path: str | Path, max_bytes: int = MAX_BYTES) -> Any:

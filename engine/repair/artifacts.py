@@ -13,6 +13,7 @@ from typing import Any, Iterable, Mapping
 from ..errors import InputError
 from ..jsonio import parse_json, read_text
 from ..policy.model import ARCHITECTURES, KINDS
+from .schemas import artifact_problem
 
 EDGE_TYPES: tuple[str, ...] = ("influence", "semantic")
 STATES: tuple[str, ...] = ("servable", "withdrawn", "staged", "republished", "erased")
@@ -115,7 +116,16 @@ def parse_artifact(obj: Any, where: str, file: str, text: str = "") -> Artifact:
     state = obj.get("state", "servable")
     if state not in STATES:
         raise fail(f"artifact {ident!r}: state must be one of {', '.join(STATES)}", "state", ident)
+    problem = artifact_problem(ident, kind, arch, version, obj.get("content"), meta)
+    if problem is not None:
+        fld, msg = problem
+        raise fail(f"artifact {ident!r}: {msg}", fld, ident)
     return Artifact(ident, kind, arch, version, obj.get("content"), dict(meta), state)
+
+
+def artifact_field_problem(art: Artifact) -> tuple[str, str] | None:
+    """The schema problem of an artifact already built (e.g. read from an older store), or None."""
+    return artifact_problem(art.id, art.kind, art.arch, art.version, art.content, art.meta)
 
 
 def parse_store_document(doc: Any, file: str, text: str = "") -> Snapshot:

@@ -16,6 +16,7 @@ from typing import Any, Mapping
 from ..errors import InputError
 from ..policy.model import EVENTS
 from .artifacts import Artifact, Snapshot, line_of, parse_artifact, read_json
+from .schemas import interface_problem
 
 EVENT_FIELDS = frozenset({"type", "roots", "replacements", "interface"})
 
@@ -118,14 +119,20 @@ def _interfaces(doc: dict, etype: str, roots: list[str], file: str) -> dict[str,
     if not isinstance(raw, dict):
         raise InputError("a migrate event needs an 'interface' object (the new κ_e)", file=file, field="interface")
     if len(roots) == 1:
-        return {roots[0]: raw}
-    if set(raw) != set(roots):
-        raise InputError("with several roots, 'interface' is an object keyed by exactly the root ids",
-                         file=file, field="interface")
-    for r, iface in raw.items():
-        if not isinstance(iface, dict):
-            raise InputError("an interface is an object", file=file, field=f"interface.{r}")
-    return dict(raw)
+        found = {roots[0]: raw}
+        where = {roots[0]: "interface"}
+    else:
+        if set(raw) != set(roots):
+            raise InputError("with several roots, 'interface' is an object keyed by exactly the root ids",
+                             file=file, field="interface")
+        found = dict(raw)
+        where = {r: f"interface.{r}" for r in raw}
+    for r, iface in found.items():
+        problem = interface_problem(iface, where[r])
+        if problem is not None:
+            fld, msg = problem
+            raise InputError(f"migrate interface of {r!r}: {msg}", file=file, field=fld)
+    return found
 
 
 def event_from_dict(doc: dict, snapshot: Snapshot | None = None) -> Event:

@@ -8,18 +8,76 @@ step is recorded in the store, so :func:`recover` can roll an interrupted event 
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+import json
+import sqlite3
+from typing import Any, Callable, Mapping, TypeVar
 
-from ..errors import InputError
+from ..errors import InputError, printable
+from ..jsonio import tree_problem
 from ..policy.model import Policy
-from .artifacts import SERVABLE_STATES, Artifact, Snapshot
+from .artifacts import SERVABLE_STATES, Artifact, Snapshot, artifact_field_problem
 from .candidates import Candidate
 from .events import Event
 from .graph import is_retained
 from .operators import OperatorError, OperatorRegistry, RepairContext, Successor, operators_for
 from .oracles import OracleInput, OracleRegistry, validate
 from .plan import StepResult, TransitionPlan, compute_plan
+from .schemas import interface_problem
 from .store import Store
+
+T = TypeVar("T")
+MAX_DETAIL_CHARS = 300
+
+
+class StepFailure(Exception):
+    """Anything an operator, its context or an oracle raised while running one candidate."""
+
+    def __init__(self, detail: str, stage: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.stage = stage
+
+
+def guarded(stage: str, fn: Callable[[], T]) -> T:
+    """Run one candidate's operator / context / oracle code; any exception it raises (expected
+    :class:`OperatorError` or an unexpected bug, an LLM outage, a malformed field the schemas
+    missed) becomes a :class:`StepFailure`, so the candidate fails validation, stays withdrawn
+    and the event completes (G5). Store errors are not the candidate's fault and propagate."""
+    try:
+        return fn()
+    except (sqlite3.Error, StepFailure):
+        raise
+    except OperatorError as exc:
+        raise StepFailure(printable(str(exc))[:MAX_DETAIL_CHARS], stage) from None
+    except Exception as exc:  # noqa: BLE001 — the point: nothing a candidate does wedges an event
+        detail = printable(f"{type(exc).__name__}: {exc}")[:MAX_DETAIL_CHARS]
+        raise StepFailure(f"{stage} raised {detail}", stage) from None
+
+
+def check_inputs(store_path: str, plan: TransitionPlan, snap: Snapshot) -> None:
+    """Validate before the barrier: the event's Δ and every artifact the plan touches (C(F) \\ F
+    and the influence parents of its members) against the content/meta schemas
+    (:mod:`memsteward.repair.schemas`). Raises :class:`InputError`; nothing is withdrawn yet."""
+    event = plan.event
+    for k, a in enumerate(event.replacements):
+        problem = artifact_field_problem(a)
+        if problem:
+            raise InputError(f"replacement {a.id!r}: {problem[1]}", file="<event>",
+                             field=f"replacements[{k}].{problem[0]}")
+    for r, iface in event.interfaces.items():
+        problem = interface_problem(iface, f"interface.{r}")
+        if problem:
+            raise InputError(f"migrate interface of {r!r}: {problem[1]}", file="<event>", field=problem[0])
+    touched = set(plan.cascade)
+    touched.update(src for src, dst in snap.influence_edges() if dst in touched)
+    touched -= set(event.roots)  # a root's stored content is erased or replaced by Δ, never read
+    for ident in sorted(touched):
+        art = snap.artifacts.get(ident)
+        problem = None if art is None or art.state == "erased" else artifact_field_problem(art)
+        if problem:
+            raise InputError(f"stored artifact {ident!r} has a field no operator can read: {problem[1]} "
+                             "(correct it with a `correct` event on a valid store, or re-import)",
+                             file=store_path, field=f"{ident}.{problem[0]}")
 
 
 def policy_document(policy: Policy) -> dict[str, Any]:
@@ -56,7 +114,9 @@ def execute(store: Store, policy: Policy, plan: TransitionPlan, operators: Opera
     """
     if plan.selector == "no_action":
         return plan.replace(status="done", withdrawn=(), republished=())
-    event_id = store.barrier(plan.to_json(), policy_document(policy), root_successors(plan.event, store.snapshot()),
+    snap = store.snapshot()
+    check_inputs(store.path, plan, snap)
+    event_id = store.barrier(plan.to_json(), policy_document(policy), root_successors(plan.event, snap),
                              generation)
     return resume(store, event_id, policy, plan, operators, oracles)
 
@@ -112,6 +172,7 @@ def build_context(store: Store, snap: Snapshot, plan: TransitionPlan, c: Candida
 
 
 def _fail(store: Store, event_id: int, c: Candidate, status: str, detail: str, oracle: str) -> StepResult:
+    """Record a failed / blocked step: the candidate stays withdrawn (Alg. 1 line 8)."""
     report = [{"oracle": oracle, "passed": False, "detail": detail}]
     store.record_step(event_id, c.id, status, report)
     return StepResult(c.id, c.mode, status, None, tuple(report), detail)
@@ -130,18 +191,35 @@ def _run_step(store: Store, event_id: int, policy: Policy, c: Candidate, ctx: Re
         successor = Successor(staged.content, dict(staged.meta))  # type: ignore[union-attr]
     else:
         try:
-            successor = op(art, ctx)
-        except OperatorError as exc:
-            return _fail(store, event_id, c, "failed", str(exc), "operator"), None
+            successor = guarded("operator", lambda: _checked(op(art, ctx)))
+        except StepFailure as exc:
+            return _fail(store, event_id, c, "failed", exc.detail, exc.stage), None
         version = store.stage(event_id, c.id, successor.content, successor.meta,
                               support=[{"id": a.id, "version": a.version} for a in ctx.inputs],
                               forget=[{"id": a.id, "version": a.version} for a in ctx.forget])
-    ok, reports = validate(policy.oracles_for(c.mode, c.kind, c.arch), OracleInput(art, successor, ctx, op), oracles)
+    try:
+        ok, reports = guarded("oracle", lambda: validate(policy.oracles_for(c.mode, c.kind, c.arch),
+                                                         OracleInput(art, successor, ctx, op), oracles))
+    except StepFailure as exc:
+        return _fail(store, event_id, c, "failed", exc.detail, exc.stage), None
     rep = [r.as_dict() for r in reports]
     status = "validated" if ok else "failed"
     store.record_step(event_id, c.id, status, rep)
     staged_art = Artifact(c.id, c.kind, c.arch, version, successor.content, successor.meta, "staged") if ok else None
     return StepResult(c.id, c.mode, status, version, tuple(rep)), staged_art
+
+
+def _checked(successor: Successor) -> Successor:
+    """An operator's successor must be storable JSON within the document bounds."""
+    for name, value in (("content", successor.content), ("meta", successor.meta)):
+        try:
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise OperatorError(f"successor {name} is not JSON: {exc}") from None
+        problem = tree_problem(value)
+        if problem:
+            raise OperatorError(f"successor {name} {problem[0]}: {problem[1]}".replace("  ", " "))
+    return successor
 
 
 def resume(store: Store, event_id: int, policy: Policy, plan: TransitionPlan,
@@ -171,7 +249,12 @@ def resume(store: Store, event_id: int, policy: Policy, plan: TransitionPlan,
             results[i] = _fail(store, event_id, c, "blocked", f"prerequisite {missing[0]} not validated",
                                "prerequisites")
             continue
-        ctx = build_context(store, snap, plan, c, parents_of.get(i, []), successors, affected)
+        try:
+            ctx = guarded("context", lambda: build_context(store, snap, plan, c, parents_of.get(i, []),
+                                                           successors, affected))
+        except StepFailure as exc:
+            results[i] = _fail(store, event_id, c, "failed", exc.detail, exc.stage)
+            continue
         results[i], staged = _run_step(store, event_id, policy, c, ctx, steps[i], operators, oracles)
         if staged is not None:
             successors[i] = staged
