@@ -55,3 +55,15 @@ def printable(text: str) -> str:
         else:
             out.append(f"\\x{ord(ch):02x}")
     return "".join(out)
+
+
+class WriteRefused(InputError):
+    """A write the store refuses on purpose (write fencing, a tombstoned content, an unfinished
+    event): exit code 2 like other bad input; fenced and tombstoned refusals are audited."""
+
+    def __init__(self, message: str, reason: str, file: str = "<store>", field: str = "") -> None:
+        super().__init__(message, file=file, field=field)
+        self.reason = reason
+
+    def as_dict(self) -> dict:
+        return {**super().as_dict(), "code": "write-refused", "reason": self.reason}

@@ -1,14 +1,17 @@
-"""`memsteward store import|export|serve|audit`: the provenance store (MemoRepair §2.1)."""
+"""`memsteward store import|put|export|serve|log`: the provenance store (MemoRepair §2.1)."""
 
 from __future__ import annotations
 
 import json
+import sys
 
 import click
 
 from ..errors import InputError
+from ..jsonio import parse_json, read_text
 from ..repair.artifacts import parse_store_document, read_json
 from ..repair.store import Store
+from ..repair.writes import MAX_CONTENT_BYTES, parse_put
 from . import main
 from .common import emit_json, handle_errors
 
@@ -36,6 +39,50 @@ def import_cmd(store_path: str, document: str, as_json: bool) -> None:
                    "edges": len(snap.edges)})
     else:
         click.echo(f"imported {len(snap.artifacts)} artifacts and {len(snap.edges)} edges into {store_path}")
+
+
+PUT_MAX_BYTES = 4 * MAX_CONTENT_BYTES
+"""Limit on a put document (content and meta are limited to MAX_CONTENT_BYTES of canonical JSON)."""
+
+
+def _read_put(document: str) -> str:
+    if document != "-":
+        return read_text(document, PUT_MAX_BYTES, "JSON file")
+    raw = sys.stdin.buffer.read(PUT_MAX_BYTES + 1)
+    if len(raw) > PUT_MAX_BYTES:
+        raise InputError(f"document is over the {PUT_MAX_BYTES}-byte limit", file="<stdin>", line=1)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text (byte {exc.start})", file="<stdin>") from None
+
+
+@store_group.command("put")
+@click.option("--store", "store_path", required=True, help="SQLite store file (created if missing).")
+@click.argument("document", default="-", type=click.Path(allow_dash=True))
+@click.option("--json", "as_json", is_flag=True, help="Report the recorded artifact as JSON.")
+@handle_errors
+def put_cmd(store_path: str, document: str, as_json: bool) -> None:
+    """Record ONE artifact from a JSON DOCUMENT (default: stdin) with its provenance.
+
+    The document is {"id", "kind", "arch"?, "content", "meta"?, "inputs"?: [ids], "semantic"?: [ids]}.
+    A new id gets version 1, a servable id a new version. Exit 2 when the write is refused: an
+    input is withdrawn, staged or erased (write fencing), the content was erased by a delete
+    (tombstone), an event is unfinished, or the document is bad; the store is then unchanged
+    except for an audited `refuse` row.
+    """
+    if store_path.endswith(".json"):
+        raise InputError("put needs a SQLite store path, not a .json file", file=store_path)
+    name = "<stdin>" if document == "-" else document
+    write = parse_put(parse_json(_read_put(document), name), name)
+    store = Store.open(store_path, create=True)
+    art = store.record_many([write])[0]
+    if as_json:
+        emit_json({"store": store_path, "id": art.id, "kind": art.kind, "version": art.version,
+                   "inputs": list(write.inputs), "semantic": list(write.semantic), "sha256": write.digest})
+    else:
+        click.echo(f"recorded {art.id!r} v{art.version} ({len(write.inputs)} inputs, "
+                   f"{len(write.semantic)} semantic links) in {store_path}")
 
 
 @store_group.command("export")

@@ -11,7 +11,12 @@ C(F) is servable unless it was published, and :meth:`Store.unfinished_event` let
 
 Deletion erases the roots' content and metadata in every version at publication (the rows,
 ids, kinds and version numbers stay, with an ``erase`` audit record); until then they are
-withdrawn like the rest of C(F).
+withdrawn like the rest of C(F). Each erased content leaves a ``tombstones`` row (its SHA-256
+digest only, never the text), so the write path refuses to ingest it again.
+
+The write path (:meth:`Store.record`, :meth:`Store.record_many`) appends versions as the agent
+creates memory, with write fencing; the retrieval guard (:meth:`Store.servable`) filters a
+retriever's candidate ids in one indexed query.
 """
 
 from __future__ import annotations
@@ -26,9 +31,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
-from ..errors import InputError
+from ..errors import InputError, WriteRefused
 from .artifacts import SERVABLE_STATES, Artifact, Edge, Snapshot, parse_store_document, read_json
 from .auditchain import GENESIS, row_hash
+from .writes import Write, content_digest, prepare
+
+__all__ = ["Store", "content_digest", "digest"]
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS artifacts(
@@ -54,6 +62,8 @@ CREATE TRIGGER IF NOT EXISTS audit_no_update BEFORE UPDATE ON audit
   BEGIN SELECT RAISE(ABORT, 'audit log is append-only'); END;
 CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit
   BEGIN SELECT RAISE(ABORT, 'audit log is append-only'); END;
+CREATE TABLE IF NOT EXISTS tombstones(
+  digest TEXT PRIMARY KEY, root TEXT NOT NULL, event_id INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS edges_dst ON edges(dst);
 CREATE INDEX IF NOT EXISTS plan_steps_artifact ON plan_steps(event_id, artifact_id);
 """
@@ -253,6 +263,162 @@ class Store:
         out["audit"] = [tuple(r) for r in self.conn.execute("SELECT seq, event_id, action, artifact_id FROM audit")]
         return out
 
+    # ------------------------------------------------------------------ write path and guard
+
+    def is_tombstoned(self, digest: str) -> bool:
+        """Whether a content digest (:func:`content_digest`) belongs to an erased root's content."""
+        return self.conn.execute("SELECT 1 FROM tombstones WHERE digest = ?", (digest,)).fetchone() is not None
+
+    def servable(self, ids: Sequence[str]) -> list[str]:
+        """The retrieval guard: the ids of ``ids`` that may be served, in the given order.
+
+        One query over the primary key (the ids travel as one JSON parameter), so its cost grows
+        with ``len(ids)``, not with the store. Unknown ids are simply not servable.
+
+        Examples
+        --------
+        >>> s = Store()
+        >>> _ = s.record({"id": "a", "kind": "record", "content": "x"})
+        >>> s.servable(["b", "a"])
+        ['a']
+        """
+        wanted = list(ids)
+        if not wanted:
+            return []
+        ok = {r[0] for r in self.conn.execute(
+            "SELECT id FROM artifacts WHERE id IN (SELECT value FROM json_each(?)) "
+            "AND state IN ('servable', 'republished')", (json.dumps(wanted),))}
+        return [i for i in wanted if i in ok]
+
+    def record(self, artifact: Artifact | Mapping[str, Any], inputs: Sequence[str] = (),
+               semantic: Sequence[str] = ()) -> Artifact:
+        """Append one artifact version with its provenance, in one transaction (the write path).
+
+        ``inputs`` are the artifacts it was produced from (influence edges ``input → artifact``,
+        E^inf of MemoRepair §2.1); ``semantic`` are retrieval links (E^sem, never repair scope).
+        A new id starts at version 1; re-recording a servable id appends version n+1 and adds its
+        inputs to the artifact's influence edges (provenance only grows: older versions were built
+        from the older inputs). Returns the recorded artifact.
+
+        Raises
+        ------
+        InputError
+            bad input (unknown ids, non-JSON or oversized content, kind change), store unchanged.
+        WriteRefused
+            write fencing: an input is withdrawn, staged or erased, the id itself is not servable,
+            the content is a tombstoned (erased) content, or an event is unfinished. Fenced and
+            tombstoned refusals append a ``refuse`` audit row; nothing else changes.
+
+        Examples
+        --------
+        >>> s = Store()
+        >>> s.record({"id": "n1", "kind": "record", "content": "Alice likes tea"}).version
+        1
+        >>> s.record({"id": "sum", "kind": "summary", "content": "likes tea"}, inputs=["n1"]).version
+        1
+        >>> s.record({"id": "n1", "kind": "record", "content": "Alice likes coffee"}).version
+        2
+        """
+        return self.record_many([prepare(artifact, inputs, semantic, file=self.path)])[0]
+
+    def record_many(self, writes: Sequence[Write | Mapping[str, Any]]) -> list[Artifact]:
+        """Record a batch of writes in ONE transaction: all of them, or (on any refusal) none.
+
+        Each item is a :class:`~memsteward.repair.writes.Write` or a ``store put`` object
+        (artifact fields plus ``inputs``/``semantic``). A write may name artifacts recorded earlier
+        in the same batch. Fencing and errors are as in :meth:`record`.
+        """
+        from .writes import parse_put
+
+        batch = [w if isinstance(w, Write) else parse_put(w, self.path, f"writes[{k}].")
+                 for k, w in enumerate(writes)]
+        refused: WriteRefused | None = None
+        out: list[Artifact] = []
+        with self.transaction():
+            if self.unfinished_event() is not None:
+                raise WriteRefused("the store has an unfinished event; writes wait until it is published "
+                                   "(run `memsteward recover`)", "unfinished-event", self.path)
+            try:
+                out = self._apply_writes(batch)
+            except WriteRefused as exc:
+                if exc.reason in ("fenced", "tombstone"):
+                    refused = exc  # committed below: the refusal's audit row, nothing else
+                else:
+                    raise
+        if refused is not None:
+            raise refused
+        return out
+
+    def _apply_writes(self, batch: Sequence[Write]) -> list[Artifact]:
+        named = sorted({w.artifact.id for w in batch} | {i for w in batch for i in (*w.inputs, *w.semantic)})
+        known = {i: (k, a, st) for i, k, a, st in self.conn.execute(
+            "SELECT id, kind, arch, state FROM artifacts WHERE id IN (SELECT value FROM json_each(?))",
+            (json.dumps(named),))}
+        top = dict(self.conn.execute("SELECT id, MAX(version) FROM versions WHERE id IN "
+                                     "(SELECT value FROM json_each(?)) GROUP BY id",
+                                     (json.dumps([w.artifact.id for w in batch]),)).fetchall())
+        dead = dict(self.conn.execute("SELECT digest, root FROM tombstones WHERE digest IN "
+                                      "(SELECT value FROM json_each(?))",
+                                      (json.dumps([w.digest for w in batch]),)).fetchall())
+        versions, edges, arts, out = [], [], [], []
+        manifest = hashlib.sha256()
+        for k, w in enumerate(batch):
+            a, where = w.artifact, (f"writes[{k}]." if len(batch) > 1 else "")
+            for name, ids in (("inputs", w.inputs), ("semantic", w.semantic)):
+                for j, i in enumerate(ids):
+                    if i not in known and i != a.id:
+                        raise InputError(f"{name} names unknown artifact {i!r}", file=self.path,
+                                         field=f"{where}{name}[{j}]")
+            fenced = [(j, i, known[i][2]) for j, i in enumerate(w.inputs)
+                      if i in known and known[i][2] not in SERVABLE_STATES]
+            if fenced:
+                j, i, st = fenced[0]
+                self._refusal_audit(a.id, {"reason": "fenced", "inputs": {x: s for _, x, s in fenced}})
+                raise WriteRefused(f"write of {a.id!r} refused: input {i!r} is {st} (under repair or deleted); "
+                                   "new memory may derive only from servable artifacts", "fenced", self.path,
+                                   f"{where}inputs[{j}]")
+            if w.digest in dead:
+                self._refusal_audit(a.id, {"reason": "tombstone", "sha256": w.digest})
+                raise WriteRefused(f"write of {a.id!r} refused: its content was erased by a delete event "
+                                   f"(tombstone of {dead[w.digest]!r}); deleted content is not ingested again",
+                                   "tombstone", self.path, f"{where}content")
+            prev = known.get(a.id)
+            if prev is not None:
+                if (prev[0], prev[1]) != (a.kind, a.arch):
+                    raise InputError(f"artifact {a.id!r} is a {prev[0]}{'/' + prev[1] if prev[1] else ''}; "
+                                     "a new version keeps kind and arch", file=self.path, field=f"{where}kind")
+                if prev[2] not in SERVABLE_STATES:
+                    raise WriteRefused(f"artifact {a.id!r} is {prev[2]}; a withdrawn or erased id is not recorded "
+                                       "again: record the new memory under a new id", "not-servable", self.path,
+                                       f"{where}id")
+            version = int(top.get(a.id) or 0) + 1
+            top[a.id] = version
+            known[a.id] = (a.kind, a.arch, "servable")
+            versions.append((a.id, version, w.content_text, w.meta_text))
+            arts.append((a.id, a.kind, a.arch, version))
+            edges += [(i, a.id, "influence") for i in w.inputs] + [(i, a.id, "semantic") for i in w.semantic]
+            manifest.update(_dump([a.id, version, w.digest, list(w.inputs)]).encode("utf-8") + b"\n")
+            out.append(Artifact(a.id, a.kind, a.arch, version, a.content, dict(a.meta), "servable"))
+        c = self.conn
+        c.executemany("INSERT INTO versions(id, version, content, meta) VALUES (?,?,?,?)", versions)
+        c.executemany("INSERT INTO artifacts(id, kind, arch, version, state) VALUES (?,?,?,?,'servable') "
+                      "ON CONFLICT(id) DO UPDATE SET version = excluded.version, state = 'servable', "
+                      "staged_version = NULL", arts)
+        c.executemany("INSERT OR IGNORE INTO edges(src, dst, type) VALUES (?,?,?)", edges)
+        # one chained audit row per call: a single write names itself; a batch pins its manifest
+        # (SHA-256 over [id, version, content sha256, inputs] lines, in order)
+        if len(batch) == 1:
+            w = batch[0]
+            self._audit("record", w.artifact.id, detail={"version": out[0].version, "sha256": w.digest,
+                                                         "inputs": list(w.inputs), "semantic": list(w.semantic)})
+        elif batch:
+            self._audit("record", detail={"artifacts": len(batch), "manifest_sha256": manifest.hexdigest()})
+        return out
+
+    def _refusal_audit(self, ident: str, detail: Mapping[str, Any]) -> None:
+        """Audit a refused write. The batch's own rows are not written yet, so only this row commits."""
+        self._audit("refuse", ident, detail=detail)
+
     # ------------------------------------------------------------------ repair transitions
 
     def unfinished_event(self) -> tuple[int, dict, dict, dict] | None:
@@ -371,6 +537,9 @@ class Store:
                 self._audit("republish", ident, event_id)
             self.checkpoint()
             for ident in erase:
+                c.executemany("INSERT OR IGNORE INTO tombstones(digest, root, event_id) VALUES (?,?,?)",
+                              [(content_digest(json.loads(text)), ident, event_id) for (text,) in c.execute(
+                                  "SELECT content FROM versions WHERE id = ? AND content IS NOT NULL", (ident,))])
                 c.execute("UPDATE versions SET content = NULL, meta = '{}', erased = 1 WHERE id = ?", (ident,))
                 c.execute("UPDATE artifacts SET state = 'erased', staged_version = NULL WHERE id = ?", (ident,))
                 (n,) = c.execute("SELECT COUNT(*) FROM versions WHERE id = ?", (ident,)).fetchone()

@@ -1,0 +1,17 @@
+"""The runnable examples in the public API's docstrings (each one is executed as a test)."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = ["memsteward.repair.writes", "memsteward.repair.store"]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples_run(name: str):
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0, f"{name} has no examples"
+    assert result.failed == 0

@@ -1,0 +1,245 @@
+"""The write path (Store.record / record_many / `store put`) and the retrieval guard (Store.servable).
+
+References are independent of the code under test: digests are computed here with hashlib over
+hand-written canonical JSON, servable sets from the raw states table, fencing by hand-picked states.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings, strategies as st
+
+from memsteward.cli import main
+from memsteward.errors import InputError, WriteRefused
+from memsteward.policy.loader import load_policy_source
+from memsteward.repair.auditchain import first_broken
+from memsteward.repair.events import parse_event
+from memsteward.repair.execute import dry_run, policy_document, recover, run_event
+from memsteward.repair.plan import compute_plan
+from memsteward.repair.store import Store, content_digest
+from memsteward.repair.writes import MAX_CONTENT_BYTES
+
+ROOT = Path(__file__).resolve().parent.parent
+POLICY = str(ROOT / "policies" / "default.yaml")
+
+
+def _policy():
+    return load_policy_source(POLICY).policy
+
+
+def _notes_store(path: str = ":memory:") -> Store:
+    """n1, n2 → s (summary of both); n3 alone; c (cache) ← n3."""
+    s = Store(path)
+    s.record({"id": "n1", "kind": "record", "content": "Alice lives in Paris"})
+    s.record({"id": "n2", "kind": "record", "content": "Alice likes tea"})
+    s.record({"id": "n3", "kind": "record", "content": "Bob likes chess"})
+    s.record({"id": "s", "kind": "summary", "content": "Alice lives in Paris. Alice likes tea"}, inputs=["n1", "n2"])
+    return s
+
+
+def _delete(store: Store, *roots: str):
+    return run_event(store, _policy(), parse_event({"type": "delete", "roots": list(roots)}, store.snapshot()))
+
+
+def _unchanged_except_audit(before: dict, after: dict) -> None:
+    assert {k: v for k, v in before.items() if k != "audit"} == {k: v for k, v in after.items() if k != "audit"}
+
+
+def test_record_appends_versions_and_influence_edges():
+    s = _notes_store()
+    assert s.get("s").version == 1 and s.get("s").content == "Alice lives in Paris. Alice likes tea"
+    assert sorted(s.snapshot().influence_edges()) == [("n1", "s"), ("n2", "s")]
+    again = s.record({"id": "s", "kind": "summary", "content": "Alice: Paris, tea"}, inputs=["n2"], semantic=["n3"])
+    assert again.version == 2 and s.get("s").version == 2 and s.get("s").content == "Alice: Paris, tea"
+    assert [v for v, _, _ in s.versions("s")] == [1, 2]
+    assert s.version_of("s", 1).content == "Alice lives in Paris. Alice likes tea"   # the old version is kept
+    # provenance only grows: n1 is still an ancestor (version 1 was built from it)
+    assert sorted(s.snapshot().influence_edges()) == [("n1", "s"), ("n2", "s")]
+    assert [(e.src, e.dst) for e in s.snapshot().edges if e.type == "semantic"] == [("n3", "s")]
+    rows = [r for r in s.audit_log() if r["action"] == "record"]
+    assert len(rows) == 5 and rows[-1]["artifact_id"] == "s" and rows[-1]["detail"]["version"] == 2
+
+
+def test_tombstone_digest_matches_independent_sha256():
+    s = _notes_store()
+    _delete(s, "n1")
+    # hand-written canonical JSON of the erased root's content
+    want = hashlib.sha256(b'"Alice lives in Paris"').hexdigest()
+    assert content_digest("Alice lives in Paris") == want
+    assert s.is_tombstoned(want)
+    assert not s.is_tombstoned(hashlib.sha256(b'"Alice likes tea"').hexdigest())
+    assert content_digest({"b": [1, "é"], "a": None}) == \
+        hashlib.sha256('{"a":null,"b":[1,"é"]}'.encode()).hexdigest()
+
+
+def test_fenced_writes_are_refused_and_audited():
+    s = _notes_store()
+    s.record({"id": "n4", "kind": "record", "content": "Alice owns a cat"})
+    s.record({"id": "t", "kind": "summary", "content": "Alice owns a cat"}, inputs=["n4"])
+    policy = _policy()
+    # leave an event at its barrier: n4 and t are withdrawn, the event is unfinished
+    ev = parse_event({"type": "delete", "roots": ["n4"]}, s.snapshot())
+    plan = compute_plan(policy, s.snapshot(), ev)
+    s.barrier(plan.to_json(), policy_document(policy), {})
+    with pytest.raises(WriteRefused) as exc:
+        s.record({"id": "x", "kind": "summary", "content": "about Bob"}, inputs=["n3"])
+    assert exc.value.reason == "unfinished-event"
+    recover(s)
+    assert s.states()["n4"][0] == "erased"
+    withdrawn = [i for i, (st_, _) in s.states().items() if st_ == "withdrawn"]
+    for bad_input, state in [("n4", "erased")] + [(i, "withdrawn") for i in withdrawn]:
+        before = s.dump_state()
+        with pytest.raises(WriteRefused) as exc:
+            s.record({"id": "new", "kind": "summary", "content": f"from {bad_input}"}, inputs=["n3", bad_input])
+        assert exc.value.reason == "fenced" and exc.value.field == "inputs[1]"
+        assert state in exc.value.message and bad_input in exc.value.message
+        after = s.dump_state()
+        _unchanged_except_audit(before, after)
+        assert after["audit"][-1][2:] == ("refuse", "new")
+        assert s.audit_log()[-1]["detail"] == {"reason": "fenced", "inputs": {bad_input: state}}
+    assert first_broken(s.audit_rows(), s.audit_head(), None) is None
+    # a semantic link to a withdrawn artifact is not an influence input: allowed
+    assert s.record({"id": "ok", "kind": "summary", "content": "Bob plays"}, inputs=["n3"], semantic=["n4"]).version == 1
+
+
+def test_reingested_deleted_content_is_refused_without_storing_the_text():
+    s = _notes_store()
+    _delete(s, "n2")
+    before = s.dump_state()
+    with pytest.raises(WriteRefused) as exc:
+        s.record({"id": "n2-again", "kind": "record", "content": "Alice likes tea"})
+    assert exc.value.reason == "tombstone" and exc.value.field == "content"
+    _unchanged_except_audit(before, s.dump_state())
+    last = s.audit_log()[-1]
+    assert last["action"] == "refuse" and last["detail"]["reason"] == "tombstone"
+    assert "Alice likes tea" not in json.dumps(s.audit_log())
+    # different content is fine; so is a near-duplicate (a digest matches exact content only)
+    assert s.record({"id": "n2-new", "kind": "record", "content": "Alice likes green tea"}).version == 1
+
+
+def test_not_servable_ids_and_kind_changes_are_not_rerecorded():
+    s = _notes_store()
+    _delete(s, "n1")
+    state_s = s.states()["s"][0]
+    with pytest.raises(InputError) as exc:
+        s.record({"id": "n1", "kind": "record", "content": "something else"})
+    assert "erased" in exc.value.message
+    if state_s == "withdrawn":
+        with pytest.raises(WriteRefused):
+            s.record({"id": "s", "kind": "summary", "content": "fresh"})
+    with pytest.raises(InputError) as exc:
+        s.record({"id": "n3", "kind": "summary", "content": "x"})
+    assert exc.value.field == "kind"
+
+
+@pytest.mark.parametrize("artifact,inputs,field,words", [
+    ({"id": "a", "kind": "record", "content": "x"}, ["ghost"], "inputs[0]", "unknown artifact 'ghost'"),
+    ({"id": "a", "kind": "record", "content": {"x": math.nan}}, [], "content", "not JSON"),
+    ({"id": "a", "kind": "record", "content": object()}, [], "content", "not JSON"),
+    ({"id": "a", "kind": "record", "content": "x" * (MAX_CONTENT_BYTES + 1)}, [], "content", "byte limit"),
+    ({"id": "a", "kind": "widget", "content": "x"}, [], "artifact.kind", "kind must be one of"),
+    ({"id": "a", "kind": "record", "content": "x", "version": 3}, [], "version", "assigned by the store"),
+    ({"id": "a", "kind": "record", "content": "x"}, ["n1", "n1"], "inputs", "twice"),
+    ({"id": "a", "kind": "record", "content": "x"}, "n1", "inputs", "list of artifact ids"),
+])
+def test_bad_writes_change_nothing(artifact, inputs, field, words):
+    s = _notes_store()
+    before = s.dump_state()
+    with pytest.raises(InputError) as exc:
+        s.record(artifact, inputs=inputs)
+    assert exc.value.field == field and words in exc.value.message
+    assert s.dump_state() == before  # not even an audit row
+    assert s.record({"id": "a", "kind": "record", "content": "fine"}).version == 1  # the next valid write succeeds
+
+
+def test_batch_is_all_or_nothing_and_may_chain():
+    s = _notes_store()
+    out = s.record_many([{"id": "m1", "kind": "record", "content": "m1"},
+                         {"id": "m2", "kind": "summary", "content": "m1!", "inputs": ["m1"]},
+                         {"id": "m1", "kind": "record", "content": "m1 v2"}])
+    assert [(a.id, a.version) for a in out] == [("m1", 1), ("m2", 1), ("m1", 2)]
+    assert ("m1", "m2") in s.snapshot().influence_edges()
+    _delete(s, "n1")
+    before = s.dump_state()
+    with pytest.raises(WriteRefused):
+        s.record_many([{"id": "k1", "kind": "record", "content": "k1"},
+                       {"id": "k2", "kind": "summary", "content": "k", "inputs": ["k1", "n1"]}])
+    _unchanged_except_audit(before, s.dump_state())
+    with pytest.raises(InputError) as exc:
+        s.record_many([{"id": "k1", "kind": "record", "content": "k1"},
+                       {"id": "k2", "kind": "summary", "content": "k", "inputs": ["k3"]}])
+    assert exc.value.field == "writes[1].inputs[0]"
+
+
+def test_cycle_created_by_a_write_is_allowed_and_non_executable_at_the_next_event():
+    s = _notes_store()
+    s.record({"id": "n5", "kind": "record", "content": "Alice reads"})
+    s.record({"id": "s2", "kind": "summary", "content": "about s"}, inputs=["s", "n3", "n5"])
+    s.record({"id": "s", "kind": "summary", "content": "Alice again"}, inputs=["s2", "n3", "n5"])  # s → s2 → s
+    plan = dry_run(s, _policy(), parse_event({"type": "delete", "roots": ["n1"]}, s.snapshot()))
+    assert {"s", "s2"} <= set(plan.cascade)
+    on_cycle = [c for c in plan.candidates if c.id in ("s", "s2")]
+    assert on_cycle and all(not c.executable and "cycle" in c.reason for c in on_cycle)
+    assert not {"s", "s2"} & set(plan.republished)
+
+
+def test_servable_filters_against_the_states_table():
+    s = _notes_store()
+    s.record({"id": "c", "kind": "summary", "content": "Bob"}, inputs=["n3"])
+    _delete(s, "n1")
+    states = s.states()
+    ids = ["zz", "c", "n1", "s", "n2", "n3", "n2"]
+    assert s.servable(ids) == [i for i in ids if states.get(i, ("none",))[0] in ("servable", "republished")]
+    assert "n1" not in s.servable(ids) and s.servable([]) == []
+    assert {a.id for a in s.serve()} == set(s.servable(list(states)))
+
+
+@settings(max_examples=30)
+@given(st.lists(st.tuples(st.sampled_from(["a", "b", "c", "d"]), st.lists(st.sampled_from("abcd"), max_size=3,
+                                                                           unique=True)), max_size=12))
+def test_versions_count_like_a_dict_model(writes):
+    """Against a plain model: each accepted write bumps the id's version; unknown inputs are refused."""
+    s = Store()
+    model: dict[str, int] = {}
+    for ident, inputs in writes:
+        try:
+            s.record({"id": ident, "kind": "record", "content": [ident, model.get(ident, 0)]}, inputs=inputs)
+        except InputError:
+            assert any(i not in model and i != ident for i in inputs)
+            continue
+        model[ident] = model.get(ident, 0) + 1
+    assert {i: v for i, (_, v) in s.states().items()} == model
+
+
+def test_store_put_cli(tmp_path: Path):
+    db = str(tmp_path / "m.db")
+    run = CliRunner()
+    r = run.invoke(main, ["store", "put", "--store", db], input='{"id": "n1", "kind": "record", "content": "hi"}')
+    assert r.exit_code == 0 and "recorded 'n1' v1" in r.output, r.output
+    doc = tmp_path / "s.json"
+    doc.write_text('{"id": "s", "kind": "summary", "content": "hi!", "inputs": ["n1"]}')
+    r = run.invoke(main, ["store", "put", "--store", db, str(doc), "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    assert out["version"] == 1 and out["inputs"] == ["n1"] and out["sha256"] == hashlib.sha256(b'"hi!"').hexdigest()
+    r = run.invoke(main, ["store", "put", "--store", db], input='{"id": "x", "kind": "record", "content": }')
+    assert r.exit_code == 2 and "<stdin>:1" in r.output and "invalid JSON" in r.output and "Traceback" not in r.output
+    r = run.invoke(main, ["store", "put", "--store", db],
+                   input='{"id": "x", "kind": "record", "content": 1, "inputs": ["nope"]}')
+    assert r.exit_code == 2 and "unknown artifact 'nope'" in r.output and "[inputs[0]]" in r.output
+    store = Store.open(db)
+    _delete(store, "n1")
+    store.close()
+    r = run.invoke(main, ["store", "put", "--store", db],
+                   input='{"id": "y", "kind": "summary", "content": 1, "inputs": ["n1"]}')
+    assert r.exit_code == 2 and "refused" in r.output and "erased" in r.output, r.output
+    r = run.invoke(main, ["store", "put", "--store", db], input='{"id": "y", "kind": "record", "content": "hi"}')
+    assert r.exit_code == 2 and "tombstone" in r.output
+    actions = [row["action"] for row in Store.open(db).audit_log()]
+    assert actions[-2:] == ["refuse", "refuse"]
