@@ -24,8 +24,9 @@ _STATEMENTS: tuple[Guarantee, ...] = (
     Guarantee(
         "G1", "efficiency",
         "The contributions of all memories add up to the value of the full context minus the value of the empty one, "
-        "exactly for the Shapley value and for every sampled-permutation estimate.",
-        "Σ_i ψ_i = v(M) − v(∅)", "MeClear Eq. 3, 34–35", "any value function v: 2^M → ℝ; any multiset of L ≥ 1 permutations"),
+        "exactly for the Shapley value, for every sampled-permutation estimate and for every stratified "
+        "sample-reuse estimate (S2).",
+        "Σ_i ψ_i = v(M) − v(∅)", "MeClear Eq. 3, 34–35", "any value function v: 2^M → ℝ; any multiset of L ≥ 1 permutations; any sampled coalitions (S2)"),
     Guarantee(
         "G2", "redundant-harm blind spot",
         "For a redundant harmful group R, leave-one-out sees no effect of any member while each member's Shapley "
@@ -54,7 +55,9 @@ PROPERTIES: dict[str, tuple[str, ...]] = {
     "G1": ("proofs_tests/test_meclear_properties.py::test_exact_efficiency",
            "proofs_tests/test_meclear_properties.py::test_sampled_efficiency",
            "proofs_tests/test_meclear_properties.py::test_exact_equals_average_over_all_permutations",
-           "proofs_tests/test_specs_proposition1.py::test_deviation_frequency_stays_under_hoeffding_bound"),
+           "proofs_tests/test_specs_proposition1.py::test_deviation_frequency_stays_under_hoeffding_bound",
+           "proofs_tests/test_meclear_stratified.py::test_stratified_efficiency",
+           "proofs_tests/test_meclear_stratified.py::test_unbiased_and_radius_covers"),
     "G2": ("proofs_tests/test_meclear_paper.py::test_theorem1_redundant_pair_blind_spot",
            "proofs_tests/test_meclear_paper.py::test_corollary_a1_redundant_group"),
     "G3": ("proofs_tests/test_meclear_properties.py::test_theorem2_selection",

@@ -249,8 +249,10 @@ class Attribution:
     exact: bool
     permutations: int  # L actually used (0 when exact)
     radius: dict[str, float]  # confidence radius per memory (0 when exact)
-    stop: str  # exact | fixed | confident | budget | max_permutations
+    stop: str  # exact | fixed | confident | decided | budget | max_permutations
     sample: tuple[Permutation, ...] = ()
+    estimator: str = "permutation"  # permutation (Eq. 11) | stratified (S2) | exact
+    samples: int = 0  # coalitions sampled by the stratified estimator
 
 
 def fixed_attribution(game: Game, permutations: int, seed: int, exact: bool,
@@ -258,7 +260,7 @@ def fixed_attribution(game: Game, permutations: int, seed: int, exact: bool,
     """Algorithm 1 line 5: exact ψ (Eq. 3) or ψ̂ from L permutations (Eq. 11) with Eq. 13 radius."""
     if exact:
         psi = exact_contribution(game)
-        return Attribution(psi, True, 0, {i: 0.0 for i in psi}, "exact")
+        return Attribution(psi, True, 0, {i: 0.0 for i in psi}, "exact", estimator="exact")
     sample = tuple(sample_permutations(game.players, permutations, seed))
     stop = "fixed"
     while sample and not game.affordable(prefixes(sample)):

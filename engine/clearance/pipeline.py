@@ -9,6 +9,7 @@ so LOO, attribution, interactions and verification never evaluate a coalition tw
 from __future__ import annotations
 
 from itertools import combinations
+from typing import Mapping
 
 from ..policy.model import ClearanceSpec
 from .attribution import (
@@ -18,10 +19,11 @@ from .attribution import (
 from .game import Game
 from .plan import ClearancePlan, PairInteraction, frozen_map
 from .selection import clearance
+from .stratified import stratified_attribution
 
 
-def attribute(game: Game, spec: ClearanceSpec) -> Attribution:
-    """Line 5 of Algorithm 1 under the policy: exact, fixed-L sampled, or adaptive."""
+def attribute(game: Game, spec: ClearanceSpec, effects: Mapping[str, float]) -> Attribution:
+    """Line 5 of Algorithm 1 under the policy: exact, fixed-L sampled (Eq. 11 or S2), or adaptive."""
     k = game.n_players
     exact = use_exact(k, spec.permutations, spec.exact, spec.exact_premium)
     if exact and spec.exact == "auto" and not game.affordable(all_coalitions(game.players)):
@@ -33,6 +35,8 @@ def attribute(game: Game, spec: ClearanceSpec) -> Attribution:
             game, spec.harm_tolerance, seed=spec.seed, start=spec.permutations,
             batch=spec.adaptive.batch, max_permutations=max(spec.adaptive.max_permutations, 1),
             confidence=spec.confidence, bound=spec.adaptive.bound)
+    if spec.estimator == "stratified":
+        return stratified_attribution(game, effects, spec.permutations, spec.seed, spec.confidence)
     return fixed_attribution(game, spec.permutations, spec.seed, False, spec.confidence)
 
 
@@ -66,7 +70,7 @@ def run_meclear(game: Game, spec: ClearanceSpec) -> ClearancePlan:
     baseline = game.value(game.grand)  # line 2
     effects = loo(game)  # line 3
     profile = screen(effects, spec.screen_tolerance)  # line 4
-    att = attribute(game, spec)  # line 5
+    att = attribute(game, spec, effects)  # line 5
     sel = clearance(game, att.contribution, spec.harm_tolerance)  # lines 6-16
     pairs = interactions(game, spec, att, sel.harmful)
     removed = sel.removed
@@ -88,7 +92,8 @@ def run_meclear(game: Game, spec: ClearanceSpec) -> ClearancePlan:
         recovered=game.recovered(cleared), ranking=ranking,
         coalitions_evaluated=game.coalitions_evaluated, evaluator_calls=game.evaluator_calls,
         permutations_needed=permutations_needed(att.contribution, spec.harm_tolerance, spec.confidence),
-        empty_value=empty_value, harm_tolerance=spec.harm_tolerance)
+        empty_value=empty_value, harm_tolerance=spec.harm_tolerance, estimator=att.estimator,
+        samples=att.samples)
 
 
 METHODS = ("meclear", "loo", "contextcite", "proxyspex", "direct")

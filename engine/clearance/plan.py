@@ -62,6 +62,8 @@ class ClearancePlan:
     notes: tuple[str, ...] = field(default=())
     empty_value: float | None = None  # v̂(∅), for the efficiency certificate Σψ = v̂(M) − v̂(∅)
     harm_tolerance: float | None = None  # τ used for H = {ψ_i < −τ} (Eq. 14)
+    estimator: str = "permutation"  # exact | permutation (Eq. 11) | stratified (S2) | targeted
+    samples: int = 0  # sampled coalitions (stratified) or marginal samples (targeted)
 
     def to_json(self) -> dict[str, Any]:
         """The plan as a JSON-ready dict (ids are strings, numbers are JSON numbers)."""
@@ -94,5 +96,7 @@ class ClearancePlan:
             "permutations_needed": self.permutations_needed,
             "empty_value": self.empty_value,
             "harm_tolerance": self.harm_tolerance,
+            "estimator": self.estimator,
+            "samples": self.samples,
             "notes": list(self.notes),
         }

@@ -124,7 +124,9 @@ def _one(policy: str | None, path: str, method: str, as_json: bool) -> None:
         d = plan.loo.get(m.id)
         click.echo(f"{m.id:<10} {'' if d is None else f'{d:+.3f}':>7} {plan.screen.get(m.id, ''):<13} "
                    f"{plan.contribution.get(m.id, 0.0):>+12.3f}  {m.text[:60]}")
-    how = "exact (2^K coalitions)" if plan.exact else f"L = {plan.permutations} permutations ({plan.stop})"
+    how = ("exact (2^K coalitions)" if plan.exact
+           else f"stratified, {plan.samples} sampled coalitions ({plan.stop})" if plan.estimator == "stratified"
+           else f"L = {plan.permutations} permutations ({plan.stop})")
     if plan.method == "meclear":
         radius = max(plan.radius.values(), default=0.0)
         click.echo(f"attribution: {how}, radius ±{radius:.3f}")

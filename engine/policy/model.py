@@ -337,6 +337,9 @@ class ClearanceSpec(Strict):
     trials: int = 2
     seed: int = 0
     exact: Literal["auto", "always", "never"] = "auto"
+    # permutation: Eq. 11 (the paper); stratified: every evaluated coalition informs every
+    # memory, with the LOO screen as a control variate (memsteward.clearance.stratified, S2)
+    estimator: Literal["permutation", "stratified"] = "permutation"
     recovery: Recovery = Field(default_factory=Recovery)
     evaluator: Evaluator = Field(default_factory=Evaluator)
     confidence: float = Field(default=0.95, gt=0.0, lt=1.0)  # 1 − δ of the radius (Eq. 13)

@@ -14,9 +14,11 @@ from math import factorial
 
 import z3
 
+from . import g1_stratified
 from .result import ProofResult, check_unsat, run
 
-CLAIM = "Σ_i ψ_i = v(M) − v(∅) for exact ψ and for any L symbolic permutations"
+CLAIM = ("Σ_i ψ_i = v(M) − v(∅) for exact ψ, for any L symbolic permutations and for the "
+         "stratified estimate (S2) with any sampled coalitions")
 
 
 def shapley_weight(size: int, k: int, variant: str | None = None) -> Fraction:
@@ -81,8 +83,13 @@ def prove(max_players: int = 6, max_permutations: int = 16, variant: str | None 
         for ell in range(1, max_permutations + 1):
             check_unsat(averaging_obligation(ell), f"average of L={ell} permutations")
             n += 1
+        for where, negated in g1_stratified.obligations(max_players + 2, min(max_players, 3),
+                                                         "broken-weight" if variant == "broken-weights" else None):
+            check_unsat(negated, where)
+            n += 1
         return n
 
     bound = (f"exact K≤{max_players}; any permutation K≤{max_players}; "
-             f"any multiset of L≤{max_permutations} permutations")
+             f"any multiset of L≤{max_permutations} permutations; stratified (S2) per sample K≤{max_players + 2}, "
+             f"jointly K≤{min(max_players, 3)}")
     return run("G1", CLAIM, bound, body)
