@@ -1,4 +1,4 @@
-"""The Z3 proofs of G1–G5 hold, and each is able to fail: a deliberately broken variant of
+"""The Z3 proofs of G1–G6 hold, and each is able to fail: a deliberately broken variant of
 every rule is refuted with a concrete counterexample."""
 
 from __future__ import annotations
@@ -10,13 +10,13 @@ from click.testing import CliRunner
 
 from memsteward.cli import main
 from memsteward.specs import CATALOG
-from memsteward.specs.proofs import g1_efficiency, g2_blind_spot, g3_non_degradation, g4_closure, g5_barrier
+from memsteward.specs.proofs import g1_efficiency, g2_blind_spot, g3_non_degradation, g4_closure, g5_barrier, g6_erasure
 
 
 def test_catalog_names_each_guarantee_once():
     ids = [g.id for g in CATALOG]
-    assert ids == ["G1", "G2", "G3", "G4", "G5"]
-    assert len({g.statement for g in CATALOG}) == 5
+    assert ids == ["G1", "G2", "G3", "G4", "G5", "G6"]
+    assert len({g.statement for g in CATALOG}) == 6
 
 
 @pytest.mark.parametrize("result", [
@@ -25,7 +25,8 @@ def test_catalog_names_each_guarantee_once():
     lambda: g3_non_degradation.prove(max_chain=8),
     lambda: g4_closure.prove(max_symbolic=4, sizes=(8, 32), seeds=2),
     lambda: g5_barrier.prove(artifacts=3, depth=8),
-], ids=["G1", "G2", "G3", "G4", "G5"])
+    lambda: g6_erasure.prove(artifacts=5),
+], ids=["G1", "G2", "G3", "G4", "G5", "G6"])
 def test_proof_holds(result):
     r = result()
     assert r.proved, r.as_dict()
@@ -46,6 +47,8 @@ BROKEN = [
     ("G5 publish before validation", lambda: g5_barrier.prove(3, 6, variant="broken-publish-before-validation")),
     ("G5 dependent of a failure published", lambda: g5_barrier.prove(3, 8, variant="broken-skip-failed-dependency")),
     ("G5 crash loses the barrier", lambda: g5_barrier.prove(3, 6, variant="broken-crash-loses-barrier")),
+    ("G6 erase the roots only", lambda: g6_erasure.prove(4, variant="broken-roots-only")),
+    ("G6 no content scan", lambda: g6_erasure.prove(4, variant="broken-no-scan")),
 ]
 
 

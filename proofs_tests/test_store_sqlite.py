@@ -74,7 +74,11 @@ def test_versions_kept_and_deleted_roots_erased_with_audit(tmp_path: Path):
     # neural-prefs was retrained twice: three versions kept; sum-profile lost support the 2nd time
     assert [v for v, _, _ in store.versions("neural-prefs")] == [1, 2, 3]
     assert store.get("neural-prefs").version == 3
-    assert store.version_of("sum-profile", 1).content.startswith("Allergic")
+    # every version built from a deleted root is erased (rows, version numbers and digests stay)
+    assert store.version_of("sum-profile", 1).content is None
+    assert [(v, e) for v, e, _ in store.versions("sum-profile")] == [(1, True), (2, True)]
+    assert store.version_of("neural-prefs", 3).content is not None
+    assert [e for _, e, _ in store.versions("neural-prefs")] == [True, True, False]
     assert store.states()["sum-profile"] == ("withdrawn", 2)
     for root in ("p1", "p2"):
         assert store.get(root).content is None and store.states()[root][0] == "erased"

@@ -1,4 +1,4 @@
-"""The catalog of guarantees G1–G5 (shared/DESIGN.md). Each is stated here and nowhere else.
+"""The catalog of guarantees G1–G6 (shared/DESIGN.md). Each is stated here and nowhere else.
 
 Z3 encodings and the Hypothesis properties that test the implementation against each statement
 are named per guarantee; ``memsteward verify`` runs the encodings.
@@ -48,6 +48,14 @@ _STATEMENTS: tuple[Guarantee, ...] = (
         "prerequisites are republished; failures and their dependents stay withdrawn.",
         "∀ t ≥ t_B, x ∈ C(F): servable_t(x) ⇒ validated(z_x) ∧ ∀ j ∈ P̄_x: republished_t(j)",
         "MemoRepair §2.2, Alg. 1 lines 2, 7–8", "complete influence provenance; crashes at any step"),
+    Guarantee(
+        "G6", "erasure",
+        "After a delete is published, no version of any artifact built from a deleted root's content holds that "
+        "content (database file, WAL, exports, served artifacts), and no servable artifact carries a fingerprint of "
+        "it (untracked derivations are found by content scan); the audit records ids and digests only.",
+        "∀ i, v: built_from(i@v, F) ⇒ erased(i@v); ∀ servable i: ¬fingerprint(F) ⊑ content(i)",
+        "GDPR Art. 17 practice; MemoRepair §2.1 (C(F))",
+        "untracked copies share a fingerprint with the root (content scan); SQLite secure_delete, WAL checkpoint, VACUUM"),
 )
 
 # The Hypothesis properties (and process-level tests) that tie the implementation to each statement.
@@ -71,6 +79,10 @@ PROPERTIES: dict[str, tuple[str, ...]] = {
            "proofs_tests/test_specs_stateful.py::test_state_machine_catches_engine_mutation",
            "proofs_tests/test_repair_pipeline.py::test_any_validation_failure_keeps_itself_and_dependents_withdrawn",
            "proofs_tests/test_repair_crash.py::test_killed_repair_recovers_to_uninterrupted_result"),
+    "G6": ("proofs_tests/test_repair_erasure.py::test_delete_erases_the_root_and_every_version_derived_from_it",
+           "proofs_tests/test_repair_erasure.py::test_erase_rows_chain_the_digest_of_every_erased_version",
+           "proofs_tests/test_repair_erasure.py::test_erasure_check_fails_when_a_derived_version_keeps_content",
+           "proofs_tests/test_repair_erasure.py::test_every_shipped_demo_event_passes_its_own_audit"),
 }
 
 CATALOG: tuple[Guarantee, ...] = tuple(replace(g, properties=PROPERTIES[g.id]) for g in _STATEMENTS)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Callable
 
 from .catalog import CATALOG
-from .proofs import g1_efficiency, g2_blind_spot, g3_non_degradation, g4_closure, g5_barrier
+from .proofs import g1_efficiency, g2_blind_spot, g3_non_degradation, g4_closure, g5_barrier, g6_erasure
 from .proofs.result import ProofResult
 
 def engine_selector(backend: str = "ortools") -> Callable:
@@ -29,6 +29,7 @@ PROOFS: dict[str, Callable[[], ProofResult]] = {
     "G3": lambda: g3_non_degradation.prove(max_chain=16),
     "G4": lambda: g4_closure.prove(max_symbolic=6, sizes=(8, 64, 256), selector=engine_selector()),
     "G5": lambda: g5_barrier.prove(artifacts=4, depth=16),
+    "G6": lambda: g6_erasure.prove(artifacts=7),
 }
 
 

@@ -1,4 +1,4 @@
-"""`memsteward verify`: prove the guarantees G1–G5 with Z3."""
+"""`memsteward verify`: prove the guarantees G1–G6 with Z3."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from .common import emit_json, handle_errors
 
 @main.command()
 @click.option("--guarantee", "-g", "ids", multiple=True, metavar="ID",
-              type=click.Choice(["G1", "G2", "G3", "G4", "G5"], case_sensitive=False),
+              type=click.Choice(["G1", "G2", "G3", "G4", "G5", "G6"], case_sensitive=False),
               help="Prove only this guarantee (repeatable). Default: all.")
 @click.option("--plan", "plan_path", type=click.Path(dir_okay=False), default=None,
               help="Check a concrete TransitionPlan or ClearancePlan JSON instead of proving the catalog.")

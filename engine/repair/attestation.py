@@ -12,7 +12,8 @@ the database:
   member of C(F) that was not itself republished (so none of it traces to the deleted data);
 * ``validated`` — every republished successor passed all its oracles;
 * ``failures-withdrawn`` — failed or blocked candidates (and so their dependents) stay withdrawn;
-* ``erasure`` — every version of a deleted root has its content removed;
+* ``erasure`` — every version built from a deleted root's content (the root's own versions and the
+  versions of C(F) up to the event, and every version of a member not republished) is erased;
 * ``audit-chain`` — the audit log's hash chain verifies (tampering is detected).
 """
 
@@ -22,6 +23,8 @@ from typing import Any, Callable
 
 from ..errors import InputError
 from .auditchain import first_broken
+from .execute import erasure_targets
+from .plan import TransitionPlan
 from .store import Store
 
 
@@ -45,7 +48,7 @@ def attest(store: Store, event_id: int | None = None, expect_head: str | None = 
     failures = [{"id": s["id"], "status": s["status"], "reason": s.get("error", ""),
                  "state_now": states.get(s["id"], ("?", 0))[0]}
                 for s in plan.get("executed", []) if s["status"] in ("failed", "blocked")]
-    erasure = [_erasure(store, r) for r in roots if root_action.get(r) == "erased"]
+    erasure = _erasures(store, plan, cascade, republished)
     checks = [_pinned(ev, log, plan)] + _checks(store, log, plan, event, cascade, republished, successors,
                                                 failures, erasure, states, expect_head)
     barrier = next((r for r in log if r["action"] == "barrier"), None)
@@ -90,10 +93,22 @@ def _successor(ident: str, stage: dict | None, step: dict | None, states: dict) 
             "staged_at": (stage or {}).get("at")}
 
 
-def _erasure(store: Store, root: str) -> dict[str, Any]:
-    versions = store.versions(root)
-    kept = [v for v, erased, _ in versions if not erased or _content(store, root, v) is not None]
-    return {"id": root, "versions": len(versions), "content_remaining": kept}
+def _erasures(store: Store, plan: dict, cascade: list[str], republished: list[str]) -> list[dict[str, Any]]:
+    """For every artifact whose versions the event had to erase (the roots of a delete and
+    everything of C(F) built from them), the versions that still hold content."""
+    if plan.get("selector") == "no_action":
+        return []
+    tp = TransitionPlan.from_json(plan).replace(cascade=tuple(cascade))
+    erase, scrub, _ = erasure_targets(tp, frozenset(republished))
+    targets = {**scrub, **{r: None for r in erase}}
+    out = []
+    for ident in sorted(targets, key=lambda i: (i not in erase, i)):
+        limit = targets[ident]
+        versions = [(v, e) for v, e, _ in store.versions(ident) if limit is None or v <= limit]
+        kept = [v for v, erased in versions if not erased or _content(store, ident, v) is not None]
+        out.append({"id": ident, "root": ident in erase or ident in tp.event.roots, "versions": len(versions),
+                    "content_remaining": kept})
+    return out
 
 
 def _content(store: Store, ident: str, version: int) -> Any:
@@ -130,10 +145,13 @@ def _checks(store: Store, log: list[dict], plan: dict, event: dict, cascade: lis
     out.append(_check("failures-withdrawn", not exposed,
                       f"{len(failures)} failed or blocked candidates stay withdrawn" if not exposed
                       else f"{exposed[0]} failed but is servable"))
-    remaining = [e["id"] for e in erasure if e["content_remaining"]]
+    remaining = [e for e in erasure if e["content_remaining"]]
+    roots_n = sum(1 for e in erasure if e["root"])
     out.append(_check("erasure", not remaining,
-                      f"{len(erasure)} deleted root(s): content removed from every version" if not remaining
-                      else f"root {remaining[0]} still holds content"))
+                      f"{roots_n} root(s) and {len(erasure) - roots_n} derived artifact(s): content removed from "
+                      f"all {sum(e['versions'] for e in erasure)} versions built from the erased content"
+                      if not remaining else f"{remaining[0]['id']} v{remaining[0]['content_remaining'][0]} "
+                      "still holds content built from erased data"))
     broken = first_broken(store.audit_rows(), store.audit_head(), expect_head)
     out.append(_check("audit-chain", broken is None, "hash chain over the whole audit log verifies"
                       if broken is None else f"row {broken[0]}: {broken[1]}"))
@@ -195,9 +213,9 @@ def render_markdown(a: dict[str, Any]) -> str:
     lines += [f"- {f['id']}: {f['status']} — {f['reason']} (now `{f['state_now']}`)" for f in a["failures"]] or ["None."]
     lines += ["", "## Roots", ""]
     lines += [f"- {r['id']}: {r['action']}" for r in a["roots"]]
-    for er in a["erasure"]:
-        lines.append(f"- {er['id']}: {er['versions']} version(s), content remaining in "
-                     f"{len(er['content_remaining'])}")
+    lines += ["", "## Erasure", ""]
+    lines += [f"- {er['id']}{' (root)' if er['root'] else ''}: {er['versions']} version(s) erased, content "
+              f"remaining in {len(er['content_remaining'])}" for er in a["erasure"]] or ["Nothing to erase."]
     lines += ["", "Re-check: `memsteward audit --store DB --event " + str(e["id"]) + "` and `memsteward audit --store DB --check`."]
     return "\n".join(lines) + "\n"
 

@@ -5,6 +5,8 @@
 fresh version of a root (same id), the set X_Δ;
 ``{"type": "migrate", "roots": ["api-v1"], "interface": {...}}`` — the post-event interface κ_e
 (for several roots: an object keyed by root id).
+A correct event may say ``"privacy": true``: the superseded content was personal data, so it is
+erased at publication (with everything built from it), as a delete would.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from ..policy.model import EVENTS
 from .artifacts import Artifact, Snapshot, line_of, parse_artifact, read_json
 from .schemas import interface_problem
 
-EVENT_FIELDS = frozenset({"type", "roots", "replacements", "interface"})
+EVENT_FIELDS = frozenset({"type", "roots", "replacements", "interface", "privacy"})
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,7 @@ class Event:
     roots: tuple[str, ...]
     replacements: tuple[Artifact, ...] = ()
     interfaces: Mapping[str, Any] = field(default_factory=dict)
+    privacy: bool = False  # a correct event whose superseded content must be erased (like a delete)
 
     @property
     def replacement_ids(self) -> frozenset[str]:
@@ -41,6 +44,8 @@ class Event:
         if self.interfaces:
             out["interface"] = (dict(self.interfaces) if len(self.roots) > 1
                                 else self.interfaces[self.roots[0]])
+        if self.privacy:
+            out["privacy"] = True
         return out
 
 
@@ -82,7 +87,11 @@ def parse_event(doc: Any, snapshot: Snapshot, file: str = "<event>", text: str =
         raise fail("'roots' lists an artifact twice", "roots")
     replacements = _replacements(doc, etype, roots, snapshot, file, text)
     interfaces = _interfaces(doc, etype, roots, file)
-    return Event(etype, tuple(roots), replacements, interfaces)
+    privacy = doc.get("privacy", False)
+    if not isinstance(privacy, bool) or (privacy and etype != "correct"):
+        raise InputError("'privacy' is true or false, and belongs to correct events only", file=file,
+                         line=line_of(text, "privacy"), field="privacy")
+    return Event(etype, tuple(roots), replacements, interfaces, privacy)
 
 
 def _replacements(doc: dict, etype: str, roots: list[str], snapshot: Snapshot, file: str,
@@ -141,7 +150,7 @@ def event_from_dict(doc: dict, snapshot: Snapshot | None = None) -> Event:
     reps = tuple(parse_artifact(o, "replacements", "<store>") for o in doc.get("replacements", []))
     raw = doc.get("interface")
     interfaces = {} if raw is None else (dict(raw) if len(roots) > 1 else {roots[0]: raw})
-    return Event(doc["type"], roots, reps, interfaces)
+    return Event(doc["type"], roots, reps, interfaces, bool(doc.get("privacy", False)))
 
 
 def dumps(event: Event) -> str:

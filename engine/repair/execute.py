@@ -157,7 +157,9 @@ def build_context(store: Store, snap: Snapshot, plan: TransitionPlan, c: Candida
         if p in successors and p in c.prerequisites:
             available[p] = successors[p]
         elif is_retained(p, affected, event.type, replacements):
-            art = replacements.get(p) or snap.artifacts[p]
+            # a replacement X_Δ is evidence at the version the barrier stored it under, not at
+            # the default version 1 of the event file
+            art = (store.staged(p) or replacements[p]) if p in replacements else snap.artifacts[p]
             if p in replacements or art.state in SERVABLE_STATES:
                 available[p] = art
         elif p in affected:
@@ -186,6 +188,8 @@ def _run_step(store: Store, event_id: int, policy: Policy, c: Candidate, ctx: Re
     art = ctx.previous
     if op is None or art is None:
         return _fail(store, event_id, c, "failed", "no operator for this candidate", "operator"), None
+    if store.is_erased(c.id, art.version):
+        return _fail(store, event_id, c, "failed", "its version was erased by an earlier delete event", "operator"), None
     if st == "staged" and version is not None:  # resumed after a crash: the staged successor is kept
         staged = store.version_of(c.id, version)
         successor = Successor(staged.content, dict(staged.meta))  # type: ignore[union-attr]
@@ -261,20 +265,38 @@ def resume(store: Store, event_id: int, policy: Policy, plan: TransitionPlan,
     return _publish(store, event_id, plan, [results[i] for i in plan.order])
 
 
+def erasure_targets(plan: TransitionPlan, republished: frozenset[str]) -> tuple[list[str], dict[str, int | None], list[str]]:
+    """What publication erases (the erasure issue, item 1): (roots erased outright, further
+    artifacts → highest version to erase (None: all), roots whose erased versions are tombstoned).
+
+    A delete — and a correction marked ``privacy`` — erases every version of every member of C(F)
+    that was built from the roots' old content: all versions up to the base version, and every
+    version of a member that is not republished (a failed successor included). Republished
+    successors were built from retained support only and are kept. A migration erases nothing.
+    """
+    ev = plan.event
+    if ev.type == "migrate" or (ev.type == "correct" and not ev.privacy):
+        return [], {}, []
+    erase = [r for r, act in plan.roots.items() if act == "erased"]
+    kept = republished | {r for r, act in plan.roots.items() if act == "replaced"}
+    scrub = {i: (plan.base_versions[i] if i in kept else None) for i in plan.cascade if i not in erase}
+    return erase, scrub, list(ev.roots)
+
+
 def _publish(store: Store, event_id: int, plan: TransitionPlan, results: list[StepResult]) -> TransitionPlan:
     """R_ρ = validated successors (their prerequisites validated, else they were blocked), root
-    updates, erasure of deleted roots — one transaction. withdrawn = B_ρ \\ R_ρ: roots are always
-    listed (their invalidated versions stay withdrawn); a corrected / migrated root's fresh
-    version (X_Δ / κ_e) is reported under ``roots``."""
+    updates, erasure of what was built from deleted content — one transaction. withdrawn = B_ρ \\ R_ρ:
+    roots are always listed (their invalidated versions stay withdrawn); a corrected / migrated
+    root's fresh version (X_Δ / κ_e) is reported under ``roots``."""
     republished = [s.id for s in results if s.status == "validated"]
     root_updates = [r for r, act in plan.roots.items() if act in ("replaced", "interface-updated")]
-    erase = [r for r, act in plan.roots.items() if act == "erased"]
+    erase, scrub, tombstone = erasure_targets(plan, frozenset(republished))
     final_steps = tuple(StepResult(s.id, s.mode, "republished", s.version, s.reports)
                         if s.status == "validated" else s for s in results)
     published = set(republished)
     final = plan.replace(executed=final_steps, republished=tuple(sorted(republished)),
                          withdrawn=tuple(i for i in plan.barrier if i not in published), status="done")
-    store.publish(event_id, republished + root_updates, erase, final.to_json())
+    store.publish(event_id, republished + root_updates, erase, final.to_json(), scrub, tombstone)
     return final
 
 

@@ -44,7 +44,7 @@ CREATE TABLE IF NOT EXISTS artifacts(
   state TEXT NOT NULL, staged_version INTEGER);
 CREATE TABLE IF NOT EXISTS versions(
   id TEXT NOT NULL, version INTEGER NOT NULL, content TEXT, meta TEXT NOT NULL,
-  event_id INTEGER, erased INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(id, version));
+  event_id INTEGER, erased INTEGER NOT NULL DEFAULT 0, sha256 TEXT, PRIMARY KEY(id, version));
 CREATE TABLE IF NOT EXISTS edges(
   src TEXT NOT NULL, dst TEXT NOT NULL, type TEXT NOT NULL, PRIMARY KEY(src, dst, type));
 CREATE TABLE IF NOT EXISTS events(
@@ -97,6 +97,8 @@ class Store:
         self.conn.executescript(SCHEMA)
         if "hash" not in {r[1] for r in self.conn.execute("PRAGMA table_info(audit)")}:
             self.conn.execute("ALTER TABLE audit ADD COLUMN hash TEXT")  # stores from before chaining
+        if "sha256" not in {r[1] for r in self.conn.execute("PRAGMA table_info(versions)")}:
+            self.conn.execute("ALTER TABLE versions ADD COLUMN sha256 TEXT")  # stores from before erasure digests
         self._crash_at = int(os.environ.get(CRASH_ENV, "0") or 0)
         self._checkpoints = 0
 
@@ -246,6 +248,10 @@ class Store:
         """(version, erased, event_id) of every stored version of an artifact."""
         return [(v, bool(e), ev) for v, e, ev in self.conn.execute(
             "SELECT version, erased, event_id FROM versions WHERE id = ? ORDER BY version", (ident,))]
+
+    def is_erased(self, ident: str, version: int) -> bool:
+        row = self.conn.execute("SELECT erased FROM versions WHERE id = ? AND version = ?", (ident, version)).fetchone()
+        return bool(row and row[0])
 
     def version_count(self) -> int:
         return int(self.conn.execute("SELECT COUNT(*) FROM versions").fetchone()[0])
@@ -527,29 +533,63 @@ class Store:
             self._audit(status, ident, event_id, {"report": report} if status != "validated" else {})
 
     def publish(self, event_id: int, republish: Sequence[str], erase: Sequence[str],
-                plan_doc: Mapping[str, Any]) -> None:
+                plan_doc: Mapping[str, Any], scrub: Mapping[str, int | None] | None = None,
+                tombstone: Sequence[str] = ()) -> None:
         """R_ρ: republish validated predecessor-closed successors and root updates, erase deleted
-        roots, and close the event — in one transaction (Alg. 1 line 8)."""
+        roots, and close the event — in one transaction (Alg. 1 line 8).
+
+        ``erase`` are deleted roots: every version is erased and the artifact's state becomes
+        ``erased``. ``scrub`` maps further artifacts to the highest version to erase (None: every
+        version) — the versions built from deleted content. ``tombstone`` lists the roots whose
+        erased versions' content digests go into ``tombstones``. Each republish row chains the
+        successor's content digest, each erase row the digests of the versions it erased.
+        """
+        targets: dict[str, int | None] = dict(scrub or {})
+        targets.update({r: None for r in erase})
         with self.transaction() as c:
             for ident in republish:
                 c.execute("UPDATE artifacts SET version = staged_version, staged_version = NULL, "
                           "state = 'republished' WHERE id = ? AND staged_version IS NOT NULL", (ident,))
-                self._audit("republish", ident, event_id)
+                row = c.execute("SELECT v.version, v.content FROM artifacts a JOIN versions v ON v.id = a.id "
+                                "AND v.version = a.version WHERE a.id = ?", (ident,)).fetchone()
+                self._audit("republish", ident, event_id, {} if row is None else {
+                    "version": int(row[0]), "sha256": content_digest(None if row[1] is None else json.loads(row[1]))})
             self.checkpoint()
+            self._erase_versions(event_id, targets, frozenset(tombstone) | frozenset(erase))
             for ident in erase:
-                c.executemany("INSERT OR IGNORE INTO tombstones(digest, root, event_id) VALUES (?,?,?)",
-                              [(content_digest(json.loads(text)), ident, event_id) for (text,) in c.execute(
-                                  "SELECT content FROM versions WHERE id = ? AND content IS NOT NULL", (ident,))])
-                c.execute("UPDATE versions SET content = NULL, meta = '{}', erased = 1 WHERE id = ?", (ident,))
                 c.execute("UPDATE artifacts SET state = 'erased', staged_version = NULL WHERE id = ?", (ident,))
-                (n,) = c.execute("SELECT COUNT(*) FROM versions WHERE id = ?", (ident,)).fetchone()
-                self._audit("erase", ident, event_id, {"versions": int(n)})
             c.execute("UPDATE artifacts SET state = 'withdrawn' WHERE state = 'staged'")
             c.execute("UPDATE artifacts SET staged_version = NULL WHERE state = 'withdrawn'")
             final = _dump(plan_doc)
             c.execute("UPDATE events SET status = 'done', plan = ? WHERE id = ?", (final, event_id))
             self._audit("publish", event_id=event_id, detail={"republished": len(republish),
                                                                "plan_sha256": digest(final)})
+
+    def _erase_versions(self, event_id: int, targets: Mapping[str, int | None], tombstone: frozenset[str]) -> None:
+        """Null the content and metadata of the targeted versions (inside the caller's transaction),
+        keeping id, version and the content's SHA-256; one chained ``erase`` row per artifact."""
+        ids = sorted(targets)
+        rows: list[tuple[str, int, str | None]] = []
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            rows += self.conn.execute(
+                f"SELECT id, version, content FROM versions WHERE erased = 0 AND id IN ({','.join('?' * len(chunk))}) "
+                "ORDER BY id, version", chunk).fetchall()
+        erased: dict[str, list[dict[str, Any]]] = {i: [] for i in ids}
+        updates, stones = [], []
+        for ident, version, content in rows:
+            limit = targets[ident]
+            if limit is not None and version > limit:
+                continue
+            sha = content_digest(None if content is None else json.loads(content))
+            erased[ident].append({"version": int(version), "sha256": sha})
+            updates.append((sha, ident, version))
+            if ident in tombstone and content is not None:
+                stones.append((sha, ident, event_id))
+        self.conn.executemany("UPDATE versions SET content = NULL, meta = '{}', erased = 1, sha256 = ? "
+                              "WHERE id = ? AND version = ?", updates)
+        self.conn.executemany("INSERT OR IGNORE INTO tombstones(digest, root, event_id) VALUES (?,?,?)", stones)
+        self._append_audit([(_now(), event_id, "erase", i, _dump({"versions": erased[i]})) for i in ids if erased[i]])
 
     def copy_in_memory(self) -> "Store":
         """An in-memory copy (used by ``--dry-run``: the real store is never touched)."""

@@ -1,0 +1,192 @@
+"""G6 erasure: a delete erases what was derived from the deleted root, keeps digests and tombstones.
+
+A unique marker is written into a root and into content derived from it (directly and two hops
+away); after the delete no version row, export or served artifact holds it. The reference is the
+marker itself searched in raw SQL rows and CLI output, independent of the engine's bookkeeping.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from memsteward.cli import main
+from memsteward.policy.loader import load_policy
+from memsteward.repair.artifacts import parse_store_document
+from memsteward.repair.events import parse_event
+from memsteward.repair.execute import run_event
+from memsteward.repair.store import Store, content_digest
+
+DATA = Path("engine/data/repair")
+MARKER = "Zq7-ORCHID-LANTERN-4411 lives at 12 Quiet Mews"
+
+
+def marker_doc() -> dict:
+    """A root holding the marker, a summary and a cache derived from it, a summary of the summary,
+    and retained records that let the summaries be regenerated without the root."""
+    return {"artifacts": [
+        {"id": "r-secret", "kind": "record", "content": {"text": f"The user {MARKER}.", "label": "home"}},
+        {"id": "r-keep", "kind": "record", "content": {"text": "The user likes long walks by the river.",
+                                                       "label": "hobby"}},
+        {"id": "r-keep2", "kind": "record", "content": {"text": "The user reads poetry on Sundays.",
+                                                        "label": "hobby"}},
+        {"id": "sum-home", "kind": "summary", "content": f"Home: {MARKER}. Walks by the river."},
+        {"id": "cache-home", "kind": "cache", "content": f"The user {MARKER}.", "meta": {"transform": "texts"}},
+        {"id": "sum-digest", "kind": "summary", "content": f"Digest: {MARKER}; poetry on Sundays."},
+    ], "edges": [
+        {"src": "r-secret", "dst": "sum-home", "type": "influence"},
+        {"src": "r-keep", "dst": "sum-home", "type": "influence"},
+        {"src": "r-secret", "dst": "cache-home", "type": "influence"},
+        {"src": "sum-home", "dst": "sum-digest", "type": "influence"},
+        {"src": "r-keep2", "dst": "sum-digest", "type": "influence"},
+    ]}
+
+
+def marker_store(path: str = ":memory:") -> Store:
+    store = Store.open(path, create=True)
+    store.import_snapshot(parse_store_document(marker_doc(), "<test>"))
+    return store
+
+
+def _raw_rows(store: Store) -> str:
+    """Every cell of every table, as text (the reference: no engine code interprets it)."""
+    out = []
+    for (table,) in store.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'"):
+        out += [repr(r) for r in store.conn.execute(f"SELECT * FROM {table}")]
+    return "\n".join(out)
+
+
+def test_delete_erases_the_root_and_every_version_derived_from_it():
+    store = marker_store()
+    policy = load_policy("policies/default.yaml")
+    plan = run_event(store, policy, parse_event({"type": "delete", "roots": ["r-secret"]}, store.snapshot()))
+    assert set(plan.cascade) == {"r-secret", "sum-home", "cache-home", "sum-digest"}
+    assert MARKER not in _raw_rows(store)
+    assert MARKER not in json.dumps(store.export())
+    assert MARKER not in json.dumps([a.as_dict() for a in store.serve()])
+    # structure stays auditable: ids, kinds, version numbers and a digest of every erased version
+    for ident in plan.cascade:
+        for version, erased, _ in store.versions(ident):
+            if ident in plan.republished and version == store.get(ident).version:
+                assert not erased
+            else:
+                assert erased
+                (sha,) = store.conn.execute("SELECT sha256 FROM versions WHERE id = ? AND version = ?",
+                                            (ident, version)).fetchone()
+                assert sha is not None and len(sha) == 64
+    # the regenerated summaries were rebuilt from retained support and are served again
+    assert {"sum-home", "sum-digest"} <= set(plan.republished)
+
+
+def test_erase_rows_chain_the_digest_of_every_erased_version():
+    doc = marker_doc()
+    store = marker_store()
+    run_event(store, load_policy("policies/default.yaml"),
+              parse_event({"type": "delete", "roots": ["r-secret"]}, store.snapshot()))
+    erased = {r["artifact_id"]: r["detail"]["versions"] for r in store.audit_log() if r["action"] == "erase"}
+    # the reference digest is computed here, independently, from the imported document
+    for a in doc["artifacts"]:
+        if a["id"] in ("r-secret", "cache-home"):
+            text = json.dumps(a["content"], sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+            assert erased[a["id"]][0] == {"version": 1, "sha256": hashlib.sha256(text.encode()).hexdigest()}
+    republish = [r for r in store.audit_log() if r["action"] == "republish"]
+    assert republish and all(content_digest(store.get(r["artifact_id"]).content) == r["detail"]["sha256"]
+                             for r in republish)
+
+
+def test_tombstone_holds_the_digest_of_the_deleted_root_only():
+    doc = marker_doc()
+    store = marker_store()
+    run_event(store, load_policy("policies/default.yaml"),
+              parse_event({"type": "delete", "roots": ["r-secret"]}, store.snapshot()))
+    secret = doc["artifacts"][0]["content"]
+    assert store.is_tombstoned(content_digest(secret))
+    assert not store.is_tombstoned(content_digest(doc["artifacts"][1]["content"]))
+    assert not store.is_tombstoned(content_digest(doc["artifacts"][3]["content"]))  # derived, not a root
+    rows = store.conn.execute("SELECT digest, root, event_id FROM tombstones").fetchall()
+    assert rows == [(content_digest(secret), "r-secret", 1)]
+
+
+def test_content_digest_is_sha256_of_canonical_json():
+    content = {"b": "é", "a": [1, 2]}
+    assert content_digest(content) == hashlib.sha256('{"a":[1,2],"b":"é"}'.encode("utf-8")).hexdigest()
+
+
+@pytest.mark.parametrize("privacy", [False, True])
+def test_privacy_correction_erases_superseded_content(privacy: bool):
+    store = marker_store()
+    fixed = {"id": "r-secret", "kind": "record", "content": {"text": "The user moved away.", "label": "home"}}
+    ev = {"type": "correct", "roots": ["r-secret"], "replacements": [fixed]}
+    if privacy:
+        ev["privacy"] = True
+    plan = run_event(store, load_policy("policies/default.yaml"), parse_event(ev, store.snapshot()))
+    assert plan.roots == {"r-secret": "replaced"}
+    assert store.get("r-secret").content == fixed["content"]
+    assert (MARKER in _raw_rows(store)) is not privacy
+    assert store.is_tombstoned(content_digest(marker_doc()["artifacts"][0]["content"])) is privacy
+
+
+def test_migration_erases_nothing():
+    store = Store.open(str(DATA / "store.json"))
+    before = {i: store.versions(i) for i in store.states()}
+    run_event(store, load_policy("policies/default.yaml"),
+              parse_event(json.loads((DATA / "event-migrate.json").read_text()), store.snapshot()))
+    assert all(not e for i, vs in before.items() for _, e, _ in store.versions(i) if i in before)
+    assert store.conn.execute("SELECT COUNT(*) FROM tombstones").fetchone() == (0,)
+
+
+def test_privacy_flag_is_for_corrections_only(tmp_path: Path):
+    store = marker_store()
+    from memsteward.errors import InputError
+    with pytest.raises(InputError, match="privacy"):
+        parse_event({"type": "delete", "roots": ["r-secret"], "privacy": True}, store.snapshot())
+    with pytest.raises(InputError, match="privacy"):
+        parse_event({"type": "correct", "roots": ["r-secret"], "privacy": "yes",
+                     "replacements": [{"id": "r-secret", "kind": "record", "content": {}}]}, store.snapshot())
+
+
+@pytest.mark.parametrize("event", ["delete", "correct", "migrate"])
+def test_every_shipped_demo_event_passes_its_own_audit(tmp_path: Path, event: str):
+    db = str(tmp_path / "m.db")
+    run = CliRunner()
+    assert run.invoke(main, ["store", "import", "--store", db, str(DATA / "store.json")]).exit_code == 0
+    r = run.invoke(main, ["repair", "--policy", "policies/default.yaml", "--store", db,
+                          "--event", str(DATA / f"event-{event}.json")])
+    assert r.exit_code == 0, r.output
+    a = run.invoke(main, ["audit", "--store", db, "--json"])
+    doc = json.loads(a.stdout)
+    assert a.exit_code == 0 and doc["ok"], [c for c in doc["checks"] if not c["ok"]]
+
+
+def test_correction_evidence_names_the_version_the_replacement_got(tmp_path: Path):
+    db = str(tmp_path / "m.db")
+    run = CliRunner()
+    run.invoke(main, ["store", "import", "--store", db, str(DATA / "store.json")])
+    run.invoke(main, ["repair", "--policy", "policies/default.yaml", "--store", db,
+                      "--event", str(DATA / "event-correct.json")])
+    store = Store.open(db)
+    (root_version,) = [v for v, _, ev in store.versions("traj-lyon") if ev == 1]
+    assert root_version == 2
+    support = [x for r in store.audit_log() if r["action"] == "stage" for x in r["detail"]["support"]
+               if x["id"] == "traj-lyon"]
+    assert support and all(x["version"] == root_version for x in support)
+
+
+def test_erasure_check_fails_when_a_derived_version_keeps_content(tmp_path: Path):
+    db = str(tmp_path / "m.db")
+    store = marker_store(db)
+    run_event(store, load_policy("policies/default.yaml"),
+              parse_event({"type": "delete", "roots": ["r-secret"]}, store.snapshot()))
+    store.close()
+    con = sqlite3.connect(db)
+    con.execute("UPDATE versions SET content = '\"restored\"', erased = 0 WHERE id = 'cache-home'")
+    con.commit()
+    con.close()
+    r = CliRunner().invoke(main, ["audit", "--store", db, "--json"])
+    checks = {c["check"]: c for c in json.loads(r.stdout)["checks"]}
+    assert r.exit_code == 1 and not checks["erasure"]["ok"] and "cache-home" in checks["erasure"]["detail"]
