@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-MODULES = ["memsteward.repair.writes", "memsteward.repair.store"]
+MODULES = ["memsteward", "memsteward.api", "memsteward.repair.writes", "memsteward.repair.store"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -6,10 +6,10 @@ from typing import Callable
 
 import click
 
-from ..policy.loader import load_policy
+from ..api import apply_event, load_policy, open_store
 from ..repair.closure import BACKENDS, SELECTORS
 from ..repair.events import load_event
-from ..repair.execute import dry_run as simulate, recover, run_event
+from ..repair.execute import recover
 from ..repair.plan import TransitionPlan
 from ..repair.store import Store
 from . import main
@@ -70,10 +70,9 @@ def repair(policy_path: str, store_path: str, event_path: str, dry_run: bool, as
         sel = policy.selection.model_copy(update={
             k: v for k, v in (("tradeoff", tradeoff), ("budget", budget)) if v is not None})
         policy = policy.model_copy(update={"selection": sel})
-    store = Store.open(store_path)
+    store = open_store(store_path, create=False)
     event = load_event(event_path, store.snapshot())
-    runner = simulate if dry_run else run_event
-    plan = runner(store, policy, event, selector, backend)
+    plan = apply_event(store, policy, event, dry_run=dry_run, selector=selector, backend=backend)
     if as_json:
         doc = plan.to_json()
         doc["dry_run"] = dry_run

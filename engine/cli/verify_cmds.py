@@ -58,13 +58,17 @@ def verify(ids: tuple[str, ...], plan_path: str | None, as_json: bool) -> None:
 
 
 def _verify_plan(path: str, as_json: bool) -> None:
-    from memsteward.specs.certificates import check_plan, plan_kind
+    from memsteward.specs.certificates import plan_kind
+
+    from ..api import verify_plan
 
     doc = read_json(path)
     try:
         kind = plan_kind(doc)
-        clauses = check_plan(doc)
-    except (KeyError, TypeError, ValueError, AttributeError, ZeroDivisionError, IndexError) as exc:
+        clauses = verify_plan(doc)
+    except InputError as exc:
+        raise InputError(exc.message, file=path) from None
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise InputError(f"not a valid plan: {exc}", file=path) from None
     failed = [c for c in clauses if not c.ok]
     if as_json:

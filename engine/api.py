@@ -1,0 +1,188 @@
+"""The public Python API: a small, stable surface over the engine (re-exported by ``memsteward``).
+
+Each function is a thin composition of the engine's modules; the ``memsteward`` command line is
+built on the same functions. Plans are frozen values with ``to_json()``.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping
+
+from .errors import InputError
+from .policy.model import Policy
+from .repair.events import Event, parse_event
+from .repair.plan import TransitionPlan
+from .repair.store import Store
+
+if TYPE_CHECKING:
+    from .clearance.case import Case
+    from .clearance.plan import ClearancePlan
+    from .policy.findings import Finding
+    from memsteward.specs.certificates import Clause
+
+__all__ = ["apply_event", "attest", "bundled_path", "check_policy", "clear_context", "load_policy",
+           "open_store", "verify_plan"]
+
+
+def bundled_path(*parts: str) -> Path:
+    """Path of data shipped inside the package (policies, example cases and stores).
+
+    Examples
+    --------
+    >>> bundled_path("policies", "default.yaml").name
+    'default.yaml'
+    """
+    return Path(str(resources.files("memsteward").joinpath("data", *parts)))
+
+
+def load_policy(path: str | Path) -> Policy:
+    """Load a policy YAML file for execution (frozen :class:`Policy`).
+
+    Raises
+    ------
+    InputError
+        unreadable or unparsable file, a schema error, or any error ``check_policy`` reports.
+
+    Examples
+    --------
+    >>> policy = load_policy(bundled_path("policies", "default.yaml"))
+    >>> policy.name, policy.selection.tradeoff
+    ('default', 0.3)
+    """
+    from .policy.loader import load_policy as _load
+
+    return _load(path)
+
+
+def check_policy(path: str | Path) -> list[Finding]:
+    """Validate a policy and analyse its mode map with Z3 (totality, dead rules, type safety, ranges).
+
+    Returns the findings (``severity`` error / warning / info, with file, line and field); an empty
+    list is a clean policy. Raises :class:`InputError` when the file cannot be read or parsed.
+
+    Examples
+    --------
+    >>> findings = check_policy(bundled_path("policies", "default.yaml"))
+    >>> [f.code for f in findings if f.severity == "error"]
+    []
+    """
+    from .policy.analysis import analyze
+    from .policy.loader import PolicySchemaError, load_policy_source
+
+    try:
+        src = load_policy_source(path)
+    except PolicySchemaError as exc:
+        return list(exc.findings)
+    return list(analyze(src))
+
+
+def open_store(path: str | Path = ":memory:", create: bool = True) -> Store:
+    """Open a store: a SQLite file (created when missing and ``create``), ``":memory:"``, or a
+    ``.json`` export (read into memory, never written back).
+
+    Examples
+    --------
+    >>> store = open_store()
+    >>> store.record({"id": "n1", "kind": "record", "content": "Alice lives in Paris"}).version
+    1
+    >>> store.servable(["n1", "unknown"])
+    ['n1']
+    """
+    return Store.open(str(path), create=create)
+
+
+def apply_event(store: Store, policy: Policy, event: Event | Mapping[str, Any], *, dry_run: bool = False,
+                selector: str = "mincut", backend: str = "networkx") -> TransitionPlan:
+    """Apply a delete / correct / migrate event (MemoRepair Algorithm 1): barrier, repair,
+    validate, publish. With ``dry_run`` the plan is executed on an in-memory copy and the store
+    is untouched. ``event`` is an :class:`Event` or its JSON object.
+
+    Raises
+    ------
+    InputError
+        the event names unknown or erased artifacts, or the store has an unfinished event.
+
+    Examples
+    --------
+    >>> store = open_store()
+    >>> _ = store.record({"id": "n1", "kind": "record", "content": "Alice lives in Paris"})
+    >>> _ = store.record({"id": "n2", "kind": "record", "content": "Alice likes tea"})
+    >>> _ = store.record({"id": "s", "kind": "summary", "content": "Alice lives in Paris. Alice likes tea"},
+    ...                  inputs=["n1", "n2"])
+    >>> policy = load_policy(bundled_path("policies", "default.yaml"))
+    >>> plan = apply_event(store, policy, {"type": "delete", "roots": ["n1"]})
+    >>> plan.barrier, plan.republished
+    (('n1', 's'), ('s',))
+    >>> store.get("s").content, store.servable(["n1", "n2", "s"])
+    ('Alice likes tea', ['n2', 's'])
+    """
+    from .repair.execute import dry_run as simulate, run_event
+
+    ev = event if isinstance(event, Event) else parse_event(dict(event), store.snapshot())
+    return (simulate if dry_run else run_event)(store, policy, ev, selector, backend)
+
+
+def clear_context(case: Case | Mapping[str, Any] | str | Path, policy: Policy | None = None,
+                  method: str = "meclear") -> ClearancePlan:
+    """Clear the harmful memories from ONE query's context (MeClear Algorithm 1); the memory bank
+    is never changed. ``case`` is a :class:`Case`, its JSON object or a path to it; ``policy``
+    supplies the clearance settings (the bundled default when None).
+
+    Examples
+    --------
+    >>> plan = clear_context(bundled_path("cases", "redundant.json"))
+    >>> plan.removed, plan.recovered
+    (('m3', 'm5'), True)
+    """
+    from .clearance.case import Case as _Case, case_game, load_case, parse_case
+    from .clearance.pipeline import run_method
+
+    spec = (policy or load_policy(bundled_path("policies", "default.yaml"))).clearance
+    if isinstance(case, (str, Path)):
+        loaded = load_case(case)
+    elif isinstance(case, _Case):
+        loaded = case
+    else:
+        loaded = parse_case(dict(case))
+    return run_method(method, case_game(loaded, spec), spec)
+
+
+def verify_plan(plan: TransitionPlan | ClearancePlan | Mapping[str, Any]) -> list[Clause]:
+    """Re-check a plan's guarantees (G3 for clearance, G4/G5 for transition plans) clause by clause.
+
+    Every clause has ``ok``; the first failing one names its witness. A malformed plan document
+    raises :class:`InputError`.
+
+    Examples
+    --------
+    >>> plan = clear_context(bundled_path("cases", "redundant.json"))
+    >>> all(c.ok for c in verify_plan(plan))
+    True
+    """
+    from memsteward.specs.certificates import check_plan
+
+    try:
+        return check_plan(plan.to_json() if hasattr(plan, "to_json") else dict(plan))
+    except (KeyError, TypeError, ValueError, AttributeError, ZeroDivisionError, IndexError) as exc:
+        raise InputError(f"not a valid plan: {exc}", file="<plan>") from None
+
+
+def attest(store: Store, event_id: int | None = None, expect_head: str | None = None) -> dict[str, Any]:
+    """The deletion attestation of one event (the latest when None): what was withdrawn and when,
+    what was republished from which support, the erasure, and the checks (``ok`` when all pass).
+
+    Examples
+    --------
+    >>> store = open_store()
+    >>> _ = store.record({"id": "n1", "kind": "record", "content": "Alice lives in Paris"})
+    >>> _ = apply_event(store, load_policy(bundled_path("policies", "default.yaml")),
+    ...                 {"type": "delete", "roots": ["n1"]})
+    >>> report = attest(store)
+    >>> report["ok"], report["erasure"][0]["content_remaining"]
+    (True, [])
+    """
+    from .repair.attestation import attest as _attest
+
+    return _attest(store, event_id, expect_head)
