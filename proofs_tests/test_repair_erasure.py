@@ -10,6 +10,8 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -24,13 +26,15 @@ from memsteward.repair.store import Store, content_digest
 
 DATA = Path("engine/data/repair")
 MARKER = "Zq7-ORCHID-LANTERN-4411 lives at 12 Quiet Mews"
+PADDING = " ".join(f"Note {k}: {MARKER} keeps a diary." for k in range(120))
 
 
 def marker_doc() -> dict:
     """A root holding the marker, a summary and a cache derived from it, a summary of the summary,
     and retained records that let the summaries be regenerated without the root."""
     return {"artifacts": [
-        {"id": "r-secret", "kind": "record", "content": {"text": f"The user {MARKER}.", "label": "home"}},
+        # long enough to spill into overflow pages, which become free pages when the content is erased
+        {"id": "r-secret", "kind": "record", "content": {"text": f"The user {MARKER}. " + PADDING, "label": "home"}},
         {"id": "r-keep", "kind": "record", "content": {"text": "The user likes long walks by the river.",
                                                        "label": "hobby"}},
         {"id": "r-keep2", "kind": "record", "content": {"text": "The user reads poetry on Sundays.",
@@ -190,3 +194,113 @@ def test_erasure_check_fails_when_a_derived_version_keeps_content(tmp_path: Path
     r = CliRunner().invoke(main, ["audit", "--store", db, "--json"])
     checks = {c["check"]: c for c in json.loads(r.stdout)["checks"]}
     assert r.exit_code == 1 and not checks["erasure"]["ok"] and "cache-home" in checks["erasure"]["detail"]
+
+
+# --------------------------------------------------------------------------- bytes on disk (item 2)
+
+READER = """
+import sqlite3, sys, time
+con = sqlite3.connect(sys.argv[1], isolation_level=None)
+con.execute("BEGIN")
+con.execute("SELECT COUNT(*), MAX(content) FROM versions").fetchone()  # a read snapshot of the WAL
+print("ready", flush=True)
+time.sleep(float(sys.argv[2]))
+con.execute("COMMIT")
+con.close()
+"""
+
+
+def _reader(db: Path, hold: float) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-c", READER, str(db), str(hold)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "ready"
+    return proc
+
+
+def _file_bytes(db: Path) -> bytes:
+    """The raw bytes of the database and every side file (read as they are, nothing checkpointed)."""
+    return b"".join(p.read_bytes() for p in db.parent.iterdir() if p.name.startswith(db.name))
+
+
+def _delete_marker_root(db: Path) -> Store:
+    store = marker_store(str(db))
+    # stage a successor and publish, so that old pages with the marker sit in the WAL and the file
+    run_event(store, load_policy("policies/default.yaml"),
+              parse_event({"type": "delete", "roots": ["r-secret"]}, store.snapshot()))
+    return store
+
+
+def _assert_marker_gone(db: Path, store: Store) -> None:
+    needle = MARKER.encode()
+    assert needle not in _file_bytes(db), "marker still in the database file or WAL"
+    assert needle[:24] not in _file_bytes(db) and needle[-24:] not in _file_bytes(db)
+    assert MARKER not in json.dumps(store.export()) and MARKER not in json.dumps([a.as_dict() for a in store.serve()])
+    r = CliRunner().invoke(main, ["store", "export", "--store", str(db)])
+    assert r.exit_code == 0 and MARKER not in r.output
+    a = CliRunner().invoke(main, ["audit", "--store", str(db), "--json"])
+    checks = {c["check"]: c for c in json.loads(a.stdout)["checks"]}
+    assert a.exit_code == 0 and checks["physical-erasure"]["ok"], checks["physical-erasure"]
+
+
+def test_marker_gone_from_database_file_and_wal(tmp_path: Path):
+    db = tmp_path / "m.db"
+    store = _delete_marker_root(db)
+    _assert_marker_gone(db, store)
+    row = [r for r in store.audit_log() if r["action"] == "physical-erasure"][-1]["detail"]
+    assert row["complete"] and row["scan"]["needles"] > 0 and row["scan"]["found"] == {}
+
+
+def test_marker_gone_with_a_concurrent_reader(tmp_path: Path):
+    db = tmp_path / "m.db"
+    store = marker_store(str(db))
+    reader = _reader(db, 1.5)  # a real process holding a read snapshot while the delete publishes
+    run_event(store, load_policy("policies/default.yaml"),
+              parse_event({"type": "delete", "roots": ["r-secret"]}, store.snapshot()))
+    assert reader.wait(timeout=30) == 0
+    _assert_marker_gone(db, store)
+
+
+def test_marker_gone_when_secure_delete_is_off_by_default(tmp_path: Path, monkeypatch):
+    """Emulate an SQLite build without SECURE_DELETE: every new connection starts with it off."""
+    import memsteward.repair.store as store_mod
+
+    real = sqlite3.connect
+
+    def connect(*args, **kwargs):
+        con = real(*args, **kwargs)
+        con.execute("PRAGMA secure_delete = OFF")
+        return con
+
+    monkeypatch.setattr(store_mod.sqlite3, "connect", connect)
+    db = tmp_path / "m.db"
+    store = _delete_marker_root(db)
+    assert store.conn.execute("PRAGMA secure_delete").fetchone() == (1,)  # the store turned it on
+    _assert_marker_gone(db, store)
+
+
+def test_reader_holding_the_wal_past_the_bound_fails_physical_erasure(tmp_path: Path):
+    db = tmp_path / "m.db"
+    store = marker_store(str(db))
+    store.erase_wait = 0.2
+    reader = _reader(db, 4.0)
+    try:
+        run_event(store, load_policy("policies/default.yaml"),
+                  parse_event({"type": "delete", "roots": ["r-secret"]}, store.snapshot()))
+    finally:
+        assert reader.wait(timeout=30) == 0
+    row = [r for r in store.audit_log() if r["action"] == "physical-erasure"][-1]["detail"]
+    assert row["complete"] is False and row["checkpoint"] is False
+    a = CliRunner().invoke(main, ["audit", "--store", str(db), "--json"])
+    checks = {c["check"]: c for c in json.loads(a.stdout)["checks"]}
+    assert a.exit_code == 1 and not checks["physical-erasure"]["ok"]
+
+
+def test_fingerprints_catch_every_long_surviving_substring():
+    from memsteward.repair.erasure import WINDOW, fingerprints
+
+    leaf = "".join(chr(0x61 + (k * 7) % 26) for k in range(150)) + " ünïcode tail ✓"
+    needles = fingerprints([{"a": [leaf]}])
+    span = 2 * WINDOW - 1
+    for k in range(len(leaf) - span + 1):  # brute force over every surviving span
+        piece = leaf[k:k + span]
+        assert any(n in piece.encode() or n in json.dumps(piece).encode() for n in needles), k
+    assert fingerprints(["short"]) == []  # values under MIN_LEAF characters are not fingerprinted

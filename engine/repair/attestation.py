@@ -14,6 +14,8 @@ the database:
 * ``failures-withdrawn`` — failed or blocked candidates (and so their dependents) stay withdrawn;
 * ``erasure`` — every version built from a deleted root's content (the root's own versions and the
   versions of C(F) up to the event, and every version of a member not republished) is erased;
+* ``physical-erasure`` — after publication the WAL was checkpointed and truncated, the database
+  vacuumed, and a scan of the files for fingerprints of the erased content found none;
 * ``audit-chain`` — the audit log's hash chain verifies (tampering is detected).
 """
 
@@ -152,10 +154,36 @@ def _checks(store: Store, log: list[dict], plan: dict, event: dict, cascade: lis
                       f"all {sum(e['versions'] for e in erasure)} versions built from the erased content"
                       if not remaining else f"{remaining[0]['id']} v{remaining[0]['content_remaining'][0]} "
                       "still holds content built from erased data"))
+    out.append(_physical_check(log, erasure))
     broken = first_broken(store.audit_rows(), store.audit_head(), expect_head)
     out.append(_check("audit-chain", broken is None, "hash chain over the whole audit log verifies"
                       if broken is None else f"row {broken[0]}: {broken[1]}"))
     return out
+
+
+def _physical_check(log: list[dict], erasure: list[dict]) -> dict[str, Any]:
+    """The bytes are gone from the files: checkpoint, VACUUM and the publication-time scan."""
+    if not erasure:
+        return _check("physical-erasure", True, "the event erased nothing")
+    row = next((r["detail"] for r in log if r["action"] == "physical-erasure"), None)
+    if row is None:
+        return _check("physical-erasure", False, "no physical erasure recorded (run `memsteward recover`)")
+    if row.get("file") is False:
+        return _check("physical-erasure", bool(row.get("complete")), "in-memory store: no file holds the content")
+    scan = row.get("scan")
+    if not row.get("checkpoint") or not row.get("vacuum"):
+        return _check("physical-erasure", False, f"WAL checkpoint or VACUUM did not complete within "
+                      f"{row.get('wait_seconds')} s (a reader held the WAL); erased bytes may remain on disk")
+    if scan is None:
+        return _check("physical-erasure", bool(row.get("complete")),
+                      "WAL checkpointed and truncated, database vacuumed; not scanned (interrupted after "
+                      "publication, the erased text was no longer in memory)")
+    if scan.get("found"):
+        where = ", ".join(f"{f}: {n}" for f, n in sorted(scan["found"].items()))
+        return _check("physical-erasure", False, f"erased content found on disk ({where} fingerprints)")
+    return _check("physical-erasure", bool(row.get("complete")),
+                  f"WAL truncated, database vacuumed; {scan.get('needles')} fingerprints of the erased content "
+                  f"found in none of {scan.get('bytes')} bytes ({', '.join(scan.get('files', []))})")
 
 
 def _support_check(plan: dict, event: dict, cascade: list[str], republished: list[str],

@@ -17,6 +17,7 @@ from ..jsonio import tree_problem
 from ..policy.model import Policy
 from .artifacts import SERVABLE_STATES, Artifact, Snapshot, artifact_field_problem
 from .candidates import Candidate
+from .erasure import fingerprints
 from .events import Event
 from .graph import is_retained
 from .operators import OperatorError, OperatorRegistry, RepairContext, Successor, operators_for
@@ -126,6 +127,8 @@ def recover(store: Store, operators: OperatorRegistry | None = None,
     """Roll an interrupted event forward from its recorded plan and steps (None: nothing to do)."""
     found = store.unfinished_event()
     if found is None:
+        for event_id in store.pending_physical_erasure():  # killed between publication and the file step
+            store.erase_physically(event_id, [], scanned=False)
         return None
     event_id, _event, policy_doc, plan_doc = found
     policy = Policy.model_validate(policy_doc)
@@ -296,7 +299,9 @@ def _publish(store: Store, event_id: int, plan: TransitionPlan, results: list[St
     published = set(republished)
     final = plan.replace(executed=final_steps, republished=tuple(sorted(republished)),
                          withdrawn=tuple(i for i in plan.barrier if i not in published), status="done")
-    store.publish(event_id, republished + root_updates, erase, final.to_json(), scrub, tombstone)
+    gone = store.publish(event_id, republished + root_updates, erase, final.to_json(), scrub, tombstone)
+    if erase or scrub:
+        store.erase_physically(event_id, fingerprints(gone))
     return final
 
 

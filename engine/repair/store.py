@@ -69,6 +69,20 @@ CREATE INDEX IF NOT EXISTS plan_steps_artifact ON plan_steps(event_id, artifact_
 """
 
 CRASH_ENV = "MEMSTEWARD_CRASH_AT"
+ERASE_WAIT_ENV = "MEMSTEWARD_ERASE_WAIT"
+ERASE_WAIT_DEFAULT, ERASE_WAIT_MAX = 10.0, 600.0
+
+
+def _erase_wait() -> float:
+    """Seconds physical erasure waits for concurrent readers to release the WAL (bounded)."""
+    raw = os.environ.get(ERASE_WAIT_ENV, "")
+    try:
+        value = float(raw) if raw else ERASE_WAIT_DEFAULT
+    except ValueError:
+        raise InputError(f"{ERASE_WAIT_ENV} must be a number of seconds, got {raw!r}", field=ERASE_WAIT_ENV) from None
+    if not 0 <= value <= ERASE_WAIT_MAX:
+        raise InputError(f"{ERASE_WAIT_ENV} must be between 0 and {ERASE_WAIT_MAX:g} seconds", field=ERASE_WAIT_ENV)
+    return value
 
 
 def _now() -> str:
@@ -91,6 +105,7 @@ class Store:
         self.path = path
         self.conn = sqlite3.connect(path, isolation_level=None, timeout=30.0)
         self.conn.execute("PRAGMA foreign_keys = ON")
+        self.conn.execute("PRAGMA secure_delete = ON")  # freed pages are zeroed (not every build defaults to it)
         if path != ":memory:":
             self.conn.execute("PRAGMA journal_mode = WAL")
             self.conn.execute("PRAGMA synchronous = FULL")
@@ -100,6 +115,7 @@ class Store:
         if "sha256" not in {r[1] for r in self.conn.execute("PRAGMA table_info(versions)")}:
             self.conn.execute("ALTER TABLE versions ADD COLUMN sha256 TEXT")  # stores from before erasure digests
         self._crash_at = int(os.environ.get(CRASH_ENV, "0") or 0)
+        self.erase_wait = _erase_wait()
         self._checkpoints = 0
 
     # ------------------------------------------------------------------ opening
@@ -534,7 +550,7 @@ class Store:
 
     def publish(self, event_id: int, republish: Sequence[str], erase: Sequence[str],
                 plan_doc: Mapping[str, Any], scrub: Mapping[str, int | None] | None = None,
-                tombstone: Sequence[str] = ()) -> None:
+                tombstone: Sequence[str] = ()) -> list[Any]:
         """R_ρ: republish validated predecessor-closed successors and root updates, erase deleted
         roots, and close the event — in one transaction (Alg. 1 line 8).
 
@@ -543,6 +559,7 @@ class Store:
         version) — the versions built from deleted content. ``tombstone`` lists the roots whose
         erased versions' content digests go into ``tombstones``. Each republish row chains the
         successor's content digest, each erase row the digests of the versions it erased.
+        Returns the erased contents (for :meth:`erase_physically`'s scan; never stored).
         """
         targets: dict[str, int | None] = dict(scrub or {})
         targets.update({r: None for r in erase})
@@ -555,7 +572,7 @@ class Store:
                 self._audit("republish", ident, event_id, {} if row is None else {
                     "version": int(row[0]), "sha256": content_digest(None if row[1] is None else json.loads(row[1]))})
             self.checkpoint()
-            self._erase_versions(event_id, targets, frozenset(tombstone) | frozenset(erase))
+            gone = self._erase_versions(event_id, targets, frozenset(tombstone) | frozenset(erase))
             for ident in erase:
                 c.execute("UPDATE artifacts SET state = 'erased', staged_version = NULL WHERE id = ?", (ident,))
             c.execute("UPDATE artifacts SET state = 'withdrawn' WHERE state = 'staged'")
@@ -564,8 +581,10 @@ class Store:
             c.execute("UPDATE events SET status = 'done', plan = ? WHERE id = ?", (final, event_id))
             self._audit("publish", event_id=event_id, detail={"republished": len(republish),
                                                                "plan_sha256": digest(final)})
+        return gone
 
-    def _erase_versions(self, event_id: int, targets: Mapping[str, int | None], tombstone: frozenset[str]) -> None:
+    def _erase_versions(self, event_id: int, targets: Mapping[str, int | None],
+                        tombstone: frozenset[str]) -> list[Any]:
         """Null the content and metadata of the targeted versions (inside the caller's transaction),
         keeping id, version and the content's SHA-256; one chained ``erase`` row per artifact."""
         ids = sorted(targets)
@@ -576,12 +595,15 @@ class Store:
                 f"SELECT id, version, content FROM versions WHERE erased = 0 AND id IN ({','.join('?' * len(chunk))}) "
                 "ORDER BY id, version", chunk).fetchall()
         erased: dict[str, list[dict[str, Any]]] = {i: [] for i in ids}
-        updates, stones = [], []
+        updates, stones, gone = [], [], []
         for ident, version, content in rows:
             limit = targets[ident]
             if limit is not None and version > limit:
                 continue
-            sha = content_digest(None if content is None else json.loads(content))
+            value = None if content is None else json.loads(content)
+            sha = content_digest(value)
+            if value is not None:
+                gone.append(value)
             erased[ident].append({"version": int(version), "sha256": sha})
             updates.append((sha, ident, version))
             if ident in tombstone and content is not None:
@@ -590,6 +612,55 @@ class Store:
                               "WHERE id = ? AND version = ?", updates)
         self.conn.executemany("INSERT OR IGNORE INTO tombstones(digest, root, event_id) VALUES (?,?,?)", stones)
         self._append_audit([(_now(), event_id, "erase", i, _dump({"versions": erased[i]})) for i in ids if erased[i]])
+        return gone
+
+    def erase_physically(self, event_id: int, needles: Sequence[bytes], scanned: bool = True) -> dict[str, Any]:
+        """Make erased bytes unrecoverable from the files, then prove it (the erasure issue, item 2).
+
+        WAL checkpoint (TRUNCATE), VACUUM, checkpoint (TRUNCATE) again — each waiting at most
+        ``erase_wait`` seconds (SQLite's busy handler) for concurrent readers to let go of the WAL —
+        then a scan of the database and WAL files for ``needles`` (:func:`memsteward.repair.erasure.
+        fingerprints` of the erased content). The outcome is one chained ``physical-erasure``
+        audit row (counts only). ``scanned=False`` records that the text was no longer available
+        (``recover`` after a crash between publication and this step).
+        """
+        from .erasure import scan, store_files
+
+        detail: dict[str, Any] = {"wait_seconds": self.erase_wait}
+        if self.path == ":memory:":
+            detail.update(complete=True, file=False)
+        else:
+            self.conn.execute(f"PRAGMA busy_timeout = {int(self.erase_wait * 1000)}")
+            try:
+                first = self._checkpoint_truncate()
+                try:
+                    self.conn.execute("VACUUM")
+                    vacuumed = True
+                except sqlite3.OperationalError:
+                    vacuumed = False
+                last = self._checkpoint_truncate()
+            finally:
+                self.conn.execute("PRAGMA busy_timeout = 30000")
+            result = scan(store_files(self.path), needles) if scanned else None
+            detail.update(checkpoint=first and last, vacuum=vacuumed, scan=result,
+                          complete=first and last and vacuumed and (result is None or not result["found"]))
+        with self.transaction():
+            self._audit("physical-erasure", event_id=event_id, detail=detail)
+        if self.path != ":memory:":
+            self.conn.execute("PRAGMA busy_timeout = 0")
+            self._checkpoint_truncate()  # best effort: the row just written holds digests and counts only
+            self.conn.execute("PRAGMA busy_timeout = 30000")
+        return detail
+
+    def _checkpoint_truncate(self) -> bool:
+        busy, log, done = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        return busy == 0 and log in (0, -1) and done in (0, -1)
+
+    def pending_physical_erasure(self) -> list[int]:
+        """Events that erased versions but have no ``physical-erasure`` row (interrupted in between)."""
+        return [int(r[0]) for r in self.conn.execute(
+            "SELECT DISTINCT e.event_id FROM audit e WHERE e.action = 'erase' AND NOT EXISTS "
+            "(SELECT 1 FROM audit p WHERE p.action = 'physical-erasure' AND p.event_id = e.event_id) ORDER BY 1")]
 
     def copy_in_memory(self) -> "Store":
         """An in-memory copy (used by ``--dry-run``: the real store is never touched)."""
