@@ -7,7 +7,8 @@ import importlib
 
 import pytest
 
-MODULES = ["memsteward", "memsteward.api", "memsteward.repair.writes", "memsteward.repair.store"]
+MODULES = ["memsteward", "memsteward.api", "memsteward.repair.writes", "memsteward.repair.store",
+           "memsteward.integrations.langgraph"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -83,6 +83,8 @@ def demo_verify(echo: Callable[[str], None] = click.echo) -> None:
 SECTIONS: list[tuple[str, str]] = [
     ("Policies: validation and Z3 analysis", "memsteward.cli.demo:demo_policies"),
     ("MemoRepair: barrier-first cascade repair (delete, correct, migrate)", "memsteward.repair.demo:run_repair_demo"),
+    ("LangGraph: a governed agent memory store (memsteward.integrations.langgraph)",
+     "memsteward.integrations.demo:run_langgraph_demo"),
     ("MeClear: query-scoped clearance of harmful memories", "memsteward.clearance.demo:run_clearance_demo"),
     ("Compliance: deletion attestation (memsteward audit)", "memsteward.cli.demo:demo_audit"),
     ("Guarantees: Z3 proofs (memsteward verify)", "memsteward.cli.demo:demo_verify"),
