@@ -8,15 +8,13 @@ Every function consumes only :meth:`Game.values` (coalitions are batched and cac
 * :func:`sampled_contribution` — ψ̂_i from L seeded permutations           (Eq. 11)
 * :func:`hoeffding_radius` — uniform radius ε at L with confidence 1 − δ  (Eq. 13, 40)
 * :func:`interaction` — ω_ij from P_ij(π) (exact expectation or sampled)   (Eq. 15)
-* :func:`adaptive_contribution` — beyond the paper: sample in batches until every ψ_i's
-  confidence interval is clear of −τ, or a permutation / call budget is reached.
+* adaptive sampling that stops on the decision: :mod:`memsteward.clearance.adaptive`.
 """
 
 from __future__ import annotations
 
 import math
 import random
-from statistics import NormalDist
 from dataclasses import dataclass
 from itertools import combinations
 from typing import Literal, Mapping, Sequence
@@ -59,11 +57,11 @@ def shapley_weight(size: int, n_players: int) -> float:
     return math.factorial(size) * math.factorial(n_players - size - 1) / math.factorial(n_players)
 
 
-def exact_contribution(game: Game) -> dict[str, float]:
+def exact_contribution(game: Game, trials: int | None = None) -> dict[str, float]:
     """ψ_i = Σ_{S ⊆ M \\ {i}} |S|!(K−|S|−1)!/K! [v̂(S ∪ {i}) − v̂(S)]  (Eq. 3, 33)."""
     players = game.players
     subsets = all_coalitions(players)
-    v = dict(zip(subsets, game.values(subsets)))
+    v = dict(zip(subsets, game.values(subsets, trials)))
     k = len(players)
     psi = {i: 0.0 for i in players}
     for s in subsets:
@@ -97,10 +95,11 @@ def prefixes(permutations: Sequence[Permutation]) -> list[Coalition]:
     return list(seen)
 
 
-def marginals(game: Game, permutations: Sequence[Permutation]) -> dict[str, list[float]]:
+def marginals(game: Game, permutations: Sequence[Permutation],
+              trials: int | None = None) -> dict[str, list[float]]:
     """X_i^(ℓ) = v̂(P_i(π^ℓ) ∪ {m_i}) − v̂(P_i(π^ℓ)) for every memory and permutation (App. B.2)."""
     coalitions = prefixes(permutations)
-    v = dict(zip(coalitions, game.values(coalitions)))
+    v = dict(zip(coalitions, game.values(coalitions, trials)))
     out: dict[str, list[float]] = {i: [] for i in game.players}
     for perm in permutations:
         for r, i in enumerate(perm):
@@ -108,9 +107,10 @@ def marginals(game: Game, permutations: Sequence[Permutation]) -> dict[str, list
     return out
 
 
-def sampled_contribution(game: Game, permutations: Sequence[Permutation]) -> dict[str, float]:
+def sampled_contribution(game: Game, permutations: Sequence[Permutation],
+                         trials: int | None = None) -> dict[str, float]:
     """ψ̂_i^(L) = (1/L) Σ_ℓ [v̂(P_i(π^ℓ) ∪ {m_i}) − v̂(P_i(π^ℓ))]  (Eq. 11)."""
-    xs = marginals(game, permutations)
+    xs = marginals(game, permutations, trials)
     return {i: (sum(x) / len(x) if x else 0.0) for i, x in xs.items()}
 
 
@@ -169,17 +169,25 @@ def expected_distinct_coalitions(n_players: int, permutations: int) -> float:
     return total
 
 
-def use_exact(n_players: int, permutations: int, mode: str, premium: float = 0.25) -> bool:
-    """``exact: auto`` picks exact enumeration when 2^K ≤ (1 + premium) · E[distinct sampled].
+def use_exact(n_players: int, permutations: int, mode: str, premium: float = 0.25,
+              trials: int = 1, sample_trials: int | None = None) -> bool:
+    """``exact: auto`` picks exact enumeration when its calls ≤ (1 + premium) · E[calls sampled].
 
-    Exact attribution removes the sampling error of Proposition 1 (radius 0); the premium is
-    what that is worth in extra evaluations (K = 5, L = 16: 32 ≤ 1.25 · 28.1, so exact).
+    Calls, after the savings of ``sample_trials``: the K + 1 screen coalitions (M and the LOO
+    ones) cost ``trials`` each either way, every other coalition ``sample_trials``. With equal
+    trials this is 2^K ≤ (1 + premium) · E[distinct sampled]. Exact attribution removes the
+    sampling error of Proposition 1 (radius 0); the premium is what that is worth in extra
+    evaluations (K = 5, L = 16: 32 ≤ 1.25 · 28.1, so exact).
     """
     if mode == "always":
         return True
     if mode == "never":
         return False
-    return 2 ** n_players <= (1.0 + premium) * expected_distinct_coalitions(n_players, permutations)
+    t = min(sample_trials or trials, trials)
+    screen = (n_players + 1) * trials
+    exact = screen + (2 ** n_players - n_players - 1) * t
+    sampled = screen + (expected_distinct_coalitions(n_players, permutations) - n_players - 1) * t
+    return exact <= (1.0 + premium) * sampled
 
 
 # --------------------------------------------------------------------------- interactions (Eq. 15)
@@ -205,7 +213,8 @@ def interaction_coalitions(game: Game, i: str, j: str,
     return [c for s in bases for c in _pair_coalitions(s, i, j)]
 
 
-def interaction(game: Game, i: str, j: str, permutations: Sequence[Permutation] | None) -> float:
+def interaction(game: Game, i: str, j: str, permutations: Sequence[Permutation] | None,
+                trials: int | None = None) -> float:
     """ω_ij = (1/L) Σ_ℓ Δ_ij v̂(P_ij(π^ℓ)) (Eq. 15); its exact expectation when no sample given.
 
     P_ij(π) is the set preceding both m_i and m_j; under a uniform permutation it equals S
@@ -216,7 +225,7 @@ def interaction(game: Game, i: str, j: str, permutations: Sequence[Permutation] 
         k = game.n_players
         subsets = all_coalitions(rest)
         needed = [c for s in subsets for c in _pair_coalitions(s, i, j)]
-        v = dict(zip(needed, game.values(needed)))
+        v = dict(zip(needed, game.values(needed, trials)))
         weight = lambda size: 2 * math.factorial(size) * math.factorial(k - size - 1) / math.factorial(k)  # noqa: E731
         return sum(weight(len(s)) * pair_delta(v, s, i, j) for s in subsets)
     bases = []
@@ -224,7 +233,7 @@ def interaction(game: Game, i: str, j: str, permutations: Sequence[Permutation] 
         first = min(perm.index(i), perm.index(j))
         bases.append(frozenset(perm[:first]))
     needed = [c for s in dict.fromkeys(bases) for c in _pair_coalitions(s, i, j)]
-    v = dict(zip(needed, game.values(needed)))
+    v = dict(zip(needed, game.values(needed, trials)))
     return sum(pair_delta(v, s, i, j) for s in bases) / len(bases) if bases else 0.0
 
 
@@ -256,75 +265,15 @@ class Attribution:
 
 
 def fixed_attribution(game: Game, permutations: int, seed: int, exact: bool,
-                      confidence: float = 0.95) -> Attribution:
+                      confidence: float = 0.95, trials: int | None = None) -> Attribution:
     """Algorithm 1 line 5: exact ψ (Eq. 3) or ψ̂ from L permutations (Eq. 11) with Eq. 13 radius."""
     if exact:
-        psi = exact_contribution(game)
+        psi = exact_contribution(game, trials)
         return Attribution(psi, True, 0, {i: 0.0 for i in psi}, "exact", estimator="exact")
     sample = tuple(sample_permutations(game.players, permutations, seed))
     stop = "fixed"
-    while sample and not game.affordable(prefixes(sample)):
+    while sample and not game.affordable(prefixes(sample), trials):
         sample, stop = sample[:-1], "budget"  # the call budget caps L
-    psi = sampled_contribution(game, sample)
+    psi = sampled_contribution(game, sample, trials)
     eps = hoeffding_radius(len(sample), game.n_players, confidence)
     return Attribution(psi, False, len(sample), {i: eps for i in psi}, stop, sample)
-
-
-def normal_radius(xs: Sequence[float], delta: float) -> float:
-    """CLT interval half-width z_{1−δ/2} · s / √n (heuristic: no finite-sample guarantee)."""
-    n = len(xs)
-    if n < 2:
-        return math.inf
-    mean = sum(xs) / n
-    sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1))
-    return NormalDist().inv_cdf(1.0 - delta / 2.0) * sd / math.sqrt(n)
-
-
-def adaptive_contribution(game: Game, harm_tolerance: float, *, seed: int, start: int,
-                          batch: int, max_permutations: int, confidence: float = 0.95,
-                          bound: str = "bernstein") -> Attribution:
-    """Sample permutations in batches until every ψ̂_i's interval is clear of −τ.
-
-    ``bernstein``: radius per memory is the smaller of Hoeffding and empirical Bernstein, each
-    at δ/2, with a union bound over the K memories and every look (stopping early keeps the
-    guarantee). ``normal``: a CLT interval with the same union bound (cheap, heuristic).
-    Stops early when the game's call budget cannot pay for the next batch.
-    """
-    k = game.n_players
-    looks = 1 + max(0, math.ceil((max_permutations - start) / max(batch, 1)))
-    delta = (1.0 - confidence) / (k * looks)
-    rng = random.Random(seed)
-    sample: list[Permutation] = []
-    stop = "max_permutations"
-    psi: dict[str, float] = {i: 0.0 for i in game.players}
-    radius: dict[str, float] = {i: math.inf for i in game.players}
-    size = max(start, 1)
-    while len(sample) < max_permutations:
-        size = min(size, max_permutations - len(sample))
-        new = []
-        for _ in range(size):
-            order = list(game.players)
-            rng.shuffle(order)
-            new.append(tuple(order))
-        while new and not game.affordable(prefixes(new)):
-            new.pop()  # spend what the call budget still allows
-        if not new:
-            stop = "budget"
-            break
-        xs = marginals(game, sample + new)
-        sample.extend(new)
-        n = len(sample)
-        psi = {i: sum(x) / n for i, x in xs.items()}
-        if bound == "normal":
-            radius = {i: normal_radius(x, delta) for i, x in xs.items()}
-        else:
-            hoeff = math.sqrt(2.0 * math.log(4.0 / delta) / n)
-            radius = {i: min(hoeff, bernstein_radius(x, delta / 2)) for i, x in xs.items()}
-        if all(abs(psi[i] + harm_tolerance) > radius[i] for i in psi):
-            stop = "confident"
-            break
-        if len(new) < size:
-            stop = "budget"
-            break
-        size = batch
-    return Attribution(psi, False, len(sample), radius, stop, tuple(sample))

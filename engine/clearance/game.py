@@ -11,6 +11,9 @@ be cached without changing the sampled estimator").
   each coalition at most once per :class:`OutcomeStore` (shared by all methods run on a case).
 * v̂(S) is the mean of ``trials`` independent 0/1 (or [0, 1]) trial scores with fixed seeds.
 * ν(S) (``recovered``) is the policy's :class:`~memsteward.policy.model.Recovery` rule on v̂(S).
+* ``values(…, trials=t)`` with t below the game's trials (coalitions that only feed a sampled
+  estimate, issue 15) reads the first t scores of a full evaluation, or evaluates t trials into
+  ``OutcomeStore.partial``; a later full read evaluates the coalition again (paid in full).
 * ``call_budget`` is advisory: samplers ask :meth:`Game.affordable` before spending, while
   the LOO screen and the verification of Eq. 19 always run (Theorem 2 needs them).
 * Each :class:`Game` view counts the distinct coalitions *it* needed and the evaluator calls
@@ -96,6 +99,7 @@ class OutcomeStore:
 
     evaluations: dict[Coalition, Evaluation] = field(default_factory=dict)
     ratings: dict[str, tuple[float, int]] = field(default_factory=dict)
+    partial: dict[Coalition, Evaluation] = field(default_factory=dict)  # fewer trials than the game's
     requests: int = 0  # evaluator.evaluate batches sent
 
 
@@ -116,7 +120,7 @@ class Game:
         self.store = store if store is not None else OutcomeStore()
         self._players = task.ids
         self._player_set = frozenset(self._players)
-        self._seen: set[Coalition] = set()
+        self._seen: dict[Coalition, int] = {}  # coalition → trials read by this view (FULL: all)
         self._rated: set[str] = set()
         self._calls = 0
 
@@ -136,11 +140,17 @@ class Game:
         """M_t."""
         return self._player_set
 
-    def values(self, coalitions: Iterable[Iterable[str]]) -> list[float]:
-        """v̂(S) for each coalition; uncached ones are evaluated in one batch (Eq. 2)."""
+    def values(self, coalitions: Iterable[Iterable[str]], trials: int | None = None) -> list[float]:
+        """v̂(S) for each coalition; uncached ones are evaluated in one batch (Eq. 2).
+
+        ``trials`` below the game's: the mean of the first ``trials`` scores (see module doc).
+        """
         wanted = [self._coalition(c) for c in coalitions]
-        self._ensure(wanted)
-        return [self.store.evaluations[c].value for c in wanted]
+        if trials is None or trials >= self.trials:
+            self._ensure(wanted)
+            return [self.store.evaluations[c].value for c in wanted]
+        self._ensure_partial(wanted, trials)
+        return [self._partial_value(c, trials) for c in wanted]
 
     def value(self, coalition: Iterable[str]) -> float:
         """v̂(S) of one coalition."""
@@ -150,20 +160,25 @@ class Game:
         """ν(S): the recovery predicate on v̂(S) (Eq. 19, 22)."""
         return self.recovery.holds(self.value(coalition))
 
-    def cost_of(self, coalitions: Iterable[Iterable[str]]) -> int:
+    def cost_of(self, coalitions: Iterable[Iterable[str]], trials: int | None = None) -> int:
         """Upper bound of the calls evaluating these coalitions would add to this view."""
-        new = {self._coalition(c) for c in coalitions} - self._seen
+        partial = trials is not None and trials < self.trials
         cost = 0
-        for c in new:
+        for c in {self._coalition(c) for c in coalitions}:
+            if self._seen.get(c, 0) >= (trials if partial else FULL):
+                continue
             known = self.store.evaluations.get(c)
-            cost += known.calls if known is not None else self.trials
+            if not partial:
+                cost += known.calls if known is not None else self.trials
+            elif c not in self._seen:
+                cost += _share(known, trials) if known is not None else trials
         return cost
 
-    def affordable(self, coalitions: Iterable[Iterable[str]]) -> bool:
+    def affordable(self, coalitions: Iterable[Iterable[str]], trials: int | None = None) -> bool:
         """Whether evaluating these coalitions stays within the call budget."""
         if self.call_budget is None:
             return True
-        return self._calls + self.cost_of(coalitions) <= self.call_budget
+        return self._calls + self.cost_of(coalitions, trials) <= self.call_budget
 
     def rate(self, memory_id: str) -> float:
         """The evaluator's direct harm rating of one memory (direct-flagging baseline)."""
@@ -206,8 +221,29 @@ class Game:
             raise KeyError(f"not in the context: {', '.join(unknown)}")
         return c
 
-    def _ensure(self, wanted: list[Coalition]) -> None:
+    def _partial_value(self, c: Coalition, trials: int) -> float:
+        """v̂_t(S): the mean of the first t scores, whichever evaluation holds them."""
+        ev = self.store.evaluations.get(c) or self.store.partial[c]
+        scores = ev.scores[:trials]
+        return sum(scores) / len(scores) if scores else 0.0
+
+    def _ensure_partial(self, wanted: list[Coalition], trials: int) -> None:
         new_here = list(dict.fromkeys(c for c in wanted if c not in self._seen))
+        missing = [c for c in new_here if c not in self.store.evaluations and c not in self.store.partial]
+        if missing:
+            results = self.evaluator.evaluate(self.task, missing, trials, self.seed)
+            if len(results) != len(missing):
+                raise RuntimeError("evaluator returned a wrong number of evaluations")
+            self.store.requests += 1
+            for c, ev in zip(missing, results):
+                self.store.partial[c] = ev
+        for c in new_here:
+            full = self.store.evaluations.get(c)
+            self._calls += _share(full, trials) if full is not None else self.store.partial[c].calls
+            self._seen[c] = trials
+
+    def _ensure(self, wanted: list[Coalition]) -> None:
+        new_here = list(dict.fromkeys(c for c in wanted if self._seen.get(c, 0) < FULL))
         if not new_here:
             return
         missing = [c for c in new_here if c not in self.store.evaluations]
@@ -219,8 +255,17 @@ class Game:
             for c, ev in zip(missing, results):
                 self.store.evaluations[c] = ev
         for c in new_here:
-            self._seen.add(c)
-            self._calls += self.store.evaluations[c].calls
+            self._seen[c] = FULL
+            self._calls += self.store.evaluations[c].calls  # after a partial read too: re-evaluated
+
+
+FULL = 1 << 30  # "every trial of the game" in Game._seen
+
+
+def _share(ev: Evaluation, trials: int) -> int:
+    """Stand-alone calls of reading the first ``trials`` scores of a stored evaluation."""
+    n = len(ev.scores)
+    return ev.calls if n <= trials else -(-ev.calls * trials // n)
 
 
 def context_from(items: Sequence[Memory] | Sequence[Mapping[str, object]]) -> tuple[Memory, ...]:

@@ -13,9 +13,10 @@ from typing import Mapping
 
 from ..policy.model import ClearanceSpec
 from .attribution import (
-    Attribution, adaptive_contribution, all_coalitions, diagnose_pair, fixed_attribution, interaction,
+    Attribution, all_coalitions, diagnose_pair, fixed_attribution, interaction,
     interaction_coalitions, loo, permutations_needed, screen, use_exact,
 )
+from .adaptive import decision_attribution
 from .game import Game
 from .plan import ClearancePlan, PairInteraction, frozen_map
 from .selection import clearance
@@ -25,19 +26,20 @@ from .stratified import stratified_attribution
 def attribute(game: Game, spec: ClearanceSpec, effects: Mapping[str, float]) -> Attribution:
     """Line 5 of Algorithm 1 under the policy: exact, fixed-L sampled (Eq. 11 or S2), or adaptive."""
     k = game.n_players
-    exact = use_exact(k, spec.permutations, spec.exact, spec.exact_premium)
-    if exact and spec.exact == "auto" and not game.affordable(all_coalitions(game.players)):
+    exact = use_exact(k, spec.permutations, spec.exact, spec.exact_premium, game.trials, spec.sample_trials)
+    if exact and spec.exact == "auto" and not game.affordable(all_coalitions(game.players), spec.sample_trials):
         exact = False  # auto never enumerates past the call budget
     if exact:
-        return fixed_attribution(game, spec.permutations, spec.seed, True, spec.confidence)
+        return fixed_attribution(game, spec.permutations, spec.seed, True, spec.confidence, spec.sample_trials)
     if spec.adaptive.enabled:
-        return adaptive_contribution(
+        return decision_attribution(
             game, spec.harm_tolerance, seed=spec.seed, start=spec.permutations,
             batch=spec.adaptive.batch, max_permutations=max(spec.adaptive.max_permutations, 1),
-            confidence=spec.confidence, bound=spec.adaptive.bound)
+            confidence=spec.confidence, bound=spec.adaptive.bound, trials=spec.sample_trials)
     if spec.estimator == "stratified":
-        return stratified_attribution(game, effects, spec.permutations, spec.seed, spec.confidence)
-    return fixed_attribution(game, spec.permutations, spec.seed, False, spec.confidence)
+        return stratified_attribution(game, effects, spec.permutations, spec.seed, spec.confidence,
+                                      spec.sample_trials)
+    return fixed_attribution(game, spec.permutations, spec.seed, False, spec.confidence, spec.sample_trials)
 
 
 def interactions(game: Game, spec: ClearanceSpec, att: Attribution,
@@ -49,9 +51,9 @@ def interactions(game: Game, spec: ClearanceSpec, att: Attribution,
     sample = None if att.exact else list(att.sample)
     out = []
     for i, j in combinations(members, 2):
-        if not game.affordable(interaction_coalitions(game, i, j, sample)):
+        if not game.affordable(interaction_coalitions(game, i, j, sample), spec.sample_trials):
             continue  # diagnostics only (App. C): never spend beyond the call budget on ω
-        omega = interaction(game, i, j, sample)
+        omega = interaction(game, i, j, sample, spec.sample_trials)  # read like ψ was
         out.append(PairInteraction((i, j), omega, diagnose_pair(omega, spec.harm_tolerance)))
     return tuple(out)
 
@@ -78,8 +80,12 @@ def run_meclear(game: Game, spec: ClearanceSpec) -> ClearancePlan:
     cleared_value = game.value(cleared)
     ranking = tuple(sorted(game.players, key=lambda i: (att.contribution[i], game.players.index(i))))
     # v̂(∅) is known whenever attribution ran (every permutation and the exact game start at ∅);
-    # it is reported for the efficiency certificate, never evaluated just for it.
-    empty_value = game.value(()) if frozenset() in game.seen else None
+    # it is reported for the efficiency certificate, never evaluated just for it — and only for
+    # estimators that satisfy G1 on the full-trial values (not targeted adaptive sampling, nor
+    # permutations read at fewer trials: their Σψ̂ is v̂_t(M) − v̂_t(∅) of the t-trial game).
+    partial = spec.sample_trials is not None and spec.sample_trials < game.trials
+    efficient = att.estimator == "stratified" or (att.estimator in ("exact", "permutation") and not partial)
+    empty_value = game.value(()) if efficient and frozenset() in game.seen else None
     return ClearancePlan(
         method="meclear", query=game.task.query, context=game.players,
         loo=frozen_map(effects), screen=frozen_map(profile),

@@ -151,7 +151,7 @@ class StratifiedEstimate:
 
 
 def estimate(game: Game, effects: Mapping[str, float], sample: Sequence[Coalition],
-             confidence: float = 0.95) -> StratifiedEstimate:
+             confidence: float = 0.95, trials: int | None = None) -> StratifiedEstimate:
     """(S2) from the sampled middle-stratum coalitions (plus ∅, M and the LOO coalitions)."""
     players, k = game.players, game.n_players
     full = game.grand
@@ -164,7 +164,7 @@ def estimate(game: Game, effects: Mapping[str, float], sample: Sequence[Coalitio
         if 1 <= len(c) <= k - 2:
             by_size[len(c)].append(c)
     values = dict(zip((c for cs in by_size.values() for c in cs),
-                      game.values([c for cs in by_size.values() for c in cs])))
+                      game.values([c for cs in by_size.values() for c in cs], trials)))
     psi = {i: f.shapley(i) for i in players}  # r = 0 on the exact strata 0, K − 1, K
     variance_term, bias = 0.0, 0.0
     for s, cs in by_size.items():
@@ -190,7 +190,8 @@ def samples_for(n_players: int, permutations: int) -> int:
     return max(0, round(expected_distinct_coalitions(n_players, permutations)) - (n_players + 2))
 
 
-def stratified_sample(game: Game, count: int, seed: int) -> tuple[list[Coalition], bool]:
+def stratified_sample(game: Game, count: int, seed: int,
+                      trials: int | None = None) -> tuple[list[Coalition], bool]:
     """The first ``count`` draws of the seeded allocation, cut to what the call budget allows.
 
     Returns the coalitions and whether the budget cut them.
@@ -202,13 +203,18 @@ def stratified_sample(game: Game, count: int, seed: int) -> tuple[list[Coalition
     # from M, so the draws favour the large strata (weight s): measured in bench meclear_calls.
     widths = {s: float(s) for s in range(1, k - 1)}
     coalitions = draw(game.players, allocation_order(k, widths, count), seed)
-    base = [game.grand, frozenset()]
-    if game.affordable(base + coalitions):
+    base = game.cost_of([game.grand, frozenset()])
+
+    def fits(n: int) -> bool:
+        return game.call_budget is None or (
+            game.evaluator_calls + base + game.cost_of(coalitions[:n], trials) <= game.call_budget)
+
+    if fits(len(coalitions)):
         return coalitions, False
     lo, hi = 0, len(coalitions)  # affordability is monotone in the prefix length
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if game.affordable(base + coalitions[:mid]):
+        if fits(mid):
             lo = mid
         else:
             hi = mid - 1
@@ -216,7 +222,7 @@ def stratified_sample(game: Game, count: int, seed: int) -> tuple[list[Coalition
 
 
 def stratified_attribution(game: Game, effects: Mapping[str, float], permutations: int, seed: int,
-                           confidence: float = 0.95) -> Attribution:
+                           confidence: float = 0.95, trials: int | None = None) -> Attribution:
     """Line 5 of Algorithm 1 with (S2) at the cost of L permutations (capped by the call budget).
 
     When the budget cannot pay even for v̂(∅), ψ falls back to the surrogate's d_i with an
@@ -225,7 +231,7 @@ def stratified_attribution(game: Game, effects: Mapping[str, float], permutation
     if not game.affordable([game.grand, frozenset()]):
         return Attribution(dict(effects), False, 0, {i: math.inf for i in game.players}, "budget",
                            estimator="stratified")
-    sample, cut = stratified_sample(game, samples_for(game.n_players, permutations), seed)
-    est = estimate(game, effects, sample, confidence)
+    sample, cut = stratified_sample(game, samples_for(game.n_players, permutations), seed, trials)
+    est = estimate(game, effects, sample, confidence, trials)
     return Attribution(est.contribution, False, 0, {i: est.radius for i in game.players},
                        "budget" if cut else "fixed", estimator="stratified", samples=len(sample))

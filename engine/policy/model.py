@@ -307,12 +307,13 @@ class Recovery(Strict):
 
 
 class AdaptiveSpec(Strict):
-    """Beyond the paper: keep sampling permutations in batches until every ψ̂_i's confidence
-    interval is clear of −τ, or ``max_permutations`` / the call budget is reached."""
+    """Beyond the paper: sample until the removed set of Algorithm 1 is settled by the intervals
+    (Theorem D, specs/ADAPTIVE_STOPPING.md), spending further samples only on the memories that
+    can change it, or until a memory reaches ``max_permutations`` samples / the call budget."""
 
     enabled: bool = False
-    batch: int = Field(default=8, ge=1)
-    max_permutations: int = Field(default=256, ge=1)
+    batch: int = Field(default=8, ge=1)  # samples added to each relevant memory per look
+    max_permutations: int = Field(default=256, ge=1)  # samples per memory at most
     # bernstein: min(Hoeffding, empirical Bernstein), union bound over memories and looks
     # (rigorous, needs ~300 permutations at τ = 0.2); normal: CLT interval z·s/√L with a
     # Bonferroni z (heuristic, stops after a few batches on clear games).
@@ -347,6 +348,10 @@ class ClearanceSpec(Strict):
     interactions: Literal["harmful", "all", "none"] = "harmful"  # which pairs get ω (Eq. 15)
     adaptive: AdaptiveSpec = Field(default_factory=AdaptiveSpec)
     call_budget: int | None = Field(default=None, ge=1)  # cap on attribution's evaluator calls
+    # trials for the coalitions that only feed a sampled ψ estimate (permutation prefixes, the
+    # stratified sample, targeted marginals); the LOO screen, v̂(∅) of (S2) and the verification
+    # of Eq. 19 keep `trials`. None: `trials` everywhere (the paper).
+    sample_trials: int | None = Field(default=None, ge=1)
     baselines: BaselineSpec = Field(default_factory=BaselineSpec)
 
 
