@@ -173,15 +173,15 @@ def decision_attribution(game: Game, harm_tolerance: float, *, seed: int, start:
                          trials: int | None = None) -> Attribution:
     """Sample until the removed set is settled (Theorem D), a memory's cap or the call budget."""
     k = game.n_players
-    start = max(1, min(start, max_permutations))
-    grid = 1 + max(0, math.ceil((max_permutations - start) / max(batch, 1)))
-    delta = (1.0 - confidence) / (k * grid)
-    perms = sample_permutations(game.players, start, seed)
+    perms = sample_permutations(game.players, max(1, min(start, max_permutations)), seed)
     while perms and not game.affordable(prefixes(perms), trials):
         perms.pop()
     if not perms:
         return Attribution({i: 0.0 for i in game.players}, False, 0, {i: math.inf for i in game.players},
                            "budget", estimator="targeted")
+    # every memory's sample count stays on the grid len(perms) + j·batch ≤ max_permutations
+    grid = 1 + max(0, (max_permutations - len(perms)) // max(batch, 1))
+    delta = (1.0 - confidence) / (k * grid)
     xs: dict[str, list[float]] = marginals(game, perms, trials)
     rng = random.Random(f"targeted|{seed}")
     stop = "max_permutations"

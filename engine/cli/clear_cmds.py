@@ -126,6 +126,8 @@ def _one(policy: str | None, path: str, method: str, as_json: bool) -> None:
                    f"{plan.contribution.get(m.id, 0.0):>+12.3f}  {m.text[:60]}")
     how = ("exact (2^K coalitions)" if plan.exact
            else f"stratified, {plan.samples} sampled coalitions ({plan.stop})" if plan.estimator == "stratified"
+           else f"adaptive, {plan.permutations} permutations + {plan.samples} targeted samples ({plan.stop})"
+           if plan.estimator == "targeted"
            else f"L = {plan.permutations} permutations ({plan.stop})")
     if plan.method == "meclear":
         radius = max(plan.radius.values(), default=0.0)
