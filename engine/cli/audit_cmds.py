@@ -8,7 +8,7 @@ import click
 
 from ..errors import EXIT_FINDINGS
 from . import main
-from .common import emit_json, handle_errors
+from .common import emit_json, handle_errors, terminal
 
 
 @main.command()
@@ -27,29 +27,40 @@ def audit(store_path: str, event_id: int | None, fmt: str, as_json: bool, check_
     support they were built from, failures, the roots' erasure, and checks anyone can re-run.
 
     With --check, verify the hash chain over the whole audit log and name the first row that
-    was altered, inserted, deleted or truncated. Whoever can rewrite the database can recompute
+    was altered, inserted, deleted or truncated, and check every stored event, policy and plan
+    against the digests its chained rows pin. With MEMSTEWARD_AUDIT_KEY set (the key every writer
+    used), the signed audit head must verify too, so appended, rewritten or reordered rows are
+    detected without --expect-head. Whoever can rewrite the database can recompute
     every hash, so keep the attestation's audit head somewhere else and pass it back with
     --expect-head to prove the log was not rewritten since. Exit 0 when everything holds, 1 when a check fails,
     2 when the store or event does not exist.
     """
-    from ..repair.attestation import attest, render_markdown
-    from ..repair.auditchain import first_broken
+    from ..repair.attestation import attest, check_records, render_markdown
+    from ..repair.auditchain import first_broken, signing_key
     from ..repair.store import Store
 
     fmt = "json" if as_json else fmt
     store = Store.open(store_path)
     if check_chain:
         rows = store.audit_rows()
-        broken = first_broken(rows, store.audit_head(), expect_head)
+        key = signing_key()
+        broken = first_broken(rows, store.audit_head(), expect_head, store.audit_seal(), key)
+        records = check_records(store) if broken is None else None
+        ok = broken is None and records is None
         if fmt == "json":
-            emit_json({"store": store_path, "rows": len(rows), "ok": broken is None,
+            emit_json({"store": store_path, "rows": len(rows), "ok": ok, "signed": key is not None,
                        "head": rows[-1][6] if rows else None,
-                       "first_broken": None if broken is None else {"seq": broken[0], "reason": broken[1]}})
-        elif broken is None:
-            click.echo(f"{store_path}: audit chain intact ({len(rows)} rows, head {rows[-1][6][:16] if rows else '-'}…)")
+                       "first_broken": None if broken is None else {"seq": broken[0], "reason": broken[1]},
+                       "records": None if records is None else {"event": records[0], "reason": records[1]}})
+        elif broken is not None:
+            click.echo(f"{terminal(store_path)}: audit chain BROKEN at row {broken[0]}: {broken[1]}")
+        elif records is not None:
+            click.echo(f"{terminal(store_path)}: event {records[0]}: {records[1]}")
         else:
-            click.echo(f"{store_path}: audit chain BROKEN at row {broken[0]}: {broken[1]}")
-        sys.exit(0 if broken is None else EXIT_FINDINGS)
+            click.echo(f"{terminal(store_path)}: audit chain intact ({len(rows)} rows, head "
+                       f"{rows[-1][6][:16] if rows else '-'}…{', signature verified' if key else ''}); "
+                       "every event, policy and plan matches its pinned digest")
+        sys.exit(0 if ok else EXIT_FINDINGS)
     attestation = attest(store, event_id, expect_head)
     if fmt == "json":
         emit_json(attestation)

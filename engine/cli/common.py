@@ -57,3 +57,8 @@ def handle_errors(fn: F) -> F:
 
 
 __all__ = ["EXIT_BAD_INPUT", "emit_json", "handle_errors"]
+
+
+from ..textsafe import markdown, terminal  # noqa: E402  (re-exported for the commands)
+
+__all__ += ["markdown", "terminal"]

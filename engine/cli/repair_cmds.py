@@ -13,11 +13,13 @@ from ..repair.execute import recover
 from ..repair.plan import TransitionPlan
 from ..repair.store import Store
 from . import main
-from .common import emit_json, handle_errors
+from .common import emit_json, handle_errors, terminal
 
 
 def describe_plan(plan: TransitionPlan, echo: Callable[[str], None] = click.echo) -> None:
-    """Human-readable summary of a transition plan."""
+    """Human-readable summary of a transition plan (ids and reasons escaped for the terminal)."""
+    raw_echo = echo
+    echo = lambda line: raw_echo(terminal(line))  # noqa: E731
     ev = plan.event
     echo(f"event    {ev.type} roots={', '.join(ev.roots)}")
     echo(f"cascade  C(F) = {len(plan.cascade)} artifacts, D(F) = {len(plan.descendants)} descendants")

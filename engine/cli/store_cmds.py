@@ -13,7 +13,7 @@ from ..repair.artifacts import parse_store_document, read_json
 from ..repair.store import Store
 from ..repair.writes import MAX_CONTENT_BYTES, parse_put
 from . import main
-from .common import emit_json, handle_errors
+from .common import emit_json, handle_errors, terminal
 
 
 @main.group("store")
@@ -112,7 +112,7 @@ def serve_cmd(store_path: str, as_json: bool) -> None:
         return
     for a in arts:
         arch = f"/{a.arch}" if a.arch else ""
-        click.echo(f"{a.id:<24} {a.kind}{arch:<8} v{a.version:<3} {a.state}")
+        click.echo(terminal(f"{a.id:<24} {a.kind}{arch:<8} v{a.version:<3} {a.state}"))
 
 
 @store_group.command("log")
@@ -126,4 +126,4 @@ def audit_cmd(store_path: str, as_json: bool) -> None:
         emit_json(log)
         return
     for r in log:
-        click.echo(f"{r['seq']:>6} {r['at']} event={r['event_id']} {r['action']:<10} {r['artifact_id'] or ''}")
+        click.echo(terminal(f"{r['seq']:>6} {r['at']} event={r['event_id']} {r['action']:<10} {r['artifact_id'] or ''}"))

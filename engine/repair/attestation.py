@@ -24,7 +24,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..errors import InputError
-from .auditchain import first_broken
+from ..textsafe import markdown
+from .auditchain import first_broken, signing_key
 from .execute import erasure_targets
 from .plan import TransitionPlan
 from .store import Store
@@ -69,6 +70,23 @@ def attest(store: Store, event_id: int | None = None, expect_head: str | None = 
         "ok": all(c["ok"] for c in checks),
         "audit_head": head[1] if head else None,
     }
+
+
+def check_records(store: Store) -> tuple[int, str] | None:
+    """(event id, problem) of the first event whose stored event, policy or plan differs from the
+    SHA-256 digests its chained barrier / publish rows pin (``audit --check``); None when all match."""
+    log = store.audit_log()
+    by_event: dict[int, list[dict]] = {}
+    for r in log:
+        if r["event_id"] is not None:
+            by_event.setdefault(int(r["event_id"]), []).append(r)
+    ids = [int(r[0]) for r in store.conn.execute("SELECT id FROM events ORDER BY id")]
+    for eid in ids:
+        ev = store.event(eid)
+        result = _pinned(ev, by_event.get(eid, []), ev["plan"])  # type: ignore[index]
+        if not result["ok"]:
+            return eid, result["detail"]
+    return None
 
 
 def _pinned(ev: dict, log: list[dict], plan: dict) -> dict[str, Any]:
@@ -155,7 +173,7 @@ def _checks(store: Store, log: list[dict], plan: dict, event: dict, cascade: lis
                       if not remaining else f"{remaining[0]['id']} v{remaining[0]['content_remaining'][0]} "
                       "still holds content built from erased data"))
     out.append(_physical_check(log, erasure))
-    broken = first_broken(store.audit_rows(), store.audit_head(), expect_head)
+    broken = first_broken(store.audit_rows(), store.audit_head(), expect_head, store.audit_seal(), signing_key())
     out.append(_check("audit-chain", broken is None, "hash chain over the whole audit log verifies"
                       if broken is None else f"row {broken[0]}: {broken[1]}"))
     return out
@@ -215,36 +233,49 @@ def _support_check(plan: dict, event: dict, cascade: list[str], republished: lis
 
 
 def render_markdown(a: dict[str, Any]) -> str:
-    """The attestation as a Markdown document for a compliance review."""
+    """The attestation as a Markdown document for a compliance review.
+
+    Every value read from the store (ids, reasons, names, oracle reports, times) is escaped with
+    :func:`memsteward.textsafe.markdown`, so it renders as inert text: an id cannot add a table
+    row, a heading or a verdict, nor send terminal control sequences.
+    """
+    m = markdown
     e, b = a["event"], a["barrier"]
-    lines = [f"# Deletion attestation — event {e['id']} ({e['type']})", "",
-             f"- **Roots (F):** {', '.join(e['roots'])}",
-             f"- **Event recorded:** {e['created']} — status `{e['status']}`",
-             f"- **Barrier applied:** {b['at']} (audit row {b['seq']}); withdrew {len(b['withdrawn'])} "
-             f"artifacts of C(F): {', '.join(b['withdrawn'])}",
-             f"- **Policy:** `{a['policy']['name']}`, selector `{a['policy']['selector']}`, λ = {a['policy']['tradeoff']}",
-             f"- **Audit head:** `{a['audit_head']}`", "",
+    ids = lambda xs: ", ".join(m(x) for x in xs)  # noqa: E731
+    lines = [f"# Deletion attestation — event {m(e['id'])} ({m(e['type'])})", "",
+             f"- **Roots (F):** {ids(e['roots'])}",
+             f"- **Event recorded:** {m(e['created'])} — status {m(e['status'])}",
+             f"- **Barrier applied:** {m(b['at'])} (audit row {m(b['seq'])}); withdrew {len(b['withdrawn'])} "
+             f"artifacts of C(F): {ids(b['withdrawn'])}",
+             f"- **Policy:** {m(a['policy']['name'])}, selector {m(a['policy']['selector'])}, "
+             f"λ = {m(a['policy']['tradeoff'])}",
+             f"- **Audit head:** {m(a['audit_head'])}", "",
              "## Checks", "", "| check | result | detail |", "|---|---|---|"]
-    lines += [f"| {c['check']} | {'pass' if c['ok'] else '**FAIL**'} | {c['detail']} |" for c in a["checks"]]
+    lines += [f"| {m(c['check'])} | {'pass' if c['ok'] else '**FAIL**'} | {m(c['detail'])} |" for c in a["checks"]]
     lines += ["", f"**Overall: {'all checks pass' if a['ok'] else 'CHECKS FAILED'}.**", "",
               "## Republished successors", ""]
     if not a["republished"]:
         lines.append("None: every affected artifact stays withdrawn.")
     for s in a["republished"]:
-        support = ", ".join(f"{x['id']}@v{x.get('version')}" for x in s["support"]) or "—"
-        oracles = ", ".join(f"{r.get('oracle')}: {'pass' if r.get('passed') else 'fail'}" for r in s["validation"]) or "—"
-        lines += [f"- **{s['id']}** v{s['version']} ({s['mode']}), staged {s['staged_at']}, now `{s['state_now']}`",
+        support = ", ".join(f"{m(x['id'])}@v{m(x.get('version'))}" for x in s["support"]) or "—"
+        oracles = ", ".join(f"{m(r.get('oracle'))}: {'pass' if r.get('passed') else 'fail'}"
+                            for r in s["validation"]) or "—"
+        forget = ", ".join(f"{m(x['id'])}@v{m(x.get('version'))}" for x in s["forget"]) or "—"
+        lines += [f"- **{m(s['id'])}** v{m(s['version'])} ({m(s['mode'])}), staged {m(s['staged_at'])}, "
+                  f"now {m(s['state_now'])}",
                   f"  - built from: {support}",
-                  f"  - must not retain: {', '.join(x['id'] + '@v' + str(x.get('version')) for x in s['forget']) or '—'}",
+                  f"  - must not retain: {forget}",
                   f"  - validation: {oracles}"]
-    lines += ["", "## Still withdrawn", "", ", ".join(a["still_withdrawn"]) or "—", "", "## Failures", ""]
-    lines += [f"- {f['id']}: {f['status']} — {f['reason']} (now `{f['state_now']}`)" for f in a["failures"]] or ["None."]
+    lines += ["", "## Still withdrawn", "", ids(a["still_withdrawn"]) or "—", "", "## Failures", ""]
+    lines += [f"- {m(f['id'])}: {m(f['status'])} — {m(f['reason'])} (now {m(f['state_now'])})"
+              for f in a["failures"]] or ["None."]
     lines += ["", "## Roots", ""]
-    lines += [f"- {r['id']}: {r['action']}" for r in a["roots"]]
+    lines += [f"- {m(r['id'])}: {m(r['action'])}" for r in a["roots"]]
     lines += ["", "## Erasure", ""]
-    lines += [f"- {er['id']}{' (root)' if er['root'] else ''}: {er['versions']} version(s) erased, content "
+    lines += [f"- {m(er['id'])}{' (root)' if er['root'] else ''}: {er['versions']} version(s) erased, content "
               f"remaining in {len(er['content_remaining'])}" for er in a["erasure"]] or ["Nothing to erase."]
-    lines += ["", "Re-check: `memsteward audit --store DB --event " + str(e["id"]) + "` and `memsteward audit --store DB --check`."]
+    lines += ["", f"Re-check: `memsteward audit --store DB --event {int(e['id'])}` and "
+              "`memsteward audit --store DB --check`."]
     return "\n".join(lines) + "\n"
 
 

@@ -8,10 +8,38 @@ Each row stores h_k. Changing, inserting or deleting a row breaks every later li
 from __future__ import annotations
 
 import hashlib
-import json
+import hmac
+import os
 from typing import Any, Iterable, Sequence
 
+import json
+
+from ..errors import InputError
+
 GENESIS = "0" * 64
+KEY_ENV = "MEMSTEWARD_AUDIT_KEY"
+MIN_KEY_BYTES = 16
+
+
+def signing_key() -> bytes | None:
+    """The audit-head HMAC key from ``MEMSTEWARD_AUDIT_KEY`` (None when unset).
+
+    The key never enters the database: whoever can write the database but does not hold the key
+    cannot sign a head, so an appended, rewritten or reordered row is detected without an
+    outside anchor. The variable's name is fixed (a policy cannot point it elsewhere).
+    """
+    raw = os.environ.get(KEY_ENV)
+    if not raw:
+        return None
+    key = raw.encode("utf-8")
+    if len(key) < MIN_KEY_BYTES:
+        raise InputError(f"{KEY_ENV} must hold at least {MIN_KEY_BYTES} bytes", field=KEY_ENV)
+    return key
+
+
+def seal(key: bytes, seq: int, head_hash: str) -> str:
+    """HMAC-SHA-256 over the audit head (seq, h_seq)."""
+    return hmac.new(key, f"memsteward-audit-head:{seq}:{head_hash}".encode(), hashlib.sha256).hexdigest()
 
 
 def row_hash(prev: str, seq: int, at: str, event_id: int | None, action: str, artifact_id: str | None,
@@ -32,14 +60,16 @@ def chain(rows: Iterable[Sequence[Any]], prev: str = GENESIS) -> list[str]:
 
 
 def first_broken(rows: Iterable[Sequence[Any]], head: tuple[int, str] | None = None,
-                 expect_head: str | None = None) -> tuple[int, str] | None:
+                 expect_head: str | None = None, head_seal: str | None = None,
+                 key: bytes | None = None) -> tuple[int, str] | None:
     """(seq, reason) of the first row whose link does not verify; None when the chain holds.
 
     Rows are (seq, at, event_id, action, artifact_id, detail, stored_hash) in seq order. ``head``
     is the (seq, hash) the store recorded with its last append: a truncated tail no longer
     reaches it. ``expect_head`` is a hash published elsewhere (e.g. in an attestation): whoever
     can rewrite the database can recompute every link, so only an outside anchor proves the
-    log was not rewritten wholesale.
+    log was not rewritten wholesale. With ``key`` (:func:`signing_key`), the head must carry a
+    valid ``head_seal``: a row appended, rewritten or reordered by someone without the key fails.
     """
     rows = list(rows)
     broken = _links(rows)
@@ -50,6 +80,12 @@ def first_broken(rows: Iterable[Sequence[Any]], head: tuple[int, str] | None = N
         return last[0], "the store has no recorded head for its log (the head record was removed)"
     if head is not None and (last[0], last[1]) != head:
         return head[0], f"the log ends at row {last[0]} but its recorded head is row {head[0]} (rows were removed)"
+    if key is not None and head is not None:
+        if head_seal is None:
+            return head[0], f"the audit head is not signed although {KEY_ENV} is set (written without the key)"
+        if not hmac.compare_digest(head_seal, seal(key, head[0], head[1])):
+            return head[0], "the audit head's signature does not verify (rows appended, rewritten or reordered " \
+                            "without the key, or a different key)"
     if expect_head is not None and not any(r[6] == expect_head for r in rows):
         return last[0], "the expected head hash is not in the log (rewritten, or truncated before it)"
     return None

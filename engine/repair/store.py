@@ -33,7 +33,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from ..errors import InputError, WriteRefused
 from .artifacts import SERVABLE_STATES, Artifact, Edge, Snapshot, parse_store_document, read_json
-from .auditchain import GENESIS, row_hash
+from .auditchain import GENESIS, row_hash, seal, signing_key
 from .writes import Write, content_digest, prepare
 
 __all__ = ["Store", "content_digest", "digest"]
@@ -57,7 +57,7 @@ CREATE TABLE IF NOT EXISTS audit(
   seq INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL, event_id INTEGER, action TEXT NOT NULL,
   artifact_id TEXT, detail TEXT, hash TEXT);
 CREATE TABLE IF NOT EXISTS audit_head(
-  one INTEGER PRIMARY KEY CHECK (one = 1), seq INTEGER NOT NULL, hash TEXT NOT NULL);
+  one INTEGER PRIMARY KEY CHECK (one = 1), seq INTEGER NOT NULL, hash TEXT NOT NULL, seal TEXT);
 CREATE TRIGGER IF NOT EXISTS audit_no_update BEFORE UPDATE ON audit
   BEGIN SELECT RAISE(ABORT, 'audit log is append-only'); END;
 CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit
@@ -112,6 +112,9 @@ class Store:
         self.conn.executescript(SCHEMA)
         if "hash" not in {r[1] for r in self.conn.execute("PRAGMA table_info(audit)")}:
             self.conn.execute("ALTER TABLE audit ADD COLUMN hash TEXT")  # stores from before chaining
+        if "seal" not in {r[1] for r in self.conn.execute("PRAGMA table_info(audit_head)")}:
+            self.conn.execute("ALTER TABLE audit_head ADD COLUMN seal TEXT")  # stores from before signing
+        self._audit_key = signing_key()
         if "sha256" not in {r[1] for r in self.conn.execute("PRAGMA table_info(versions)")}:
             self.conn.execute("ALTER TABLE versions ADD COLUMN sha256 TEXT")  # stores from before erasure digests
         self._crash_at = int(os.environ.get(CRASH_ENV, "0") or 0)
@@ -182,13 +185,19 @@ class Store:
         self.conn.executemany("INSERT INTO audit(seq, at, event_id, action, artifact_id, detail, hash) "
                               "VALUES (?,?,?,?,?,?,?)", out)
         if out:
-            self.conn.execute("INSERT OR REPLACE INTO audit_head(one, seq, hash) VALUES (1, ?, ?)",
-                              (out[-1][0], out[-1][6]))
+            sealed = None if self._audit_key is None else seal(self._audit_key, out[-1][0], out[-1][6])
+            self.conn.execute("INSERT OR REPLACE INTO audit_head(one, seq, hash, seal) VALUES (1, ?, ?, ?)",
+                              (out[-1][0], out[-1][6], sealed))
 
     def audit_head(self) -> tuple[int, str] | None:
         """(seq, hash) of the last row, as recorded in the same transaction as the row."""
         row = self.conn.execute("SELECT seq, hash FROM audit_head WHERE one = 1").fetchone()
         return None if row is None else (int(row[0]), str(row[1]))
+
+    def audit_seal(self) -> str | None:
+        """The HMAC of the audit head (None when the last writer held no key)."""
+        row = self.conn.execute("SELECT seal FROM audit_head WHERE one = 1").fetchone()
+        return None if row is None else row[0]
 
     def audit_rows(self) -> list[tuple]:
         """Raw audit rows (seq, at, event_id, action, artifact_id, detail, hash) in order."""

@@ -1,0 +1,148 @@
+"""Evidence that cannot be forged from inside the database (the erasure issue, item 4).
+
+The forger here has the code and write access to the SQLite file but not the key: appended,
+rewritten and reordered rows are re-chained with valid hashes (the same row_hash the store uses),
+which the plain chain accepts — and the HMAC-signed head refuses, without --expect-head. Reports
+escape ids, so an id carrying Markdown or ANSI escapes renders inert.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from memsteward.cli import main
+from memsteward.repair.auditchain import GENESIS, row_hash
+
+DATA = Path("engine/data/repair")
+KEY = "k" * 32
+
+
+@pytest.fixture()
+def signed_db(tmp_path: Path, monkeypatch) -> str:
+    monkeypatch.setenv("MEMSTEWARD_AUDIT_KEY", KEY)
+    db = str(tmp_path / "m.db")
+    run = CliRunner()
+    assert run.invoke(main, ["store", "import", "--store", db, str(DATA / "store.json")]).exit_code == 0
+    r = run.invoke(main, ["repair", "--policy", "policies/default.yaml", "--store", db,
+                          "--event", str(DATA / "event-delete.json")])
+    assert r.exit_code == 0, r.output
+    return db
+
+
+def _rechain(db: str, edit) -> None:
+    """Apply ``edit`` to the row list, then rewrite the log with valid hashes and head (no key)."""
+    con = sqlite3.connect(db)
+    rows = [list(r) for r in con.execute("SELECT seq, at, event_id, action, artifact_id, detail FROM audit "
+                                         "ORDER BY seq")]
+    rows = edit(rows)
+    con.executescript("DROP TRIGGER audit_no_update; DROP TRIGGER audit_no_delete; DELETE FROM audit;")
+    prev = GENESIS
+    for k, (_, at, ev, action, art, detail) in enumerate(rows, start=1):
+        prev = row_hash(prev, k, at, ev, action, art, detail)
+        con.execute("INSERT INTO audit(seq, at, event_id, action, artifact_id, detail, hash) VALUES (?,?,?,?,?,?,?)",
+                    (k, at, ev, action, art, detail, prev))
+    con.execute("UPDATE audit_head SET seq = ?, hash = ?", (len(rows), prev))
+    con.commit()
+    con.close()
+
+
+def _append(rows):
+    return rows + [[0, rows[-1][1], None, "import", None, '{"file":"forged.json"}']]
+
+
+def _rewrite(rows):
+    rows[4][5] = '{"forged":true}'
+    return rows
+
+
+def _reorder(rows):
+    rows[4], rows[5] = rows[5], rows[4]
+    return rows
+
+
+@pytest.mark.parametrize("forge", [_append, _rewrite, _reorder], ids=["appended", "rewritten", "reordered"])
+def test_forged_rows_detected_without_expect_head(signed_db: str, forge, monkeypatch):
+    run = CliRunner()
+    assert run.invoke(main, ["audit", "--store", signed_db, "--check"]).exit_code == 0
+    _rechain(signed_db, forge)
+    bad = run.invoke(main, ["audit", "--store", signed_db, "--check", "--json"])
+    assert bad.exit_code == 1 and "signature" in json.loads(bad.stdout)["first_broken"]["reason"]
+    att = json.loads(run.invoke(main, ["audit", "--store", signed_db, "--json"]).stdout)
+    assert not {c["check"]: c for c in att["checks"]}["audit-chain"]["ok"]
+    # the forgery is a valid hash chain: without the key only an outside anchor would catch it
+    monkeypatch.delenv("MEMSTEWARD_AUDIT_KEY")
+    assert run.invoke(main, ["audit", "--store", signed_db, "--check"]).exit_code == 0
+
+
+def test_head_written_without_the_key_is_refused(signed_db: str, monkeypatch):
+    con = sqlite3.connect(signed_db)
+    con.execute("UPDATE audit_head SET seal = NULL")
+    con.commit()
+    con.close()
+    r = CliRunner().invoke(main, ["audit", "--store", signed_db, "--check"])
+    assert r.exit_code == 1 and "not signed" in r.output
+
+
+def test_short_key_is_bad_input(signed_db: str, monkeypatch):
+    monkeypatch.setenv("MEMSTEWARD_AUDIT_KEY", "short")
+    r = CliRunner().invoke(main, ["audit", "--store", signed_db, "--check"])
+    assert r.exit_code == 2 and "MEMSTEWARD_AUDIT_KEY" in r.output
+
+
+def test_check_detects_an_edited_plan(signed_db: str):
+    con = sqlite3.connect(signed_db)
+    (plan,) = con.execute("SELECT plan FROM events WHERE id = 1").fetchone()
+    doc = json.loads(plan)
+    doc["withdrawn"] = doc["withdrawn"][1:]
+    con.execute("UPDATE events SET plan = ? WHERE id = 1", (json.dumps(doc, sort_keys=True, separators=(",", ":")),))
+    con.commit()
+    con.close()
+    r = CliRunner().invoke(main, ["audit", "--store", signed_db, "--check", "--json"])
+    out = json.loads(r.stdout)
+    assert r.exit_code == 1 and out["first_broken"] is None and "plan" in out["records"]["reason"]
+
+
+EVIL = "x\n\n| erasure | pass | fine |\n\n**Overall: all checks pass.**\n# Approved\x1b[2J\x1b]0;pwned\x07"
+
+
+def _evil_store(tmp_path: Path) -> str:
+    doc = {"artifacts": [
+        {"id": "root", "kind": "record", "content": {"text": "A private note about the user."}},
+        {"id": EVIL, "kind": "cache", "content": "A private note about the user.", "meta": {"transform": "texts"}},
+        {"id": "keep", "kind": "record", "content": {"text": "Nothing private."}},
+    ], "edges": [{"src": "root", "dst": EVIL, "type": "influence"}]}
+    src = tmp_path / "evil.json"
+    src.write_text(json.dumps(doc))
+    db = str(tmp_path / "evil.db")
+    run = CliRunner()
+    assert run.invoke(main, ["store", "import", "--store", db, str(src)]).exit_code == 0
+    ev = tmp_path / "ev.json"
+    ev.write_text(json.dumps({"type": "delete", "roots": ["root"]}))
+    r = run.invoke(main, ["repair", "--policy", "policies/default.yaml", "--store", db, "--event", str(ev)])
+    assert r.exit_code == 0 and "\x1b" not in r.output
+    return db
+
+
+def test_markdown_and_ansi_injection_render_inert(tmp_path: Path):
+    db = _evil_store(tmp_path)
+    con = sqlite3.connect(db)  # make the attestation fail, so a forged verdict would matter
+    con.execute("UPDATE artifacts SET state = 'servable' WHERE id = ?", (EVIL,))
+    con.commit()
+    con.close()
+    md = CliRunner().invoke(main, ["audit", "--store", db])
+    assert md.exit_code == 1
+    out = md.output
+    assert "\x1b" not in out and "\x07" not in out
+    assert [ln for ln in out.splitlines() if ln.startswith("**Overall")] == ["**Overall: CHECKS FAILED.**"]
+    assert not any(ln.startswith("# Approved") or ln.startswith("| erasure | pass | fine") for ln in out.splitlines())
+    table = [ln for ln in out.splitlines() if ln.startswith("| ")]
+    assert all(ln.replace("\\|", "").count("|") == 4 for ln in table)  # no cell splits into extra columns
+    serve = CliRunner().invoke(main, ["store", "serve", "--store", db])
+    assert "\x1b" not in serve.output and "\\x1b" in serve.output
+    log = CliRunner().invoke(main, ["store", "log", "--store", db])
+    assert "\x1b" not in log.output and "\x07" not in log.output
