@@ -73,7 +73,7 @@ def repair(policy_path: str, store_path: str, event_path: str, dry_run: bool, as
             k: v for k, v in (("tradeoff", tradeoff), ("budget", budget)) if v is not None})
         policy = policy.model_copy(update={"selection": sel})
     store = open_store(store_path, create=False)
-    event = load_event(event_path, store.snapshot())
+    event = load_event(event_path, store)
     plan = apply_event(store, policy, event, dry_run=dry_run, selector=selector, backend=backend)
     if as_json:
         doc = plan.to_json()

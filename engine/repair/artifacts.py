@@ -7,8 +7,10 @@ document before anything is written, so bad input never changes a store.
 from __future__ import annotations
 
 import json
+from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from functools import cached_property
+from typing import Any, Collection, Iterable, Mapping
 
 from ..errors import InputError
 from ..jsonio import parse_json, read_text
@@ -60,6 +62,42 @@ class Snapshot:
 
     def influence_edges(self) -> list[tuple[str, str]]:
         return [(e.src, e.dst) for e in self.edges if e.type == "influence"]
+
+    @cached_property
+    def _influence_index(self) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+        """(children, parents) over E^inf, built once per snapshot (the snapshot is immutable)."""
+        children: dict[str, list[str]] = {}
+        parents: dict[str, list[str]] = {}
+        for e in self.edges:
+            if e.type == "influence":
+                children.setdefault(e.src, []).append(e.dst)
+                parents.setdefault(e.dst, []).append(e.src)
+        return children, parents
+
+    def reach(self, roots: Collection[str]) -> frozenset[str]:
+        """C(F) = Reach(F; E^inf), roots included (one BFS over the cached child index)."""
+        children = self._influence_index[0]
+        seen = set(roots)
+        queue = deque(seen)
+        while queue:
+            for child in children.get(queue.popleft(), ()):
+                if child not in seen:
+                    seen.add(child)
+                    queue.append(child)
+        return frozenset(seen)
+
+    def parent_edges(self, ids: Collection[str]) -> list[tuple[str, str]]:
+        """Every influence edge (u, v) with v ∈ ``ids``."""
+        parents = self._influence_index[1]
+        return [(u, v) for v in ids for u in parents.get(v, ())]
+
+    def artifacts_of(self, ids: Collection[str]) -> dict[str, Artifact]:
+        """The artifacts among ``ids`` that exist."""
+        return {i: self.artifacts[i] for i in ids if i in self.artifacts}
+
+    def states_of(self, ids: Collection[str]) -> dict[str, str]:
+        """The state of each of ``ids`` that exists."""
+        return {i: self.artifacts[i].state for i in ids if i in self.artifacts}
 
     def as_dict(self) -> dict[str, Any]:
         return {"artifacts": [a.as_dict() for a in self.artifacts.values()],

@@ -21,14 +21,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Collection, Mapping
 
-import networkx as nx
-
 from ..policy.domain import Cell, decide
 from ..policy.model import Policy
 from .artifacts import SERVABLE_STATES, Artifact
 from .events import Event
-from .graph import cascade, is_retained, order_and_cycles
 from .operators import OperatorRegistry, operators_for
+from .scope import Scope, is_retained, order_and_cycles
 
 
 @dataclass(frozen=True)
@@ -74,22 +72,28 @@ def meta_cell_values(policy: Policy, artifact: Artifact) -> dict[str, float]:
     return out
 
 
-def assign(policy: Policy, artifacts: Mapping[str, Artifact], g: nx.DiGraph, event: Event,
-           operators: OperatorRegistry | None = None) -> Assignment:
-    """Algorithm 1 lines 3–5: modes μ_i, candidates Q_ρ, P_i, and executability v_i."""
+def assign(policy: Policy, scope: Scope, event: Event, operators: OperatorRegistry | None = None,
+           ordering: tuple[list[str], frozenset[str]] | None = None) -> Assignment:
+    """Algorithm 1 lines 3–5 over C(F) only: modes μ_i, candidates Q_ρ, P_i, executability v_i.
+
+    ``ordering`` is a parents-first order of C(F) and its cyclic members; by default
+    :func:`~memsteward.repair.scope.order_and_cycles` (the networkx reference passes its own).
+    """
     operators = operators or operators_for(policy)
-    affected = cascade(g, event.roots)
+    affected = scope.cascade
+    artifacts = scope.artifacts
+    states = scope.states
     roots = frozenset(event.roots)
     desc = affected - roots
     reps = event.replacement_ids
-    order, cyclic = order_and_cycles(g, affected)
+    order, cyclic = ordering if ordering is not None else order_and_cycles(scope)
     modes: dict[str, str] = {}
     cells: dict[str, Cell] = {}
     for i in (n for n in order if n not in roots):
         art = artifacts[i]
-        parents = list(g.predecessors(i))
+        parents = scope.parents[i]
         kept = [p for p in parents if is_retained(p, affected, event.type, reps)
-                and (p in reps or artifacts[p].state in SERVABLE_STATES)]
+                and (p in reps or states[p] in SERVABLE_STATES)]
         repairable = [p for p in parents if p in desc and modes.get(p, "remove") != "remove"]
         support = policy.support.sufficient(len(kept) + len(repairable), len(parents))
         forget = [p for p in parents if not is_retained(p, affected, event.type, reps)]
@@ -101,13 +105,14 @@ def assign(policy: Policy, artifacts: Mapping[str, Artifact], g: nx.DiGraph, eve
     plus = frozenset(i for i, m in modes.items() if m != "remove")
     candidates = []
     for i in sorted(plus):
-        candidates.append(_candidate(policy, artifacts[i], modes[i], g, desc, plus, cyclic, operators))
+        candidates.append(_candidate(policy, artifacts[i], modes[i], scope.parents[i], desc, plus, cyclic,
+                                     operators))
     return Assignment(modes, tuple(candidates), cells)
 
 
-def _candidate(policy: Policy, art: Artifact, mode: str, g: nx.DiGraph, desc: frozenset[str],
+def _candidate(policy: Policy, art: Artifact, mode: str, parents: tuple[str, ...], desc: frozenset[str],
                plus: frozenset[str], cyclic: frozenset[str], operators: OperatorRegistry) -> Candidate:
-    prereqs = () if mode == "param" else tuple(sorted(p for p in g.predecessors(art.id) if p in desc))
+    prereqs = () if mode == "param" else tuple(sorted(p for p in parents if p in desc))
     op = operators.find(mode, art.kind, art.arch)
     reason = ""
     missing = [p for p in prereqs if p not in plus]

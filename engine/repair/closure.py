@@ -68,7 +68,13 @@ def exact(x: float) -> Fraction:
 def profit(c: Candidate, tradeoff: float | Fraction, extra: Fraction = Fraction(0)) -> Fraction:
     """p_i = w_i − λ c_i (exact)."""
     lam = tradeoff if isinstance(tradeoff, Fraction) else exact(tradeoff)
-    return exact(c.value) - (lam + extra) * exact(c.cost)
+    return _profit(c.value, c.cost, lam + extra)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _profit(value: float, cost: float, lam: Fraction) -> Fraction:
+    """w − λc for one (w, c) pair (cached: a large cascade has few distinct weight pairs)."""
+    return exact(value) - lam * exact(cost)
 
 
 def objective(candidates: Iterable[Candidate], selected: Collection[str], tradeoff: float) -> Fraction:

@@ -19,6 +19,7 @@ from ..errors import InputError
 from ..policy.model import EVENTS
 from .artifacts import Artifact, Snapshot, line_of, parse_artifact, read_json
 from .schemas import interface_problem
+from .scope import Provenance
 
 EVENT_FIELDS = frozenset({"type", "roots", "replacements", "interface", "privacy"})
 
@@ -56,14 +57,15 @@ def _replacement_dict(a: Artifact) -> dict[str, Any]:
     return d
 
 
-def load_event(path: str, snapshot: Snapshot) -> Event:
-    """Read and validate an event file against the store's snapshot (InputError on any problem)."""
+def load_event(path: str, source: Provenance) -> Event:
+    """Read and validate an event file against a store or snapshot (InputError on any problem)."""
     doc, text = read_json(path)
-    return parse_event(doc, snapshot, path, text)
+    return parse_event(doc, source, path, text)
 
 
-def parse_event(doc: Any, snapshot: Snapshot, file: str = "<event>", text: str = "") -> Event:
-    """Validate an event document: known type, existing roots, well-formed Δ."""
+def parse_event(doc: Any, source: Provenance, file: str = "<event>", text: str = "") -> Event:
+    """Validate an event document: known type, existing roots, well-formed Δ. Only the roots are
+    read from ``source`` (a ``Store`` or a ``Snapshot``)."""
     def fail(msg: str, fld: str, value: Any = None) -> InputError:
         return InputError(msg, file=file, line=line_of(text, value) if value is not None else None, field=fld)
 
@@ -78,14 +80,15 @@ def parse_event(doc: Any, snapshot: Snapshot, file: str = "<event>", text: str =
     roots = doc.get("roots")
     if not isinstance(roots, list) or not roots or not all(isinstance(r, str) for r in roots):
         raise fail("'roots' must be a non-empty list of artifact ids", "roots")
+    known = source.artifacts_of(set(roots))
     for i, r in enumerate(roots):
-        if r not in snapshot.artifacts:
+        if r not in known:
             raise fail(f"unknown artifact {r!r}", f"roots[{i}]", r)
-        if snapshot.artifacts[r].state == "erased":
+        if known[r].state == "erased":
             raise fail(f"artifact {r!r} was erased by an earlier delete event", f"roots[{i}]", r)
     if len(set(roots)) != len(roots):
         raise fail("'roots' lists an artifact twice", "roots")
-    replacements = _replacements(doc, etype, roots, snapshot, file, text)
+    replacements = _replacements(doc, etype, roots, known, file, text)
     interfaces = _interfaces(doc, etype, roots, file)
     privacy = doc.get("privacy", False)
     if not isinstance(privacy, bool) or (privacy and etype != "correct"):
@@ -94,7 +97,7 @@ def parse_event(doc: Any, snapshot: Snapshot, file: str = "<event>", text: str =
     return Event(etype, tuple(roots), replacements, interfaces, privacy)
 
 
-def _replacements(doc: dict, etype: str, roots: list[str], snapshot: Snapshot, file: str,
+def _replacements(doc: dict, etype: str, roots: list[str], known: Mapping[str, Artifact], file: str,
                   text: str) -> tuple[Artifact, ...]:
     raw = doc.get("replacements")
     if etype != "correct":
@@ -110,7 +113,7 @@ def _replacements(doc: dict, etype: str, roots: list[str], snapshot: Snapshot, f
             raise InputError(f"replacement {art.id!r} is not a root of the event (a replacement is a fresh "
                              "version of a root)", file=file, line=line_of(text, art.id),
                              field=f"replacements[{i}].id")
-        old = snapshot.artifacts[art.id]
+        old = known[art.id]
         if (art.kind, art.arch) != (old.kind, old.arch):
             raise InputError(f"replacement {art.id!r} changes kind/arch", file=file, field=f"replacements[{i}].kind")
         if art.id in {a.id for a in out}:

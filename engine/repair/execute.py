@@ -102,7 +102,7 @@ def run_event(store: Store, policy: Policy, event: Event, selector: str = "mincu
         raise InputError("the store has an unfinished event; run `memsteward recover` first", file=store.path)
     operators = operators or operators_for(policy)
     generation = store.generation()
-    plan = compute_plan(policy, store.snapshot(), event, selector, backend, operators)
+    plan = compute_plan(policy, store, event, selector, backend, operators)
     return execute(store, policy, plan, operators, oracles, generation)
 
 

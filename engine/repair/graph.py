@@ -1,7 +1,9 @@
-"""Cascade scope over influence edges (MemoRepair §2.1).
+"""Cascade scope over a whole-store influence graph (MemoRepair §2.1): the networkx reference.
 
 Plain functions over a :class:`networkx.DiGraph` whose edges are E^inf only (semantic edges
-never define repair scope), in the style of :func:`networkx.descendants`.
+never define repair scope), in the style of :func:`networkx.descendants`. The engine plans from
+:mod:`memsteward.repair.scope` (indexed reads of C(F) only); these functions are the independent
+reference the tests and the bench compare it with (:mod:`memsteward.repair.reference`).
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from collections import deque
 from typing import Collection, Iterable
 
 import networkx as nx
+
+from .scope import is_retained, retained  # noqa: F401  (re-exported for the tests)
 
 
 def influence_graph(nodes: Iterable[str], edges: Iterable[tuple[str, str]]) -> nx.DiGraph:
@@ -35,24 +39,6 @@ def cascade(g: nx.DiGraph, roots: Collection[str]) -> frozenset[str]:
 def descendants(g: nx.DiGraph, roots: Collection[str]) -> frozenset[str]:
     """D(F) = C(F) \\ F (§2.1): the artifacts that get repair candidates."""
     return cascade(g, roots) - frozenset(roots)
-
-
-def retained(nodes: Collection[str], affected: Collection[str], event_type: str,
-             replacements: Collection[str] = ()) -> frozenset[str]:
-    """Ret(e) (§2.1): V \\ C(F) for delete and migrate, (V \\ C(F)) ∪ X_Δ for correct.
-
-    ``replacements`` are the ids of the fresh artifacts X_Δ materialised by a correction.
-    """
-    base = frozenset(nodes) - frozenset(affected)
-    return base | frozenset(replacements) if event_type == "correct" else base
-
-
-def is_retained(node: str, affected: Collection[str], event_type: str,
-                replacements: Collection[str] = ()) -> bool:
-    """Membership in Ret(e) without materialising V \\ C(F) (for large stores)."""
-    if event_type == "correct" and node in replacements:
-        return True
-    return node not in affected
 
 
 def cyclic_nodes(g: nx.DiGraph, within: Collection[str]) -> frozenset[str]:

@@ -11,17 +11,15 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Mapping
-
-import networkx as nx
+from typing import Any, Callable, Mapping
 
 from ..policy.model import Policy
-from .artifacts import SERVABLE_STATES, Snapshot
+from .artifacts import SERVABLE_STATES
 from .candidates import Candidate, assign, requirement_edges
 from .closure import Selection, select
 from .events import Event, event_from_dict
-from .graph import cascade, influence_graph
 from .operators import OperatorRegistry
+from .scope import Provenance, Scope, lexicographic_topological_order, read_scope
 
 
 @dataclass(frozen=True)
@@ -136,31 +134,44 @@ def root_actions(event: Event) -> dict[str, str]:
 
 def execution_order(candidates: tuple[Candidate, ...], selected: frozenset[str]) -> tuple[str, ...]:
     """Topological order of E^req[S_ρ] (Algorithm 1 line 7), ties broken by id."""
-    g = nx.DiGraph()
-    g.add_nodes_from(selected)
-    g.add_edges_from((j, i) for j, i in requirement_edges(candidates) if i in selected and j in selected)
-    return tuple(nx.lexicographical_topological_sort(g))
+    return lexicographic_topological_order(
+        selected, ((j, i) for j, i in requirement_edges(candidates) if i in selected and j in selected))
 
 
-def compute_plan(policy: Policy, snapshot: Snapshot, event: Event, selector: str = "mincut",
+def compute_plan(policy: Policy, source: Provenance, event: Event, selector: str = "mincut",
                  backend: str = "networkx", operators: OperatorRegistry | None = None) -> TransitionPlan:
-    """Algorithm 1 lines 1, 3–6 as a pure function of (policy, store snapshot, event)."""
-    g = influence_graph(snapshot.artifacts.keys(), snapshot.influence_edges())
-    affected = cascade(g, event.roots)
+    """Algorithm 1 lines 1, 3–6 as a pure function of (policy, provenance, event).
+
+    ``source`` is a :class:`~memsteward.repair.store.Store` or a
+    :class:`~memsteward.repair.artifacts.Snapshot`; only C(F), its members' influence parents and
+    those artifacts are read (:func:`~memsteward.repair.scope.read_scope`), so the cost grows with
+    the cascade, not with the store.
+    """
+    return plan_from_scope(policy, read_scope(source, event.roots), event, selector, backend, operators)
+
+
+def plan_from_scope(policy: Policy, scope: Scope, event: Event, selector: str = "mincut",
+                    backend: str = "networkx", operators: OperatorRegistry | None = None,
+                    ordering: tuple[list[str], frozenset[str]] | None = None,
+                    order_fn: Callable[[tuple[Candidate, ...], frozenset[str]], tuple[str, ...]] = execution_order,
+                    ) -> TransitionPlan:
+    """Lines 3–6 and the order of line 7 over one event's :class:`Scope` (pure)."""
+    affected = scope.cascade
     roots = frozenset(event.roots)
-    assignment = assign(policy, snapshot.artifacts, g, event, operators)
+    assignment = assign(policy, scope, event, operators, ordering)
     lam = policy.selection.tradeoff
     budget = policy.selection.budget
     sel = select(assignment.candidates, lam, selector, budget, backend)
+    members = sorted(affected)
     return TransitionPlan(
         event=event, selector=selector, tradeoff=lam, budget=budget,
-        cascade=tuple(sorted(affected)), descendants=tuple(sorted(affected - roots)),
-        barrier=() if selector == "no_action" else tuple(sorted(affected)),
+        cascade=tuple(members), descendants=tuple(i for i in members if i not in roots),
+        barrier=() if selector == "no_action" else tuple(members),
         modes=dict(sorted(assignment.modes.items())), candidates=assignment.candidates,
         requirements=tuple(requirement_edges(assignment.candidates)), selection=sel,
-        order=execution_order(assignment.candidates, sel.selected),
-        base_versions={i: snapshot.artifacts[i].version for i in sorted(affected)},
+        order=order_fn(assignment.candidates, sel.selected),
+        base_versions={i: scope.artifacts[i].version for i in members},
         roots=root_actions(event) if selector != "no_action" else {},
-        unservable=tuple(i for i in sorted(affected - roots)
-                         if snapshot.artifacts[i].state not in SERVABLE_STATES),
+        unservable=tuple(i for i in members
+                         if i not in roots and scope.artifacts[i].state not in SERVABLE_STATES),
     )

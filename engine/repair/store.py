@@ -29,7 +29,7 @@ import sqlite3
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Collection, Iterator, Mapping, Sequence
 
 from ..errors import InputError, WriteRefused
 from .artifacts import SERVABLE_STATES, Artifact, Edge, Snapshot, parse_store_document, read_json
@@ -251,6 +251,34 @@ class Store:
         """Retrieval view: only servable (incl. republished) artifacts at their served version."""
         states = tuple(sorted(SERVABLE_STATES))
         return self._rows("WHERE a.state IN (?, ?)", states)
+
+    # Planning reads (memsteward.repair.scope.Provenance): indexed, proportional to the cascade.
+
+    def reach(self, roots: Collection[str]) -> frozenset[str]:
+        """C(F) = Reach(F; E^inf), roots included: one recursive query over the (src, …) key."""
+        rows = self.conn.execute(
+            "WITH RECURSIVE c(id) AS (SELECT value FROM json_each(?) UNION "
+            "SELECT e.dst FROM edges e JOIN c ON e.src = c.id WHERE e.type = 'influence') SELECT id FROM c",
+            (json.dumps(list(roots)),))
+        return frozenset(r[0] for r in rows)
+
+    def parent_edges(self, ids: Collection[str]) -> list[tuple[str, str]]:
+        """Every influence edge (u, v) with v ∈ ``ids`` (through the ``edges_dst`` index)."""
+        return [(u, v) for u, v in self.conn.execute(
+            "SELECT e.src, e.dst FROM json_each(?) j CROSS JOIN edges e ON e.dst = j.value "
+            "WHERE e.type = 'influence'", (json.dumps(list(ids)),))]
+
+    def artifacts_of(self, ids: Collection[str]) -> dict[str, Artifact]:
+        """The current version of each of ``ids`` that exists (by primary key)."""
+        q = ("SELECT a.id, a.kind, a.arch, a.version, a.state, v.content, v.meta FROM json_each(?) j "
+             "CROSS JOIN artifacts a ON a.id = j.value JOIN versions v ON v.id = a.id AND v.version = a.version")
+        return {i: Artifact(i, k, ar, ver, None if c is None else json.loads(c), json.loads(m), st)
+                for i, k, ar, ver, st, c, m in self.conn.execute(q, (json.dumps(list(ids)),))}
+
+    def states_of(self, ids: Collection[str]) -> dict[str, str]:
+        """The state of each of ``ids`` that exists (by primary key)."""
+        return dict(self.conn.execute("SELECT a.id, a.state FROM json_each(?) j CROSS JOIN artifacts a "
+                                      "ON a.id = j.value", (json.dumps(list(ids)),)))
 
     def get(self, ident: str) -> Artifact | None:
         rows = self._rows("WHERE a.id = ?", (ident,))

@@ -1,0 +1,181 @@
+"""The event's neighbourhood C(F) ∪ pa(C(F)), read from a provenance source (MemoRepair §2.1).
+
+Planning reads only what the event touches: C(F) = Reach(F; E^inf) (roots included), the
+influence parents of every member (support checks and P_i), and those artifacts. A
+:class:`Provenance` source answers these questions from an index — the SQLite store through its
+edge indexes (one recursive query), an in-memory :class:`~memsteward.repair.artifacts.Snapshot`
+through a child/parent index built once per snapshot — so the work grows with |C(F)| and its
+in-edges, not with the store. :func:`order_and_cycles` and :func:`execution_order` are array
+based (iterative Tarjan, heap-ordered Kahn); the whole-store networkx graph of
+:mod:`memsteward.repair.graph` remains only as the reference the tests and the bench compare with.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+from typing import Collection, Iterable, Mapping, Protocol, Sequence
+
+from .artifacts import Artifact
+
+
+class Provenance(Protocol):
+    """What planning reads from a store (implemented by ``Store`` and ``Snapshot``)."""
+
+    def reach(self, roots: Collection[str]) -> frozenset[str]:
+        """C(F): ``roots`` and every artifact reachable from them over influence edges."""
+
+    def parent_edges(self, ids: Collection[str]) -> Iterable[tuple[str, str]]:
+        """Every influence edge (u, v) with v ∈ ``ids``."""
+
+    def artifacts_of(self, ids: Collection[str]) -> Mapping[str, Artifact]:
+        """The current version of each id that exists (unknown ids are left out)."""
+
+    def states_of(self, ids: Collection[str]) -> Mapping[str, str]:
+        """The visibility state of each id that exists."""
+
+
+@dataclass(frozen=True)
+class Scope:
+    """C(F) with the influence parents of its members and what planning reads of them."""
+
+    roots: tuple[str, ...]
+    cascade: frozenset[str]
+    parents: Mapping[str, tuple[str, ...]]  # i ∈ C(F) → its influence parents (sorted)
+    artifacts: Mapping[str, Artifact]  # every member of C(F), at its current version
+    states: Mapping[str, str]  # the state of every member of C(F) and of every parent of one
+
+    def children_within(self) -> dict[str, list[str]]:
+        """E^inf restricted to C(F), as child lists (parents outside C(F) dropped)."""
+        out: dict[str, list[str]] = {i: [] for i in self.cascade}
+        for i, ps in self.parents.items():
+            for p in ps:
+                if p in out:
+                    out[p].append(i)
+        return out
+
+
+def read_scope(source: Provenance, roots: Sequence[str]) -> Scope:
+    """C(F), pa(C(F)), the members' artifacts and the parents' states in four indexed reads (§2.1)."""
+    affected = source.reach(roots)
+    parents: dict[str, list[str]] = {i: [] for i in affected}
+    for u, v in source.parent_edges(affected):
+        parents[v].append(u)
+    outside = {p for ps in parents.values() for p in ps if p not in affected}
+    artifacts = source.artifacts_of(affected)
+    states = {i: a.state for i, a in artifacts.items()}
+    states.update(source.states_of(outside))
+    return Scope(tuple(roots), affected, {i: tuple(sorted(ps)) for i, ps in parents.items()}, artifacts, states)
+
+
+def retained(nodes: Collection[str], affected: Collection[str], event_type: str,
+             replacements: Collection[str] = ()) -> frozenset[str]:
+    """Ret(e) (§2.1): V \\ C(F) for delete and migrate, (V \\ C(F)) ∪ X_Δ for correct.
+
+    ``replacements`` are the ids of the fresh artifacts X_Δ materialised by a correction.
+    """
+    base = frozenset(nodes) - frozenset(affected)
+    return base | frozenset(replacements) if event_type == "correct" else base
+
+
+def is_retained(node: str, affected: Collection[str], event_type: str,
+                replacements: Collection[str] = ()) -> bool:
+    """Membership in Ret(e) without materialising V \\ C(F) (for large stores)."""
+    if event_type == "correct" and node in replacements:
+        return True
+    return node not in affected
+
+
+def strong_components(succ: Sequence[Sequence[int]]) -> list[list[int]]:
+    """Strongly connected components of a graph on 0..n−1 (iterative Tarjan, O(V + E)).
+
+    Components come out sinks first: each is emitted after every component it reaches, so the
+    reversed list is a topological order of the condensation.
+    """
+    n = len(succ)
+    index = [-1] * n
+    low = [0] * n
+    on_stack = [False] * n
+    stack: list[int] = []
+    out: list[list[int]] = []
+    counter = 0
+    for start in range(n):
+        if index[start] != -1:
+            continue
+        index[start] = low[start] = counter
+        counter += 1
+        stack.append(start)
+        on_stack[start] = True
+        work = [(start, 0)]
+        while work:
+            v, k = work[-1]
+            children = succ[v]
+            if k < len(children):
+                work[-1] = (v, k + 1)
+                w = children[k]
+                if index[w] == -1:
+                    index[w] = low[w] = counter
+                    counter += 1
+                    stack.append(w)
+                    on_stack[w] = True
+                    work.append((w, 0))
+                elif on_stack[w] and index[w] < low[v]:
+                    low[v] = index[w]
+                continue
+            work.pop()
+            if work:
+                u = work[-1][0]
+                if low[v] < low[u]:
+                    low[u] = low[v]
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on_stack[w] = False
+                    comp.append(w)
+                    if w == v:
+                        break
+                out.append(comp)
+    return out
+
+
+def order_and_cycles(scope: Scope) -> tuple[list[str], frozenset[str]]:
+    """One SCC pass over E^inf[C(F)]: a parents-first order (cycles collapsed, members by id)
+    and the members of directed cycles, self-loops included."""
+    ids = sorted(scope.cascade)
+    pos = {i: k for k, i in enumerate(ids)}
+    children = scope.children_within()
+    succ = [[pos[c] for c in children[i]] for i in ids]
+    order: list[str] = []
+    cyclic: set[str] = set()
+    for comp in reversed(strong_components(succ)):
+        members = sorted(ids[k] for k in comp)
+        order.extend(members)
+        if len(comp) > 1:
+            cyclic.update(members)
+        elif comp[0] in succ[comp[0]]:
+            cyclic.add(members[0])
+    return order, frozenset(cyclic)
+
+
+def lexicographic_topological_order(nodes: Collection[str], edges: Iterable[tuple[str, str]]) -> tuple[str, ...]:
+    """The topological order that always takes the smallest available id (Kahn with a heap);
+    the same sequence as ``networkx.lexicographical_topological_sort``. ValueError on a cycle."""
+    indegree = {n: 0 for n in nodes}
+    succ: dict[str, list[str]] = {n: [] for n in nodes}
+    for u, v in edges:
+        succ[u].append(v)
+        indegree[v] += 1
+    heap = [n for n, d in indegree.items() if d == 0]
+    heapq.heapify(heap)
+    out: list[str] = []
+    while heap:
+        u = heapq.heappop(heap)
+        out.append(u)
+        for v in succ[u]:
+            indegree[v] -= 1
+            if indegree[v] == 0:
+                heapq.heappush(heap, v)
+    if len(out) != len(indegree):
+        raise ValueError("the requirement graph has a cycle")
+    return tuple(out)
