@@ -120,7 +120,7 @@ def apply_event(store: Store, policy: Policy, event: Event | Mapping[str, Any], 
     """
     from .repair.execute import dry_run as simulate, run_event
 
-    ev = event if isinstance(event, Event) else parse_event(dict(event), store.snapshot())
+    ev = event if isinstance(event, Event) else parse_event(dict(event), store)
     return (simulate if dry_run else run_event)(store, policy, ev, selector, backend)
 
 
