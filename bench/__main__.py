@@ -14,7 +14,7 @@ import time
 
 from .common import assemble
 
-ORDER = ["verify_scaling", "meclear_cohort", "meclear_calls", "meclear_locomo", "meclear_overhead",
+ORDER = ["verify_scaling", "check_scaling", "meclear_cohort", "meclear_calls", "meclear_locomo", "meclear_overhead",
          "repair_policies", "repair_frontier", "repair_scale"]
 
 

@@ -23,20 +23,33 @@ from .domain import Cell, format_number
 from .encoding import Encoding, real, solve
 from .findings import Finding
 from .loader import PolicySource, dotted
-from .model import Policy
+from .endpoints import EndpointRules, endpoints, shown_url
+from .model import MAX_EXACT_RETRIEVAL_BUDGET, Policy
+from .rulesolver import RuleAnalysis, RuleFacts, rule_facts
 
 MAX_GAPS = 12
+MAX_NAMED = 8  # rules named in one shadowing message (all are listed in the finding's JSON)
+MAX_RULES = 5000  # documented limit of `check`: beyond it the analysis is refused (bench: check_scaling)
 
 
-def analyze(src: PolicySource) -> list[Finding]:
-    """All findings for a loaded policy, ordered by position in the file."""
+def analyze(src: PolicySource, rules: EndpointRules | None = None) -> list[Finding]:
+    """All findings for a loaded policy, ordered by position in the file.
+
+    ``rules``: the operator's endpoint allow-lists (default: read from the environment and the
+    user config file, :meth:`EndpointRules.from_environment`).
+    """
     policy = src.policy
-    findings = list(_references(src)) + list(_parameters(src))
-    if not any(f.code == "unknown-reference" for f in findings):
+    rules = EndpointRules.from_environment() if rules is None else rules
+    findings = list(_references(src)) + list(_parameters(src)) + list(_endpoints(src, rules))
+    if len(policy.modes) > MAX_RULES:
+        findings.append(_at(src, ("modes",), "error", "limit",
+                            f"{len(policy.modes)} mode rules exceed the analysed limit of {MAX_RULES}"))
+    elif not any(f.code == "unknown-reference" for f in findings):
         enc = Encoding([policy])
-        findings += _rules(src, enc)
+        ra = rule_facts(enc, policy)
+        findings += _rules(src, ra.facts)
         findings += _gaps(src, enc)
-        findings += _type_safety(src, enc)
+        findings += _type_safety(src, enc, ra)
     return sorted(findings, key=lambda f: (f.line, f.col, f.code))
 
 
@@ -123,65 +136,52 @@ def _parameters(src: PolicySource) -> Iterable[Finding]:
     for ok, loc, message in checks:
         if not ok:
             yield _at(src, loc, "error", "range", message)
-    if clr.retrieval_budget > 20 and clr.exact == "always":
-        yield _at(src, ("clearance", "exact"), "warning", "cost",
-                  f"exact Shapley at K = {clr.retrieval_budget} evaluates 2^K coalitions")
+    if clr.retrieval_budget > MAX_EXACT_RETRIEVAL_BUDGET and clr.exact == "always":
+        yield _at(src, ("clearance", "exact"), "error", "cost",
+                  f"exact Shapley at K = {clr.retrieval_budget} evaluates 2^K coalitions; with exact: always, "
+                  f"K must be ≤ {MAX_EXACT_RETRIEVAL_BUDGET}")
+
+
+# --------------------------------------------------------------------------- endpoints
+
+
+def _endpoints(src: PolicySource, rules: EndpointRules) -> Iterable[Finding]:
+    """Every endpoint is shown (info); a key variable outside the operator's allow-list and
+    plain HTTP to a non-loopback host are errors (a policy cannot choose where a secret goes)."""
+    for loc, ep in endpoints(src.policy):
+        yield _at(src, loc + ("base_url",), "info", "endpoint",
+                  f"this policy sends memory text to {shown_url(ep.base_url)} "
+                  f"(model {ep.model!r}, key from ${ep.api_key_env})")
+        problem = rules.url_problem(ep.base_url)
+        if problem:
+            yield _at(src, loc + ("base_url",), "error", "endpoint", problem)
+        if not rules.key_env_allowed(ep.api_key_env):
+            yield _at(src, loc + ("api_key_env",), "error", "secret",
+                      f"api_key_env {ep.api_key_env!r} is not an allowed key variable "
+                      f"(allowed: {', '.join(rules.key_envs) or 'none'}); the operator of memsteward "
+                      f"allows others in MEMSTEWARD_ALLOWED_KEY_ENVS or the config file, never a policy")
 
 
 # --------------------------------------------------------------------------- rules
 
 
-def _rules(src: PolicySource, enc: Encoding) -> list[Finding]:
-    """Vacuous and shadowed rules, with the rules that shadow them (unsat core)."""
+def _rules(src: PolicySource, facts: list[RuleFacts]) -> list[Finding]:
+    """Vacuous and shadowed rules, with the rules that shadow them (irredundant covers)."""
     p = src.policy
-    dom = enc.domain()
     out: list[Finding] = []
-    for i, rule in enumerate(p.modes):
-        guard = enc.guard(rule.when, p)
-        if solve(dom, guard) is None:
+    for i, f in enumerate(facts):
+        if f.vacuous:
             out.append(_at(src, ("modes", i), "warning", "vacuous",
                            f"{_rule_name(p, i)} can never match: its conditions contradict each other "
                            "or the declared kinds/ranges", rule=i + 1))
-            continue
-        if i == 0:
-            continue
-        shadowers = _shadowed_by(enc, p, i, dom, guard)
-        if shadowers:
-            names = ", ".join(_rule_name(p, j) for j in shadowers)
+        elif f.shadowed:
+            shadowers = sorted(f.covered_by)
+            names = ", ".join(_rule_name(p, j) for j in shadowers[:MAX_NAMED])
+            more = f" and {len(shadowers) - MAX_NAMED} more" if len(shadowers) > MAX_NAMED else ""
             out.append(_at(src, ("modes", i), "warning", "shadowed",
-                           f"{_rule_name(p, i)} can never fire: every cell it matches is taken by {names}",
+                           f"{_rule_name(p, i)} can never fire: every cell it matches is taken by {names}{more}",
                            rule=i + 1, shadowed_by=[j + 1 for j in shadowers]))
     return out
-
-
-def _shadowed_by(enc: Encoding, p: Policy, i: int, dom: z3.BoolRef, guard: z3.BoolRef) -> list[int]:
-    """Indices of earlier rules that together cover rule i (empty if rule i can fire)."""
-    s = z3.Solver()
-    s.set("timeout", 10_000)
-    s.add(dom, guard)
-    marks = []
-    for j in range(i):
-        lit = z3.Bool(f"__not_rule_{j}")
-        s.add(z3.Implies(lit, z3.Not(enc.guard(p.modes[j].when, p))))
-        marks.append(lit)
-    r = s.check(*marks)
-    if r == z3.sat:
-        return []
-    if r != z3.unsat:
-        raise TimeoutError(f"Z3 returned unknown on {_rule_name(p, i)}")
-    core = {str(c) for c in s.unsat_core()}
-    picked = [j for j, lit in enumerate(marks) if str(lit) in core]
-    return _minimise(enc, p, dom, guard, picked)
-
-
-def _minimise(enc: Encoding, p: Policy, dom: z3.BoolRef, guard: z3.BoolRef, picked: list[int]) -> list[int]:
-    """Drop rules from an unsat core while the rest still covers the guard (deletion filter)."""
-    keep = list(picked)
-    for j in list(keep):
-        trial = [k for k in keep if k != j]
-        if solve(dom, guard, *[z3.Not(enc.guard(p.modes[k].when, p)) for k in trial]) is None:
-            keep = trial
-    return keep
 
 
 # --------------------------------------------------------------------------- totality
@@ -245,48 +245,40 @@ def _gaps(src: PolicySource, enc: Encoding) -> list[Finding]:
 # --------------------------------------------------------------------------- type safety
 
 
-def _type_safety(src: PolicySource, enc: Encoding) -> list[Finding]:
-    """param ⇒ neural skill; recompute ⇒ replayable kind; non-remove ⇒ ≥ 1 oracle."""
+def _type_safety(src: PolicySource, enc: Encoding, ra: RuleAnalysis) -> list[Finding]:
+    """param ⇒ neural skill; recompute ⇒ replayable kind; non-remove ⇒ ≥ 1 oracle. Each is a
+    question about the parts of the domain (kind, arch, event) where a rule fires."""
     p = src.policy
-    dom = enc.domain()
     out: list[Finding] = []
-    replayable = [k for k, spec in p.kinds.items() if spec.replayable]
-    # mode → (cells the mode must never fire on, what to say about one of them)
-    forbidden: dict[str, tuple[z3.BoolRef, Callable[[Cell], str]]] = {
-        "param": (z3.Not(z3.And(enc.is_kind("skill"), enc.is_arch("neural"))),
+    replayable = {k for k, spec in p.kinds.items() if spec.replayable}
+    forbidden: dict[str, tuple[Callable[[str, str | None], bool], Callable[[Cell], str]]] = {
+        "param": (lambda kind, arch: not (kind == "skill" and arch == "neural"),
                   lambda cell: "to a non-neural artifact (param repairs neural skills only)"),
-        "recompute": (z3.And([z3.Not(enc.is_kind(k)) for k in replayable]) if replayable else z3.BoolVal(True),
+        "recompute": (lambda kind, arch: kind not in replayable,
                       lambda cell: f"to kind '{cell.kind}', which is not replayable"),
     }
     for i, rule in enumerate(p.modes):
-        fires = enc.fires(p, i)
+        fires = ra.facts[i].fires_in
         if rule.mode in forbidden:
             bad, why = forbidden[rule.mode]
-            model = solve(dom, fires, bad)
-            if model is not None:
-                cell = enc.cell(model)
+            hit = next((part for part in fires if bad(part[0], part[1])), None)
+            if hit is not None:
+                cell = enc.cell(ra.fire_witness(i, hit))
                 out.append(_at(src, ("modes", i, "mode"), "error", "type",
                                f"{_rule_name(p, i)} assigns '{rule.mode}' {why(cell)}, e.g. {{{cell.describe()}}}",
                                cell, rule=i + 1))
-        if rule.mode != "remove":
-            out += _missing_oracles(src, enc, i, dom, fires)
-    return out
-
-
-def _missing_oracles(src: PolicySource, enc: Encoding, i: int, dom: z3.BoolRef, fires: z3.BoolRef) -> list[Finding]:
-    p = src.policy
-    mode = p.modes[i].mode
-    out = []
-    for kind in p.kinds:
-        for arch in p.architectures(kind):
-            if p.oracles_for(mode, kind, arch):
+        if rule.mode == "remove":
+            continue
+        reported: set[tuple[str, str | None]] = set()
+        for part in fires:
+            kind, arch, _ = part
+            if (kind, arch) in reported or p.oracles_for(rule.mode, kind, arch):
                 continue
-            model = solve(dom, fires, enc.pin(kind, arch))
-            if model is not None:
-                cell = enc.cell(model)
-                what = f"kind '{kind}'" + (f", arch '{arch}'" if arch else "")
-                out.append(_at(src, ("modes", i, "mode"), "error", "oracle",
-                               f"{_rule_name(p, i)} assigns '{mode}' to {what} but no validation oracle covers "
-                               f"it; add one under 'validation' (MemoRepair §2.2: republish only validated "
-                               f"successors), e.g. {{{cell.describe()}}}", cell, rule=i + 1))
+            reported.add((kind, arch))
+            cell = enc.cell(ra.fire_witness(i, part))
+            what = f"kind '{kind}'" + (f", arch '{arch}'" if arch else "")
+            out.append(_at(src, ("modes", i, "mode"), "error", "oracle",
+                           f"{_rule_name(p, i)} assigns '{rule.mode}' to {what} but no validation oracle covers "
+                           f"it; add one under 'validation' (MemoRepair §2.2: republish only validated "
+                           f"successors), e.g. {{{cell.describe()}}}", cell, rule=i + 1))
     return out

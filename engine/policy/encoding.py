@@ -48,6 +48,7 @@ class Encoding:
         self.partitions = z3.Bool("partitions")
         names = sorted({f for p in self.policies for spec in p.kinds.values() for f in spec.meta})
         self.meta = {f: z3.Real(f"meta.{f}") for f in names}
+        self._guards: dict[tuple[int, int], tuple[When, z3.BoolRef]] = {}
 
     # ---- atoms ------------------------------------------------------------------------
 
@@ -124,7 +125,17 @@ class Encoding:
         return z3.And(parts)
 
     def guard(self, when: When, policy: Policy) -> z3.BoolRef:
-        """Z3 formula for ``matches(when, cell)`` under ``policy``'s declarations."""
+        """Z3 formula for ``matches(when, cell)`` under ``policy``'s declarations (built once per
+        rule: building Z3 terms from Python dominates the analysis of large policies)."""
+        key = (id(when), id(policy))
+        cached = self._guards.get(key)
+        if cached is not None and cached[0] is when:
+            return cached[1]
+        formula = self._guard(when, policy)
+        self._guards[key] = (when, formula)
+        return formula
+
+    def _guard(self, when: When, policy: Policy) -> z3.BoolRef:
         parts: list[z3.BoolRef] = []
         if when.kind is not None:
             parts.append(z3.Or([self.is_kind(k) for k in when.kind if k in policy.kinds] or [z3.BoolVal(False)]))

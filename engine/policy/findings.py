@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field as dc_field
 from typing import Any, Literal
 
+from ..errors import printable
+
 Severity = Literal["error", "warning", "info"]
 
 
@@ -24,7 +26,7 @@ class Finding:
 
     def render(self) -> str:
         where = f" [{self.field}]" if self.field else ""
-        return f"{self.file}:{self.line}:{self.col}: {self.severity}: {self.message}{where} ({self.code})"
+        return printable(f"{self.file}:{self.line}:{self.col}: {self.severity}: {self.message}{where} ({self.code})")
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)

@@ -10,6 +10,8 @@ line and column of the offending field.
 from __future__ import annotations
 
 import json
+import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -73,7 +75,32 @@ class PolicySchemaError(Exception):
 
 
 def _read_text(path: str | Path) -> tuple[str, str]:
-    return str(path), read_text(path, MAX_BYTES, "policy file")
+    """A policy is read only as a regular file; a symbolic link may not lead out of its directory
+    (so `check` cannot be pointed at a system file through a policy path)."""
+    name = str(path)
+    try:
+        if os.path.islink(path):
+            target = os.path.realpath(path)
+            home = os.path.realpath(os.path.dirname(os.path.abspath(path)))
+            if os.path.commonpath([home, target]) != home:
+                raise InputError("policy file is a symbolic link leading out of its directory; "
+                                 "give the real path", file=name)
+    except (OSError, ValueError):
+        raise InputError("cannot resolve the policy path", file=name) from None
+    return name, read_text(path, MAX_BYTES, "policy file")
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,63}")
+
+
+def shown_name(value: Any) -> str:
+    """A key or value from the document, quoted only if it looks like a name: errors never echo
+    arbitrary file text (a policy path may point at a file that is not a policy)."""
+    if isinstance(value, str) and _NAME.fullmatch(value):
+        return f"'{value}'"
+    if isinstance(value, (int, float, bool)) or value is None:
+        return json.dumps(value)[:24]
+    return f"a {type(value).__name__}" + (f" of {len(value)} characters" if isinstance(value, str) else "")
 
 
 def _mark_error(name: str, exc: yaml.MarkedYAMLError, prefix: str) -> InputError:
@@ -125,6 +152,8 @@ def dotted(loc: Loc, limit: int = 80) -> str:
     for part in loc:
         if part == "[key]":
             continue
+        if not isinstance(part, int) and not _NAME.fullmatch(str(part)):
+            part = "<key>"  # never echo arbitrary document text as a field name
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out if len(out) <= limit else out[: limit - 1] + "…"
 
@@ -184,9 +213,9 @@ def _schema_findings(exc: ValidationError, source: SourceMap) -> list[Finding]:
                 message = (f"secrets are never read from policy files; set the key in an environment "
                            f"variable and name it with 'api_key_env' (field '{last}')")
             else:
-                message = f"unknown field '{last}'"
+                message = f"unknown field {shown_name(last)}"
         elif err["type"] == "literal_error":
-            message = f"{message}, got {json.dumps(err.get('input'), default=str)}"
+            message = f"{message}, got {shown_name(err.get('input'))}"
         elif err["type"] == "finite_number":
             message = "must be a finite number (NaN and infinity are not allowed)"
         elif err["type"] == "missing":
@@ -194,7 +223,7 @@ def _schema_findings(exc: ValidationError, source: SourceMap) -> list[Finding]:
         elif err["type"] == "union_tag_not_found":
             message = "missing 'oracle': one of schema, replay, task_regression, sandbox, forget_reference"
         elif err["type"] == "union_tag_invalid":
-            message = f"unknown oracle {json.dumps(err.get('input', {}).get('oracle') if isinstance(err.get('input'), dict) else None)}; expected one of schema, replay, task_regression, sandbox, forget_reference"
+            message = f"unknown oracle {shown_name(err.get('input', {}).get('oracle') if isinstance(err.get('input'), dict) else None)}; expected one of schema, replay, task_regression, sandbox, forget_reference"
         findings.append(Finding("error", "schema", message, source.file, line, col, field))
     return findings
 
@@ -218,6 +247,9 @@ def parse_policy(data: Any, source: SourceMap) -> PolicySource:
         kind = type(data).__name__ if data is not None else "nothing"
         raise PolicySchemaError([Finding("error", "schema", f"a policy is a mapping, got {kind}",
                                          source.file, 1, 1, "")])
+    if data and not set(data) & set(Policy.model_fields):
+        raise PolicySchemaError([Finding("error", "schema", "not a memsteward policy: none of its top-level keys "
+                                         "is a policy field (version, name, kinds, modes, …)", source.file, 1, 1, "")])
     try:
         policy = Policy.model_validate(data)
     except ValidationError as exc:

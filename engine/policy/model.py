@@ -35,6 +35,19 @@ EventType = Literal["delete", "correct", "migrate"]
 Mode = Literal["remove", "recompute", "regen", "param"]
 Support = Literal["sufficient", "insufficient"]
 
+# Upper bounds of the numbers that drive work (documented in the JSON Schema via `le`)
+MAX_CONCURRENCY = 64
+MAX_TIMEOUT_S = 300.0
+MAX_RETRIES = 8
+MAX_REPLAY_RUNS = 16
+MAX_PROBES = 256
+MAX_PERMUTATIONS = 10_000
+MAX_SAMPLES = 4096
+MAX_RETRIEVAL_BUDGET = 64
+MAX_EXACT_RETRIEVAL_BUDGET = 16  # exact Shapley evaluates 2^K coalitions
+MAX_TRIALS = 64
+MAX_CALL_BUDGET = 10_000_000
+
 
 class Strict(BaseModel):
     """Base: frozen, unknown fields are errors, NaN/inf are rejected."""
@@ -157,7 +170,7 @@ class ReplayOracle(Strict):
     """Re-running the recorded transform must reproduce the successor (within tolerance)."""
 
     oracle: Literal["replay"]
-    runs: int = Field(default=2, ge=1)
+    runs: int = Field(default=2, ge=1, le=MAX_REPLAY_RUNS)
     tolerance: float = Field(default=0.0, ge=0.0)
 
 
@@ -170,7 +183,7 @@ class TaskRegressionOracle(Strict):
     """Probe queries with expected answers; at least ``min_pass`` of them must pass."""
 
     oracle: Literal["task_regression"]
-    probes: list[Probe] = Field(default_factory=list)
+    probes: list[Probe] = Field(default_factory=list, max_length=MAX_PROBES)
     min_pass: float = Field(default=1.0, ge=0.0, le=1.0)
 
 
@@ -267,9 +280,12 @@ class Endpoint(Strict):
     model: str
     judge_model: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
-    concurrency: int = Field(default=4, ge=1, le=256)
-    timeout: float = Field(default=30.0, gt=0)
-    retries: int = Field(default=2, ge=0, le=20)
+    # Bounds on every number that drives work (a policy is untrusted input): per-attempt timeout
+    # ≤ 300 s; retries ≤ 8, so the exponential backoff (0.2 s · 2^k) sleeps ≤ 51 s in total;
+    # concurrency ≤ 64 parallel requests.
+    concurrency: int = Field(default=4, ge=1, le=MAX_CONCURRENCY)
+    timeout: float = Field(default=30.0, gt=0, le=MAX_TIMEOUT_S)
+    retries: int = Field(default=2, ge=0, le=MAX_RETRIES)
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
 
 
@@ -312,8 +328,8 @@ class AdaptiveSpec(Strict):
     can change it, or until a memory reaches ``max_permutations`` samples / the call budget."""
 
     enabled: bool = False
-    batch: int = Field(default=8, ge=1)  # samples added to each relevant memory per look
-    max_permutations: int = Field(default=256, ge=1)  # samples per memory at most
+    batch: int = Field(default=8, ge=1, le=MAX_PERMUTATIONS)  # samples added to each relevant memory per look
+    max_permutations: int = Field(default=256, ge=1, le=MAX_PERMUTATIONS)  # samples per memory at most
     # bernstein: min(Hoeffding, empirical Bernstein), union bound over memories and looks
     # (rigorous, needs ~300 permutations at τ = 0.2); normal: CLT interval z·s/√L with a
     # Bonferroni z (heuristic, stops after a few batches on clear games).
@@ -323,7 +339,7 @@ class AdaptiveSpec(Strict):
 class BaselineSpec(Strict):
     """Settings of the comparison methods (paper Table 4: B = 32, α = 0.01, threshold 0.5)."""
 
-    samples: int = Field(default=32, ge=1)  # B, random ablations (ContextCite, ProxySPEX)
+    samples: int = Field(default=32, ge=1, le=MAX_SAMPLES)  # B, random ablations (ContextCite, ProxySPEX)
     lasso_alpha: float = Field(default=0.01, ge=0.0)  # α, L1 weight of the surrogates
     direct_threshold: float = Field(default=0.5, ge=0.0, le=1.0)  # flag when rating ≥ this
 
@@ -331,12 +347,13 @@ class BaselineSpec(Strict):
 class ClearanceSpec(Strict):
     """MeClear settings (Algorithm 1; paper: K = 5, L = 16, κ = τ = 0.05, two trials)."""
 
-    retrieval_budget: int = 5  # K
-    permutations: int = 16  # L
+    # lower bounds are findings of `check`; upper bounds bound the work one query can cost
+    retrieval_budget: int = Field(default=5, le=MAX_RETRIEVAL_BUDGET)  # K (≤ 16 with exact: always)
+    permutations: int = Field(default=16, le=MAX_PERMUTATIONS)  # L
     screen_tolerance: float = 0.05  # κ (LOO screening of Eq. 7, Algorithm 1 line 4)
     harm_tolerance: float = 0.05  # τ (harmful set H = {ψ_i < −τ}, Eq. 14)
-    trials: int = 2
-    seed: int = 0
+    trials: int = Field(default=2, le=MAX_TRIALS)
+    seed: int = Field(default=0, ge=0, le=2**63 - 1)
     exact: Literal["auto", "always", "never"] = "auto"
     # permutation: Eq. 11 (the paper); stratified: every evaluated coalition informs every
     # memory, with the LOO screen as a control variate (memsteward.clearance.stratified, S2)
@@ -347,11 +364,11 @@ class ClearanceSpec(Strict):
     exact_premium: float = Field(default=0.25, ge=0.0)  # auto: exact iff 2^K ≤ (1+p)·E[distinct]
     interactions: Literal["harmful", "all", "none"] = "harmful"  # which pairs get ω (Eq. 15)
     adaptive: AdaptiveSpec = Field(default_factory=AdaptiveSpec)
-    call_budget: int | None = Field(default=None, ge=1)  # cap on attribution's evaluator calls
+    call_budget: int | None = Field(default=None, ge=1, le=MAX_CALL_BUDGET)  # cap on attribution's evaluator calls
     # trials for the coalitions that only feed a sampled ψ estimate (permutation prefixes, the
     # stratified sample, targeted marginals); the LOO screen, v̂(∅) of (S2) and the verification
     # of Eq. 19 keep `trials`. None: `trials` everywhere (the paper).
-    sample_trials: int | None = Field(default=None, ge=1)
+    sample_trials: int | None = Field(default=None, ge=1, le=MAX_TRIALS)
     baselines: BaselineSpec = Field(default_factory=BaselineSpec)
 
 

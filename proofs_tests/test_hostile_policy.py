@@ -1,0 +1,231 @@
+"""Hostile policies (issue 17, item 2): a policy cannot choose where a secret goes, cannot make
+`check` echo a file it was pointed at, and every number that drives work has an upper bound."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from memsteward.cli import main
+from memsteward.policy.endpoints import EndpointRules, is_loopback
+from memsteward.policy.model import Policy
+from memsteward.repair.store import Store
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "engine" / "data"
+CASE = DATA / "cases" / "direct.json"
+
+BASE = """version: 1
+kinds: {{record: {{}}, summary: {{}}}}
+modes:
+  - {{when: {{kind: summary, support: sufficient}}, mode: regen}}
+  - {{when: {{}}, mode: remove}}
+validation:
+  - {{mode: regen, oracles: [{{oracle: schema, schema: {{type: string}}}}]}}
+{extra}
+"""
+
+
+def _policy(tmp_path: Path, extra: str, name: str = "p.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(BASE.format(extra=extra))
+    return path
+
+
+def _evaluator(url: str, key: str = "OPENAI_API_KEY") -> str:
+    return (f"clearance:\n  evaluator:\n    type: openai\n    judge: lexical\n"
+            f"    endpoint: {{base_url: '{url}', model: m, api_key_env: {key}}}\n")
+
+
+def _regen(url: str, key: str = "OPENAI_API_KEY") -> str:
+    return f"repair:\n  regen_endpoint: {{base_url: '{url}', model: m, api_key_env: {key}}}\n"
+
+
+def _check(path: Path, env: dict[str, str] | None = None):
+    result = CliRunner().invoke(main, ["check", str(path), "--json"], env=_clean_env(env))
+    return result.exit_code, json.loads(result.output)
+
+
+def _clean_env(env: dict[str, str] | None) -> dict[str, str | None]:
+    """No allow-list from the developer's environment or config leaks into a test."""
+    out: dict[str, str | None] = {"MEMSTEWARD_ALLOWED_KEY_ENVS": None, "MEMSTEWARD_ALLOWED_HTTP_HOSTS": None,
+                                  "MEMSTEWARD_CONFIG": None, "XDG_CONFIG_HOME": "/nonexistent-memsteward-test"}
+    out.update(env or {})
+    return out
+
+
+def _codes(findings: list[dict], severity: str) -> list[tuple[str, str]]:
+    return [(f["code"], f["field"]) for f in findings if f["severity"] == severity]
+
+
+# (policy block, env, expected error (code, field) list) — a hand table
+CASES = {
+    "https-default-key": (_evaluator("https://api.example.com/v1"), {}, []),
+    "foreign-key": (_evaluator("https://api.example.com/v1", "AWS_SECRET_ACCESS_KEY"), {},
+                    [("secret", "clearance.evaluator.endpoint.api_key_env")]),
+    "foreign-key-allowed-by-env": (_evaluator("https://api.example.com/v1", "AWS_SECRET_ACCESS_KEY"),
+                                   {"MEMSTEWARD_ALLOWED_KEY_ENVS": "OPENAI_API_KEY, AWS_*"}, []),
+    "memsteward-prefix-default": (_evaluator("https://api.example.com/v1", "MEMSTEWARD_LLM_KEY"), {}, []),
+    "env-list-replaces-default": (_evaluator("https://api.example.com/v1"), {"MEMSTEWARD_ALLOWED_KEY_ENVS": "MY_KEY"},
+                                  [("secret", "clearance.evaluator.endpoint.api_key_env")]),
+    "plain-http-remote": (_evaluator("http://203.0.113.5:8080/v1"), {},
+                          [("endpoint", "clearance.evaluator.endpoint.base_url")]),
+    "plain-http-remote-allowed": (_evaluator("http://203.0.113.5:8080/v1"),
+                                  {"MEMSTEWARD_ALLOWED_HTTP_HOSTS": "203.0.113.5"}, []),
+    "plain-http-loopback": (_evaluator("http://127.0.0.1:8765/v1"), {}, []),
+    "plain-http-localhost": (_evaluator("http://localhost:8765/v1"), {}, []),
+    "plain-http-ipv6-loopback": (_evaluator("http://[::1]:8765/v1"), {}, []),
+    "credentials-in-url": (_evaluator("https://user:pw@api.example.com/v1"), {},
+                           [("endpoint", "clearance.evaluator.endpoint.base_url")]),
+    "not-http": (_evaluator("file:///etc/passwd"), {}, [("endpoint", "clearance.evaluator.endpoint.base_url")]),
+    "regen-foreign-key-and-http": (_regen("http://evil.example.com/v1", "HOME"), {},
+                                   [("endpoint", "repair.regen_endpoint.base_url"),
+                                    ("secret", "repair.regen_endpoint.api_key_env")]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_endpoint_allow_lists(tmp_path: Path, name: str):
+    block, env, errors = CASES[name]
+    code, findings = _check(_policy(tmp_path, block), env)
+    assert sorted(_codes(findings, "error")) == sorted(errors), findings
+    assert code == (1 if errors else 0)
+    infos = [f for f in findings if f["severity"] == "info" and f["code"] == "endpoint"]
+    assert len(infos) == 1 and "sends memory text to" in infos[0]["message"]
+    assert "pw@" not in json.dumps(findings)  # credentials in a URL are never shown
+
+
+def test_config_file_sets_the_allow_lists(tmp_path: Path):
+    policy = _policy(tmp_path, _evaluator("http://10.1.2.3/v1", "CORP_LLM_TOKEN"))
+    config = tmp_path / "config.toml"
+    config.write_text('[endpoints]\nallowed_key_envs = ["CORP_*"]\nallowed_http_hosts = ["10.1.2.3"]\n')
+    code, findings = _check(policy, {"MEMSTEWARD_CONFIG": str(config)})
+    assert code == 0 and not _codes(findings, "error"), findings
+    xdg = tmp_path / "xdg"
+    (xdg / "memsteward").mkdir(parents=True)
+    (xdg / "memsteward" / "config.toml").write_text(config.read_text())
+    code, _ = _check(policy, {"XDG_CONFIG_HOME": str(xdg)})
+    assert code == 0
+    config.write_text("[endpoints]\nallowed_key_envs = 5\n")
+    result = CliRunner().invoke(main, ["check", str(policy)], env=_clean_env({"MEMSTEWARD_CONFIG": str(config)}))
+    assert result.exit_code == 2 and str(config) in result.output and "Traceback" not in result.output
+
+
+def test_rules_from_environment_reference():
+    rules = EndpointRules.from_environment({"MEMSTEWARD_ALLOWED_KEY_ENVS": "A,B_*"})
+    assert rules.key_env_allowed("A") and rules.key_env_allowed("B_1")
+    assert not rules.key_env_allowed("OPENAI_API_KEY") and not rules.key_env_allowed("a")
+    default = EndpointRules.from_environment({})
+    assert default.key_env_allowed("OPENAI_API_KEY") and default.key_env_allowed("MEMSTEWARD_X")
+    assert not default.key_env_allowed("PATH")
+    assert [is_loopback(h) for h in ("127.0.0.2", "::1", "localhost", "127.example.com", "10.0.0.1")] == \
+        [True, True, True, False, False]
+
+
+def test_clear_and_repair_refuse_a_policy_that_would_exfiltrate(tmp_path: Path):
+    env = _clean_env({"AWS_SECRET_ACCESS_KEY": "s3cr3t-value"})
+    clear_policy = _policy(tmp_path, _evaluator("https://api.example.com/v1", "AWS_SECRET_ACCESS_KEY"), "c.yaml")
+    result = CliRunner().invoke(main, ["clear", "--policy", str(clear_policy), "--case", str(CASE)], env=env)
+    assert result.exit_code == 2 and "api_key_env" in result.output and "s3cr3t" not in result.output
+    db = tmp_path / "s.db"
+    store = Store.open(str(db), create=True)
+    store.import_snapshot(Store.open(str(DATA / "repair" / "store.json")).snapshot())
+    before = store.dump_state()
+    store.close()
+    repair_policy = _policy(tmp_path, _regen("http://evil.example.com/v1"), "r.yaml")
+    ev = tmp_path / "e.json"
+    ev.write_text('{"type": "delete", "roots": ["p1"]}')
+    result = CliRunner().invoke(main, ["repair", "--policy", str(repair_policy), "--store", str(db),
+                                       "--event", str(ev)], env=env)
+    assert result.exit_code == 2 and "plain http://" in result.output
+    assert Store.open(str(db)).dump_state() == before
+
+
+def test_symlink_out_of_the_policy_directory_is_refused(tmp_path: Path):
+    outside = tmp_path / "secret.txt"
+    outside.write_text("root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n")
+    inner = tmp_path / "policies"
+    inner.mkdir()
+    (inner / "p.yaml").symlink_to(outside)
+    result = CliRunner().invoke(main, ["check", str(inner / "p.yaml")], env=_clean_env(None))
+    assert result.exit_code == 2 and "symbolic link" in result.output and "root:x" not in result.output
+    real = _policy(inner, "", "real.yaml")
+    (inner / "alias.yaml").symlink_to(real)  # a link within the directory is fine
+    assert CliRunner().invoke(main, ["check", str(inner / "alias.yaml")], env=_clean_env(None)).exit_code == 0
+
+
+def test_a_file_that_is_not_a_policy_is_never_echoed(tmp_path: Path):
+    lines = ["root:x:0:0:root:/root:/bin/bash", "daemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin",
+             "api_token: hunter2-very-secret"]
+    for n, body in enumerate(["\n".join(f"{ln}: 1" for ln in lines), "kinds: {record: {}}\n" +
+                              "\n".join(f"'{ln}': 1" for ln in lines)]):
+        path = tmp_path / f"n{n}.yaml"
+        path.write_text(body + "\n")
+        result = CliRunner().invoke(main, ["check", str(path), "--json"], env=_clean_env(None))
+        assert result.exit_code in (1, 2), result.output  # 2: not even YAML
+        for ln in lines:
+            assert ln.split(":")[0] + ":x" not in result.output and "hunter2" not in result.output
+
+
+BOUNDS = {  # field → a value beyond its documented upper bound
+    ("clearance", "permutations"): 100_000_000,
+    ("clearance", "trials"): 100_000_000,
+    ("clearance", "retrieval_budget"): 1000,
+    ("clearance", "adaptive", "max_permutations"): 10**9,
+    ("clearance", "call_budget"): 10**12,
+    ("clearance", "baselines", "samples"): 10**9,
+    ("clearance", "evaluator", "endpoint", "timeout"): 10**6,
+    ("clearance", "evaluator", "endpoint", "retries"): 20,
+    ("clearance", "evaluator", "endpoint", "concurrency"): 10_000,
+}
+
+
+def _nested(path: tuple, value) -> dict:
+    doc = {"version": 1, "kinds": {"record": {}}, "modes": [{"when": {}, "mode": "remove"}],
+           "clearance": {"evaluator": {"type": "openai", "endpoint": {"base_url": "https://x.example", "model": "m"}}}}
+    target = doc
+    for key in path[:-1]:
+        target = target.setdefault(key, {})
+    target[path[-1]] = value
+    return doc
+
+
+@pytest.mark.parametrize("path", sorted(BOUNDS))
+def test_every_work_driver_has_an_upper_bound(tmp_path: Path, path: tuple):
+    doc = _nested(path, BOUNDS[path])
+    p = tmp_path / "p.yaml"
+    p.write_text(json.dumps(doc))
+    code, findings = _check(p)
+    assert code == 1 and any(f["field"] == ".".join(path) for f in findings if f["severity"] == "error"), findings
+    # and the bound is documented in the JSON Schema (`memsteward schema`)
+    schema = Policy.model_json_schema(by_alias=True)
+    assert str(path[-1]) in json.dumps(schema) and '"maximum"' in json.dumps(schema)
+
+
+def test_exact_shapley_bounds_k(tmp_path: Path):
+    p = tmp_path / "p.yaml"
+    p.write_text(json.dumps(_nested(("clearance", "exact"), "always")
+                            | {"clearance": {"exact": "always", "retrieval_budget": 64}}))
+    code, findings = _check(p)
+    assert code == 1 and ("cost", "clearance.exact") in _codes(findings, "error")
+    p.write_text(json.dumps(_nested(("clearance", "exact"), "always")
+                            | {"clearance": {"exact": "always", "retrieval_budget": 16}}))
+    assert _check(p)[0] == 0
+
+
+def test_many_rules_are_analysed_and_the_limit_is_a_finding(tmp_path: Path):
+    from memsteward.policy.analysis import MAX_RULES
+
+    rules = [{"when": {"kind": "record", "event": "delete"}, "mode": "remove"}] * 3 + [{"when": {}, "mode": "remove"}]
+    p = tmp_path / "p.yaml"
+    p.write_text(json.dumps({"version": 1, "kinds": {"record": {}}, "modes": rules}))
+    code, findings = _check(p)
+    assert code == 0 and sorted(f["related"]["rule"] for f in findings if f["code"] == "shadowed") == [2, 3]
+    p.write_text(json.dumps({"version": 1, "kinds": {"record": {}}, "modes": [{"when": {}, "mode": "remove"}]
+                             * (MAX_RULES + 1)}))
+    code, findings = _check(p)
+    assert code == 1 and [f["code"] for f in findings if f["severity"] == "error"] == ["limit"]
+
