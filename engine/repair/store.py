@@ -34,7 +34,7 @@ from typing import Any, Collection, Iterator, Mapping, Sequence
 from ..errors import InputError, WriteRefused
 from .artifacts import SERVABLE_STATES, Artifact, Edge, Snapshot, parse_store_document, read_json
 from .auditchain import GENESIS, row_hash, seal, signing_key
-from .writes import Write, content_digest, prepare
+from .writes import Write, canonical_json, content_digest, prepare
 
 __all__ = ["Store", "content_digest", "digest"]
 
@@ -456,7 +456,7 @@ class Store:
             versions.append((a.id, version, w.content_text, w.meta_text))
             arts.append((a.id, a.kind, a.arch, version))
             edges += [(i, a.id, "influence") for i in w.inputs] + [(i, a.id, "semantic") for i in w.semantic]
-            manifest.update(_dump([a.id, version, w.digest, list(w.inputs)]).encode("utf-8") + b"\n")
+            manifest.update(canonical_json([a.id, version, w.digest, w.inputs]).encode("utf-8") + b"\n")
             out.append(Artifact(a.id, a.kind, a.arch, version, a.content, dict(a.meta), "servable"))
         c = self.conn
         c.executemany("INSERT INTO versions(id, version, content, meta) VALUES (?,?,?,?)", versions)

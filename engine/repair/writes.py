@@ -71,13 +71,13 @@ class Write:
     """:func:`content_digest` of the content"""
 
 
-def _json_text(value: Any, what: str, file: str, field: str) -> str:
+def _json_text(value: Any, what: str, ident: str, file: str, field: str) -> str:
     try:
-        return canonical_json(value)
+        return _CANONICAL.encode(value)
     except (TypeError, ValueError) as exc:
-        raise InputError(f"{what} is not JSON: {exc}", file=file, field=field) from None
+        raise InputError(f"{what} of {ident!r} is not JSON: {exc}", file=file, field=field) from None
     except RecursionError:
-        raise InputError(f"{what} nests too deeply", file=file, field=field) from None
+        raise InputError(f"{what} of {ident!r} nests too deeply", file=file, field=field) from None
 
 
 def _ids(value: Any, name: str, file: str, where: str) -> tuple[str, ...]:
@@ -117,8 +117,8 @@ def prepare(artifact: Artifact | Mapping[str, Any], inputs: Sequence[str] | None
     else:
         raise InputError(f"an artifact is an Artifact or an object, not {type(artifact).__name__}", file=file,
                          field=where.rstrip(".") or "artifact")
-    canonical = _json_text(art.content, f"content of {art.id!r}", file, f"{where}content")
-    meta_text = _json_text(dict(art.meta), f"meta of {art.id!r}", file, f"{where}meta")
+    canonical = _json_text(art.content, "content", art.id, file, where + "content")
+    meta_text = _json_text(art.meta, "meta", art.id, file, where + "meta")
     size = len(canonical.encode("utf-8")) + len(meta_text.encode("utf-8"))
     if size > MAX_CONTENT_BYTES:
         raise InputError(f"artifact {art.id!r} is {size} bytes of JSON, over the {MAX_CONTENT_BYTES}-byte limit",
