@@ -67,3 +67,12 @@ class WriteRefused(InputError):
 
     def as_dict(self) -> dict:
         return {**super().as_dict(), "code": "write-refused", "reason": self.reason}
+
+
+class EventHeld(InputError):
+    """Another live process holds the event (its lease in the store): this one does nothing.
+    ``recover`` reports it and exits 0 (the holder completes the event); ``repair`` exits 2."""
+
+    def __init__(self, message: str, holder: dict, file: str = "<store>") -> None:
+        super().__init__(message, file=file, field="event")
+        self.holder = holder

@@ -6,6 +6,7 @@ from typing import Callable
 
 import click
 
+from ..errors import EventHeld
 from ..api import apply_event, load_policy, open_store
 from ..repair.closure import BACKENDS, SELECTORS
 from ..repair.events import load_event
@@ -93,9 +94,21 @@ def repair(policy_path: str, store_path: str, event_path: str, dry_run: bool, as
 @click.option("--json", "as_json", is_flag=True)
 @handle_errors
 def recover_cmd(store_path: str, as_json: bool) -> None:
-    """Roll forward an event interrupted by a crash (no-op when none is pending)."""
+    """Roll forward an event interrupted by a crash (no-op when none is pending).
+
+    One writer per event: the process that runs an event holds a lease on it in the store. If
+    another live process holds it, recover does nothing, says which process (host, pid, since
+    when) and exits 0; a lease left by a killed process is taken over.
+    """
     store = Store.open(store_path)
-    plan = recover(store)
+    try:
+        plan = recover(store)
+    except EventHeld as held:  # another live process is completing the event: do nothing, say who
+        if as_json:
+            emit_json({"recovered": False, "plan": None, "held_by": held.holder})
+        else:
+            click.echo(terminal(f"not recovering: {held.message}"))
+        return
     if as_json:
         emit_json({"recovered": plan is not None, "plan": plan.to_json() if plan else None})
     elif plan is None:

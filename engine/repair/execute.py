@@ -131,6 +131,8 @@ def recover(store: Store, operators: OperatorRegistry | None = None,
             store.erase_physically(event_id, [], scanned=False)
         return None
     event_id, _event, policy_doc, plan_doc = found
+    if not store.take_event(event_id):  # one writer per event: a live holder makes this raise EventHeld
+        return None  # completed meanwhile by the process that held it
     policy = Policy.model_validate(policy_doc)
     return resume(store, event_id, policy, TransitionPlan.from_json(plan_doc), operators, oracles)
 

@@ -24,14 +24,16 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import secrets
 import signal
+import socket
 import sqlite3
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Collection, Iterator, Mapping, Sequence
 
-from ..errors import InputError, WriteRefused
+from ..errors import EventHeld, InputError, WriteRefused
 from .artifacts import SERVABLE_STATES, Artifact, Edge, Snapshot, parse_store_document, read_json
 from .auditchain import GENESIS, row_hash, seal, signing_key
 from .writes import Write, canonical_json, content_digest, prepare
@@ -64,6 +66,9 @@ CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit
   BEGIN SELECT RAISE(ABORT, 'audit log is append-only'); END;
 CREATE TABLE IF NOT EXISTS tombstones(
   digest TEXT PRIMARY KEY, root TEXT NOT NULL, event_id INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS event_lease(
+  event_id INTEGER PRIMARY KEY, owner TEXT NOT NULL, host TEXT NOT NULL, pid INTEGER NOT NULL,
+  started TEXT, acquired TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS edges_dst ON edges(dst);
 CREATE INDEX IF NOT EXISTS plan_steps_artifact ON plan_steps(event_id, artifact_id);
 """
@@ -71,6 +76,28 @@ CREATE INDEX IF NOT EXISTS plan_steps_artifact ON plan_steps(event_id, artifact_
 CRASH_ENV = "MEMSTEWARD_CRASH_AT"
 ERASE_WAIT_ENV = "MEMSTEWARD_ERASE_WAIT"
 ERASE_WAIT_DEFAULT, ERASE_WAIT_MAX = 10.0, 600.0
+
+
+def _process_start(pid: int) -> str | None:
+    """The kernel's start time of a process (Linux /proc), so a reused pid is not mistaken for it."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[19].decode()
+    except (OSError, IndexError):
+        return None
+
+
+def _alive(host: str, pid: int, started: str | None) -> bool:
+    """Whether a lease holder still runs (another host is assumed alive: its lease is never stolen)."""
+    if host != socket.gethostname():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return started is None or _process_start(pid) in (None, started)
 
 
 def _erase_wait() -> float:
@@ -119,6 +146,7 @@ class Store:
             self.conn.execute("ALTER TABLE versions ADD COLUMN sha256 TEXT")  # stores from before erasure digests
         self._crash_at = int(os.environ.get(CRASH_ENV, "0") or 0)
         self.erase_wait = _erase_wait()
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(6)}"
         self._checkpoints = 0
 
     # ------------------------------------------------------------------ opening
@@ -524,6 +552,7 @@ class Store:
             cur = c.execute("INSERT INTO events(type, event, policy, plan, status, created) VALUES (?,?,?,?,?,?)",
                             (plan_doc["event"]["type"], event_text, policy_text, plan_text, "barrier", _now()))
             event_id = int(cur.lastrowid)
+            self._lease(event_id)
             c.executemany("INSERT INTO plan_steps(event_id, seq, artifact_id, mode, status) VALUES (?,?,?,?,?)",
                           [(event_id, k, i, plan_doc["modes"][i], "pending") for k, i in enumerate(plan_doc["order"])])
             for start in range(0, len(barrier), 500):
@@ -540,6 +569,37 @@ class Store:
                                 "withdrawn": len(barrier)})
             self._append_audit([(_now(), event_id, "withdraw", i, "{}") for i in barrier])
         return event_id
+
+    def _lease(self, event_id: int) -> None:
+        """Record this process as the event's one writer (inside the caller's transaction)."""
+        self.conn.execute("INSERT OR REPLACE INTO event_lease(event_id, owner, host, pid, started, acquired) "
+                          "VALUES (?,?,?,?,?,?)", (event_id, self.owner, socket.gethostname(), os.getpid(),
+                                                   _process_start(os.getpid()), _now()))
+
+    def take_event(self, event_id: int) -> bool:
+        """Become the one writer of an unfinished event (``recover``): BEGIN IMMEDIATE serialises
+        contenders; a lease held by another live process refuses with :class:`EventHeld` naming it,
+        a lease of a dead process (killed mid-event) is taken over. False: the event was completed
+        meanwhile (by the process that held it), so there is nothing left to do."""
+        with self.transaction():
+            status = self.conn.execute("SELECT status FROM events WHERE id = ?", (event_id,)).fetchone()
+            if status is None or status[0] == "done":
+                return False
+            row = self.conn.execute("SELECT owner, host, pid, started, acquired FROM event_lease WHERE event_id = ?",
+                                    (event_id,)).fetchone()
+            if row is not None and row[0] != self.owner and _alive(row[1], int(row[2]), row[3]):
+                holder = {"event": event_id, "host": row[1], "pid": int(row[2]), "since": row[4]}
+                raise EventHeld(f"event {event_id} is held by process {row[2]} on {row[1]} since {row[4]}; "
+                                "it completes the event", holder, file=self.path)
+            self._lease(event_id)
+        return True
+
+    def _check_lease(self, event_id: int) -> None:
+        row = self.conn.execute("SELECT owner, host, pid, acquired FROM event_lease WHERE event_id = ?",
+                                (event_id,)).fetchone()
+        if row is not None and row[0] != self.owner:
+            raise EventHeld(f"event {event_id} was taken over by process {row[2]} on {row[1]} at {row[3]}",
+                            {"event": event_id, "host": row[1], "pid": int(row[2]), "since": row[3]}, file=self.path)
 
     def _insert_version(self, event_id: int, ident: str, content: Any, meta: Mapping[str, Any]) -> int:
         (top,) = self.conn.execute("SELECT MAX(version) FROM versions WHERE id = ?", (ident,)).fetchone()
@@ -568,6 +628,7 @@ class Store:
         versions it must not retain; both go into the hash-chained audit row (the attestation's evidence).
         """
         with self.transaction():
+            self._check_lease(event_id)
             version = self._insert_version(event_id, ident, content, meta)
             self.conn.execute("UPDATE artifacts SET state = 'staged' WHERE id = ?", (ident,))
             self.conn.execute("UPDATE plan_steps SET status = 'staged', version = ? WHERE event_id = ? "
@@ -579,6 +640,7 @@ class Store:
     def record_step(self, event_id: int, ident: str, status: str, report: Any) -> None:
         """Record validated / failed / blocked; a failed or blocked successor stays withdrawn."""
         with self.transaction():
+            self._check_lease(event_id)
             self.conn.execute("UPDATE plan_steps SET status = ?, report = ? WHERE event_id = ? AND artifact_id = ?",
                               (status, _dump(report), event_id, ident))
             if status != "validated":
@@ -601,6 +663,8 @@ class Store:
         targets: dict[str, int | None] = dict(scrub or {})
         targets.update({r: None for r in erase})
         with self.transaction() as c:
+            self._check_lease(event_id)  # fencing: only the event's current writer publishes
+            c.execute("DELETE FROM event_lease WHERE event_id = ?", (event_id,))
             for ident in republish:
                 c.execute("UPDATE artifacts SET version = staged_version, staged_version = NULL, "
                           "state = 'republished' WHERE id = ? AND staged_version IS NOT NULL", (ident,))
