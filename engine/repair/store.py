@@ -27,6 +27,7 @@ import os
 import secrets
 import signal
 import socket
+import weakref
 import sqlite3
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -87,10 +88,16 @@ def _process_start(pid: int) -> str | None:
         return None
 
 
-def _alive(host: str, pid: int, started: str | None) -> bool:
-    """Whether a lease holder still runs (another host is assumed alive: its lease is never stolen)."""
+_OPEN: "weakref.WeakValueDictionary[str, Store]" = weakref.WeakValueDictionary()  # this process's open stores
+
+
+def _alive(owner: str, host: str, pid: int, started: str | None) -> bool:
+    """Whether a lease holder still runs (another host is assumed alive: its lease is never stolen).
+    In this very process, the holder is alive while its Store is open."""
     if host != socket.gethostname():
         return True
+    if pid == os.getpid():
+        return owner in _OPEN
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -147,6 +154,7 @@ class Store:
         self._crash_at = int(os.environ.get(CRASH_ENV, "0") or 0)
         self.erase_wait = _erase_wait()
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(6)}"
+        _OPEN[self.owner] = self
         self._checkpoints = 0
 
     # ------------------------------------------------------------------ opening
@@ -175,6 +183,7 @@ class Store:
             raise InputError(f"cannot open store: {exc}", file=path) from None
 
     def close(self) -> None:
+        _OPEN.pop(self.owner, None)
         self.conn.close()
 
     # ------------------------------------------------------------------ transactions
@@ -587,7 +596,7 @@ class Store:
                 return False
             row = self.conn.execute("SELECT owner, host, pid, started, acquired FROM event_lease WHERE event_id = ?",
                                     (event_id,)).fetchone()
-            if row is not None and row[0] != self.owner and _alive(row[1], int(row[2]), row[3]):
+            if row is not None and row[0] != self.owner and _alive(row[0], row[1], int(row[2]), row[3]):
                 holder = {"event": event_id, "host": row[1], "pid": int(row[2]), "since": row[4]}
                 raise EventHeld(f"event {event_id} is held by process {row[2]} on {row[1]} since {row[4]}; "
                                 "it completes the event", holder, file=self.path)
