@@ -9,16 +9,17 @@ import click
 
 from ..errors import InputError
 from . import main
-from .common import emit_json, handle_errors
+from .common import deadline_option, emit_json, handle_errors, policy_with_deadline
 from .demo import bundled
 
 METHOD_NAMES = ("meclear", "loo", "contextcite", "proxyspex", "direct")
 
 
-def _spec(policy: str | None):
+def _spec(policy: str | None, deadline: float | None = None):
     from ..policy import load_policy
 
-    return load_policy(policy or bundled("policies", "default.yaml")).clearance
+    loaded = load_policy(policy or bundled("policies", "default.yaml"))
+    return policy_with_deadline(loaded, deadline).clearance
 
 
 def _methods(text: str) -> list[str]:
@@ -52,8 +53,9 @@ def _methods(text: str) -> list[str]:
 @click.option("--out", "out", type=click.Path(dir_okay=False), default=None,
               help="Output JSONL for --synthetic-cohort / --locomo.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@deadline_option
 @handle_errors
-def clear(policy, case, cohort, method, methods, synthetic, locomo, limit, k, seed, out, as_json):
+def clear(policy, case, cohort, method, methods, synthetic, locomo, limit, k, seed, out, as_json, deadline):
     """Clear harmful memories from one query's context (MeClear, Algorithm 1).
 
     \b
@@ -70,11 +72,11 @@ def clear(policy, case, cohort, method, methods, synthetic, locomo, limit, k, se
     if synthetic is not None:
         _synthetic(synthetic, seed, k, out)
     elif locomo is not None:
-        _locomo(policy, locomo, out, limit, seed, k)
+        _locomo(policy, locomo, out, limit, seed, k, deadline)
     elif case is not None:
-        _one(policy, case, method, as_json)
+        _one(policy, case, method, as_json, deadline)
     else:
-        _cohort(policy, cohort, _methods(methods), as_json)
+        _cohort(policy, cohort, _methods(methods), as_json, deadline)
 
 
 def _need_out(out: str | None) -> str:
@@ -92,13 +94,14 @@ def _synthetic(n: int, seed: int, k: int, out: str | None) -> None:
     click.echo(f"wrote {count} verified synthetic cases to {out}", err=True)
 
 
-def _locomo(policy: str | None, data: str, out: str | None, limit: int | None, seed: int, k: int) -> None:
+def _locomo(policy: str | None, data: str, out: str | None, limit: int | None, seed: int, k: int,
+            deadline: float | None) -> None:
     from ..clearance.case import Case  # noqa: F401  (import check)
     from ..clearance.evaluators import from_policy
     from ..clearance.locomo import build_locomo_cohort
     from ..clearance.cohort import write_jsonl
 
-    spec = _spec(policy)
+    spec = _spec(policy, deadline)
     target = _need_out(out)
     evaluator = from_policy(spec.evaluator)
     cases, funnel = build_locomo_cohort(Path(data), evaluator, trials=spec.trials, seed=seed,
@@ -108,11 +111,11 @@ def _locomo(policy: str | None, data: str, out: str | None, limit: int | None, s
                + ", ".join(f"{k}={v}" for k, v in funnel.items()), err=True)
 
 
-def _one(policy: str | None, path: str, method: str, as_json: bool) -> None:
+def _one(policy: str | None, path: str, method: str, as_json: bool, deadline: float | None) -> None:
     from ..clearance.case import case_game, load_case
     from ..clearance.pipeline import run_method
 
-    spec = _spec(policy)
+    spec = _spec(policy, deadline)
     case = load_case(path)
     plan = run_method(method, case_game(case, spec), spec)
     if as_json:
@@ -142,14 +145,15 @@ def _one(policy: str | None, path: str, method: str, as_json: bool) -> None:
     click.echo(f"cost: {plan.coalitions_evaluated} coalitions, {plan.evaluator_calls} evaluator calls")
 
 
-def _cohort(policy: str | None, path: str, methods: list[str], as_json: bool) -> None:
+def _cohort(policy: str | None, path: str, methods: list[str], as_json: bool,
+            deadline: float | None) -> None:
     from tqdm import tqdm
 
     from ..clearance.case import iter_cohort
     from ..clearance.cohort import run_cohort
     from ..clearance.metrics import format_table, summary_table
 
-    spec = _spec(policy)
+    spec = _spec(policy, deadline)
     cases = list(iter_cohort(path))
     if not cases:
         raise InputError("the cohort has no cases", file=path)

@@ -56,7 +56,36 @@ def handle_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-__all__ = ["EXIT_BAD_INPUT", "emit_json", "handle_errors"]
+MAX_DEADLINE = 86400.0
+
+deadline_option = click.option(
+    "--deadline", "deadline", type=click.FloatRange(min=0, min_open=True, max=MAX_DEADLINE),
+    default=None, metavar="SECONDS",
+    help="Total time per model call (connect + read + retries + backoff); overrides the policy "
+         "endpoint's `deadline`.")
+
+
+def with_deadline(endpoint: Any, deadline: float | None) -> Any:
+    """An endpoint (or None) with its per-call ``deadline`` replaced when one is given."""
+    if endpoint is None or deadline is None:
+        return endpoint
+    return endpoint.model_copy(update={"deadline": deadline})
+
+
+def policy_with_deadline(policy: Any, deadline: float | None) -> Any:
+    """A policy whose model endpoints (clearance evaluator, repair regen) use ``deadline``."""
+    if deadline is None:
+        return policy
+    ev = policy.clearance.evaluator
+    clearance = policy.clearance.model_copy(update={
+        "evaluator": ev.model_copy(update={"endpoint": with_deadline(ev.endpoint, deadline)})})
+    repair = policy.repair.model_copy(update={
+        "regen_endpoint": with_deadline(policy.repair.regen_endpoint, deadline)})
+    return policy.model_copy(update={"clearance": clearance, "repair": repair})
+
+
+__all__ = ["EXIT_BAD_INPUT", "deadline_option", "emit_json", "handle_errors", "policy_with_deadline",
+           "with_deadline"]
 
 
 from ..textsafe import markdown, terminal  # noqa: E402  (re-exported for the commands)

@@ -10,11 +10,13 @@ from ..errors import EventHeld
 from ..api import apply_event, load_policy, open_store
 from ..repair.closure import BACKENDS, SELECTORS
 from ..repair.events import load_event
+from ..policy.model import Policy
 from ..repair.execute import recover
+from ..repair.operators import operators_for
 from ..repair.plan import TransitionPlan
 from ..repair.store import Store
 from . import main
-from .common import emit_json, handle_errors, terminal
+from .common import deadline_option, emit_json, handle_errors, policy_with_deadline, terminal
 
 
 def describe_plan(plan: TransitionPlan, echo: Callable[[str], None] = click.echo) -> None:
@@ -60,15 +62,18 @@ def _ids(ids) -> str:
               help="Min-cut backend (networkx is the reference).")
 @click.option("--tradeoff", type=click.FloatRange(min=0), default=None, help="Override the policy's λ.")
 @click.option("--budget", type=click.FloatRange(min=0), default=None, help="Override the policy's hard budget β.")
+@deadline_option
 @handle_errors
 def repair(policy_path: str, store_path: str, event_path: str, dry_run: bool, as_json: bool,
-           selector: str, backend: str, tradeoff: float | None, budget: float | None) -> None:
+           selector: str, backend: str, tradeoff: float | None, budget: float | None,
+           deadline: float | None) -> None:
     """Apply a delete / correct / migrate EVENT: barrier, repair, validate, republish.
 
-    Exit 0 when the event was applied (failed validations are reported in the plan and keep
-    their successors withdrawn); 2 on bad input, with the store unchanged.
+    Exit 0 when the event was applied (failed validations — and operators that failed, e.g. a
+    model endpoint that is down or answers garbage — are reported in the plan and keep their
+    successors withdrawn); 2 on bad input, with the store unchanged.
     """
-    policy = load_policy(policy_path)
+    policy = policy_with_deadline(load_policy(policy_path), deadline)
     if tradeoff is not None or budget is not None:
         sel = policy.selection.model_copy(update={
             k: v for k, v in (("tradeoff", tradeoff), ("budget", budget)) if v is not None})
@@ -92,17 +97,24 @@ def repair(policy_path: str, store_path: str, event_path: str, dry_run: bool, as
 @main.command("recover")
 @click.option("--store", "store_path", required=True, help="SQLite store.")
 @click.option("--json", "as_json", is_flag=True)
+@deadline_option
 @handle_errors
-def recover_cmd(store_path: str, as_json: bool) -> None:
+def recover_cmd(store_path: str, as_json: bool, deadline: float | None) -> None:
     """Roll forward an event interrupted by a crash (no-op when none is pending).
 
     One writer per event: the process that runs an event holds a lease on it in the store. If
     another live process holds it, recover does nothing, says which process (host, pid, since
-    when) and exits 0; a lease left by a killed process is taken over.
+    when) and exits 0; a lease left by a killed process is taken over. The event's recorded
+    policy applies; `--deadline` bounds each of its model calls.
     """
     store = Store.open(store_path)
+    operators = None
+    pending = store.unfinished_event() if deadline is not None else None
+    if pending is not None:
+        recorded = policy_with_deadline(Policy.model_validate(pending[2]), deadline)
+        operators = operators_for(recorded)
     try:
-        plan = recover(store)
+        plan = recover(store, operators)
     except EventHeld as held:  # another live process is completing the event: do nothing, say who
         if as_json:
             emit_json({"recovered": False, "plan": None, "held_by": held.holder})

@@ -287,6 +287,9 @@ class Endpoint(Strict):
     timeout: float = Field(default=30.0, gt=0, le=MAX_TIMEOUT_S)
     retries: int = Field(default=2, ge=0, le=MAX_RETRIES)
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    # total seconds per call: connect + read + retries + backoff (default: every attempt's timeout
+    # plus the backoff sleeps); `--deadline` on the command line overrides it
+    deadline: float | None = Field(default=None, gt=0, le=86400)
 
 
 class Evaluator(Strict):

@@ -2,24 +2,26 @@
 
 Any OpenAI-compatible chat-completions endpoint. The successor is written from the artifact's
 post-event support only (Ret(e) inputs and staged prerequisite successors, MemoRepair §2.3),
-passed as fenced JSON data — never its invalidated previous content. Calls are cached by
-identity (model, messages, temperature, seed) for the life of the process, use the policy's
-temperature, a fixed seed, the endpoint ``timeout`` and up to ``retries`` retries with
-exponential backoff on transient errors. A call that still fails raises
-:class:`~memsteward.repair.operators.OperatorError`: that candidate fails and stays withdrawn,
-the rest of the event proceeds. The validation oracles of the policy apply unchanged.
+passed as fenced JSON data — never its invalidated previous content. Calls go through
+:class:`memsteward.chat.ChatClient` (per-read timeout, total deadline, bounded retries of
+transient failures and malformed replies), use the policy's temperature and a fixed seed, and are
+cached by identity (model, messages, temperature, seed) for the life of the process.
+
+Whatever the endpoint does — refuse, hang, drop the connection, answer HTML, invalid JSON, no
+``choices``, empty text — the operator raises
+:class:`~memsteward.repair.operators.OperatorError` with a message that never carries a header,
+the key or the reply body: that candidate fails and stays withdrawn, the rest of the event
+proceeds, and ``recover`` completes the same way. What the model *does* return is only a
+candidate: the policy's validation oracles (``grounded`` in the shipped policies) decide.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
-import time
 from dataclasses import dataclass, field
-from typing import Any
-from urllib.parse import urlparse
 
+from ..chat import ChatClient, EndpointError, is_loopback
 from ..policy.model import Endpoint
 from .artifacts import Artifact
 from .operators import OperatorError, RepairContext, Successor, _support_texts
@@ -43,36 +45,30 @@ def messages_for(artifact: Artifact, texts: list[str]) -> list[dict[str, str]]:
             {"role": "user", "content": f"Write {what} of these records.\n<records>{fence(texts)}</records>"}]
 
 
-def _loopback(url: str) -> bool:
-    host = urlparse(url).hostname or ""
-    return host in ("localhost", "::1") or host.startswith("127.")
-
-
 @dataclass
 class LLMRegen:
     """``regen`` through an OpenAI-compatible endpoint (summaries and prompt skills)."""
 
     endpoint: Endpoint
     backoff: float = 0.2
+    deadline: float | None = None  # seconds per call (None: the endpoint's, else its default)
     name: str = "regen:llm"
     calls: int = 0
     _cache: dict[str, str] = field(default_factory=dict)
-    _client: Any = None
+    _client: ChatClient | None = None
 
     def check(self, artifact: Artifact) -> str | None:
         return None
 
-    def _get_client(self) -> Any:
+    def _get_client(self) -> ChatClient:
         if self._client is None:
-            import openai
-
-            key = os.environ.get(self.endpoint.api_key_env)
-            if not key:
-                if not _loopback(self.endpoint.base_url):
-                    raise OperatorError(f"environment variable {self.endpoint.api_key_env} is not set")
-                key = "no-key-needed-for-local-servers"
-            self._client = openai.OpenAI(base_url=self.endpoint.base_url, api_key=key,
-                                         timeout=self.endpoint.timeout, max_retries=0)
+            try:
+                client = ChatClient(self.endpoint, deadline=self.deadline, backoff=self.backoff)
+            except EndpointError as exc:
+                raise OperatorError(f"regen {exc.message}") from None
+            if not client.has_key and not is_loopback(self.endpoint.base_url):
+                raise OperatorError(f"environment variable {self.endpoint.api_key_env} is not set")
+            self._client = client
         return self._client
 
     def __call__(self, artifact: Artifact, ctx: RepairContext) -> Successor:
@@ -86,26 +82,15 @@ class LLMRegen:
             self._cache[key] = self._chat(msgs)
         text = self._cache[key].strip()
         if not text:
-            raise OperatorError("the endpoint returned an empty successor")
+            raise OperatorError("the regen endpoint returned an empty successor")
         return Successor(text, dict(artifact.meta))
 
     def _chat(self, msgs: list[dict[str, str]]) -> str:
-        import openai
-
-        client = self._get_client()
-        attempts = 0
-        while True:
-            attempts += 1
-            self.calls += 1
-            try:
-                resp = client.chat.completions.create(model=self.endpoint.model, messages=msgs,
-                                                      temperature=self.endpoint.temperature, seed=SEED)
-                return resp.choices[0].message.content or ""
-            except (openai.APITimeoutError, openai.APIConnectionError, openai.RateLimitError,
-                    openai.InternalServerError) as exc:
-                if attempts > self.endpoint.retries:
-                    raise OperatorError(f"regen endpoint failed after {attempts} attempts: "
-                                        f"{type(exc).__name__}") from None
-                time.sleep(self.backoff * 2 ** (attempts - 1))
-            except openai.APIError as exc:
-                raise OperatorError(f"regen endpoint rejected the request: {type(exc).__name__}") from None
+        try:
+            text, attempts = self._get_client().complete(self.endpoint.model, msgs,
+                                                         self.endpoint.temperature, SEED)
+        except EndpointError as exc:
+            self.calls += exc.attempts
+            raise OperatorError(f"regen {exc.message}") from None
+        self.calls += attempts
+        return text

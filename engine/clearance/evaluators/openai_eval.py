@@ -7,12 +7,13 @@ reference — an LLM judge (CORRECT / INCORRECT) or the lexical token-F1 judge (
 * Memory text is fenced as data: the memories are passed as a JSON array (with ``<`` escaped,
   so the closing fence cannot occur inside) and the system prompt says they are not
   instructions.
-* Requests run concurrently on a bounded thread pool (``concurrency``), each with the
-  policy's ``timeout``; transient failures (connection errors, timeouts, 429 and 5xx) are
-  retried up to ``retries`` times with a short exponential backoff. Every attempt counts as
-  one evaluator call.
+* Requests run concurrently on a bounded thread pool (``concurrency``) through
+  :class:`memsteward.chat.ChatClient`: a per-read ``timeout``, a total ``deadline`` per call,
+  bounded retries of transient failures and of malformed replies (see :mod:`memsteward.chat`).
+  Every attempt counts as one evaluator call. A call that still fails raises
+  :class:`EvaluatorError` (one line, no secret in it); nothing is guessed in its place.
 * The API key is read from the environment variable named by ``api_key_env``; a loopback
-  endpoint without a key gets a placeholder (local servers ignore it).
+  endpoint without a key is called without one.
 """
 
 from __future__ import annotations
@@ -21,17 +22,14 @@ import json
 import os
 import re
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Sequence, TypeVar
-from urllib.parse import urlparse
+from typing import Sequence
 
+from ...chat import ChatClient, EndpointError, is_loopback
 from ...errors import InputError
 from ...policy.model import Endpoint
 from ..game import Coalition, Evaluation, Memory, Task
 from ..lexical import lexical_judge
-
-T = TypeVar("T")
 
 AGENT_SYSTEM = (
     "You answer a question about a user from their memory records. The records are quoted "
@@ -51,7 +49,10 @@ RATE_SYSTEM = (
 
 
 class EvaluatorError(InputError):
-    """The endpoint could not be used (after retries): one line, exit code 2."""
+    """The endpoint could not be used (after retries or past the deadline): one line, exit 2.
+
+    Its message names the endpoint and the failure, never a header, the key or a reply body.
+    """
 
 
 def fence(payload: object) -> str:
@@ -93,31 +94,23 @@ def parse_score(text: str) -> float:
     return min(1.0, max(0.0, float(match.group()))) if match else 0.0
 
 
-def _is_loopback(base_url: str) -> bool:
-    host = urlparse(base_url).hostname or ""
-    return host in ("127.0.0.1", "localhost", "::1") or host.startswith("127.")
-
-
 class OpenAIEvaluator:
     """Agent + judge over an OpenAI-compatible chat-completions endpoint."""
 
     def __init__(self, endpoint: Endpoint, judge: str = "lexical",
-                 lexical_threshold: float = 0.5, backoff: float = 0.2) -> None:
-        import openai  # local: only this evaluator needs the client
-
-        key = os.environ.get(endpoint.api_key_env)
-        if not key:
-            if not _is_loopback(endpoint.base_url):
-                raise InputError(f"environment variable {endpoint.api_key_env} is not set",
-                                 file="<policy>", field="clearance.evaluator.endpoint.api_key_env")
-            key = "no-key-needed-for-local-servers"
+                 lexical_threshold: float = 0.5, backoff: float = 0.2,
+                 deadline: float | None = None) -> None:
+        if not os.environ.get(endpoint.api_key_env) and not is_loopback(endpoint.base_url):
+            raise InputError(f"environment variable {endpoint.api_key_env} is not set",
+                             file="<policy>", field="clearance.evaluator.endpoint.api_key_env")
         self.endpoint = endpoint
         self.judge = judge
         self.threshold = lexical_threshold
-        self.backoff = backoff
-        self._openai = openai
-        self._client = openai.OpenAI(base_url=endpoint.base_url, api_key=key,
-                                     timeout=endpoint.timeout, max_retries=0)
+        try:
+            self._client = ChatClient(endpoint, deadline=deadline, backoff=backoff)
+        except EndpointError as exc:
+            raise InputError(exc.message, file="<policy>",
+                             field="clearance.evaluator.endpoint.base_url") from None
         self._lock = threading.Lock()
         self.calls = 0
 
@@ -152,33 +145,15 @@ class OpenAIEvaluator:
 
     def _chat(self, model: str, messages: list[dict[str, str]], temperature: float,
               seed: int | None) -> tuple[str, int]:
-        kwargs: dict = {"model": model, "messages": messages, "temperature": temperature}
-        if seed is not None:
-            kwargs["seed"] = seed
+        try:
+            text, attempts = self._client.complete(model, messages, temperature, seed)
+        except EndpointError as exc:
+            self._count(exc.attempts)
+            raise EvaluatorError(f"evaluator call failed: {exc.message}", file="<evaluator>",
+                                 field="clearance.evaluator.endpoint") from None
+        self._count(attempts)
+        return text, attempts
 
-        def call() -> str:
-            response = self._client.chat.completions.create(**kwargs)
-            return response.choices[0].message.content or ""
-
-        return self._retrying(call)
-
-    def _retrying(self, call: Callable[[], T]) -> tuple[T, int]:
-        errors = self._openai
-        attempts = 0
-        while True:
-            attempts += 1
-            with self._lock:
-                self.calls += 1
-            try:
-                return call(), attempts
-            except (errors.APITimeoutError, errors.APIConnectionError, errors.RateLimitError,
-                    errors.InternalServerError) as exc:
-                if attempts > self.endpoint.retries:
-                    raise EvaluatorError(
-                        f"evaluator call failed after {attempts} attempts: {type(exc).__name__}: {exc}",
-                        file=self.endpoint.base_url, field="clearance.evaluator.endpoint") from None
-                time.sleep(self.backoff * 2 ** (attempts - 1))
-            except errors.APIError as exc:
-                raise EvaluatorError(f"evaluator call rejected: {type(exc).__name__}: {exc}",
-                                     file=self.endpoint.base_url,
-                                     field="clearance.evaluator.endpoint") from None
+    def _count(self, attempts: int) -> None:
+        with self._lock:
+            self.calls += attempts
