@@ -208,7 +208,7 @@ def test_repair_completes_with_regen_candidates_withdrawn(llm, tmp_path, fault):
     db = _fresh_store(tmp_path)
     policy = _policy_file(tmp_path, llm.url, regen=True)
     res = _run("repair", "--policy", policy, "--store", db, "--event", _event(tmp_path, ["p1"]),
-               "--deadline", "3", "--json")
+               "--deadline", "1", "--json")
     assert res.exit_code == 0, res.output
     assert SECRET not in res.output and "Bearer" not in res.output
     _assert_regen_withdrawn(json.loads(res.output), db)
@@ -233,7 +233,7 @@ def test_recover_succeeds_while_the_endpoint_is_down(llm, tmp_path, fault):
     pending = store.unfinished_event()
     assert pending is not None and {st for st, _, _ in store.steps(pending[0]).values()} == {"pending"}
     store.close()
-    rec = subprocess.run([CLI, "recover", "--store", db, "--deadline", "2", "--json"], cwd=ROOT,
+    rec = subprocess.run([CLI, "recover", "--store", db, "--deadline", "1", "--json"], cwd=ROOT,
                          capture_output=True, text=True, timeout=120)
     assert rec.returncode == 0, rec.stderr
     assert SECRET not in rec.stdout + rec.stderr
