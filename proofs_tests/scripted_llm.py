@@ -10,7 +10,8 @@ model it writes the first sentence of every record it was given. It can be scrip
 until the test ends · ``trickle`` a long body, one byte every 0.1 s · ``429`` rate limited with
 ``Retry-After: 0`` · ``drop`` the connection closes mid-body · ``500`` a server error ·
 ``echo`` HTTP 400 whose body echoes every request header (as some proxies do) ·
-``echo200`` a completion whose content echoes every request header.
+``echo200`` a completion whose content echoes every request header · ``leak`` a completion that
+repeats the prompt (its instructions and ``<records>`` markup), as a small model does.
 
 Every request is logged (``requests``: path, headers, body), so tests count calls.
 """
@@ -29,7 +30,7 @@ from memsteward.clearance.game import Memory
 
 GARBAGE = "\x00\ufffd ##!! <memories> ignore"
 FAULTS = ("json", "html", "nochoices", "empty", "control", "hang", "trickle", "429", "drop", "500",
-          "echo", "echo200")
+          "echo", "echo200", "leak")
 
 
 def healthy_reply(body: dict) -> str:
@@ -151,6 +152,8 @@ def _handler(script: ScriptedLLM) -> type[BaseHTTPRequestHandler]:
                 self._send(400, json.dumps({"error": {"message": echoed}}).encode())
             elif fault == "echo200":
                 self._send(200, completion(echoed))
+            elif fault == "leak":
+                self._send(200, completion(body["messages"][-1]["content"] + "\nSummary:"))
             else:
                 self._send(200, completion(healthy_reply(body), body.get("model", "scripted")))
 

@@ -202,8 +202,10 @@ def _assert_regen_withdrawn(plan: dict, db: str) -> None:
     assert not (set(REGEN) | {DEPENDENT}) & served
 
 
-@pytest.mark.parametrize("fault", FAILING + ("empty",))
+@pytest.mark.parametrize("fault", FAILING + ("empty", "control", "echo200", "leak"))
 def test_repair_completes_with_regen_candidates_withdrawn(llm, tmp_path, fault):
+    """Transport faults fail the operator; garbage, echoed headers and prompt leaks are replies
+    that the policy's `grounded` oracle rejects. Either way nothing of it is published."""
     llm.always = fault
     db = _fresh_store(tmp_path)
     policy = _policy_file(tmp_path, llm.url, regen=True)
@@ -211,7 +213,12 @@ def test_repair_completes_with_regen_candidates_withdrawn(llm, tmp_path, fault):
                "--deadline", "1", "--json")
     assert res.exit_code == 0, res.output
     assert SECRET not in res.output and "Bearer" not in res.output
-    _assert_regen_withdrawn(json.loads(res.output), db)
+    plan = json.loads(res.output)
+    _assert_regen_withdrawn(plan, db)
+    if fault in ("control", "echo200", "leak"):
+        failed = {s["id"]: s["validation"] for s in plan["executed"] if s["id"] in REGEN}
+        assert all(any(r["oracle"] == "grounded" and not r["passed"] for r in reps)
+                   for reps in failed.values()), failed
     res = _run("repair", "--policy", policy, "--store", db, "--event", _event(tmp_path, ["p2"]), "--json")
     assert res.exit_code == 0, res.output  # the store is not wedged: the next event runs
 

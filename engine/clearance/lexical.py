@@ -15,6 +15,14 @@ very can could would should will shall may might must any some all each every bo
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 
+NUMBER_WORDS = {w: str(i) for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+    "fifteen sixteen seventeen eighteen nineteen twenty".split())}
+NUMBER_WORDS.update({"thirty": "30", "forty": "40", "fifty": "50", "hundred": "100",
+                     "once": "1", "twice": "2", "first": "1st", "second": "2nd", "third": "3rd"})
+POLAR = {"yes": "yes", "yeah": "yes", "yep": "yes", "correct": "yes", "true": "yes",
+         "no": "no", "nope": "no", "false": "no", "never": "no"}
+
 
 def tokens(text: str) -> list[str]:
     """Lower-cased alphanumeric tokens."""
@@ -26,17 +34,52 @@ def content_tokens(text: str) -> list[str]:
     return [t for t in tokens(text) if t not in STOPWORDS]
 
 
-def token_f1(prediction: str, reference: str) -> float:
-    """SQuAD-style token F1 over content tokens (the lexical judge's score)."""
-    pred, ref = Counter(content_tokens(prediction)), Counter(content_tokens(reference))
-    if not pred or not ref:
-        return 1.0 if not pred and not ref else 0.0
+def _f1(pred: Counter[str], ref: Counter[str]) -> float:
     common = sum((pred & ref).values())
     if common == 0:
         return 0.0
     precision = common / sum(pred.values())
     recall = common / sum(ref.values())
     return 2 * precision * recall / (precision + recall)
+
+
+def _numbers(toks: list[str]) -> Counter[str]:
+    """Token counts with number words read as digits (``three`` ≡ ``3``, ``second`` ≡ ``2nd``)."""
+    return Counter(NUMBER_WORDS.get(t, t) for t in toks)
+
+
+def token_f1(prediction: str, reference: str) -> float:
+    """SQuAD-style token F1 over content tokens, number words read as digits; 0.0 when either
+    side has no content token (two contentless texts do not agree by default)."""
+    return _f1(_numbers(content_tokens(prediction)), _numbers(content_tokens(reference)))
+
+
+def polarity(text: str) -> str | None:
+    """``yes`` / ``no`` from the first polar word of a text (None: it takes no side)."""
+    for t in tokens(text):
+        if t in POLAR:
+            return POLAR[t]
+    return None
+
+
+def judge_score(answer: str, reference: str) -> float:
+    """The lexical judge's agreement of ``answer`` with ``reference`` in [0, 1]:
+
+    * a reference with content words: :func:`token_f1`;
+    * a yes/no reference (no content word, a polar word): 1.0 iff the answer's first polar word
+      has the same polarity, else 0.0;
+    * any other reference without content words (``"not at all"``): F1 over all tokens.
+
+    An answer without a single token scores 0.0 whatever the reference.
+    """
+    if not tokens(answer):
+        return 0.0
+    if content_tokens(reference):
+        return token_f1(answer, reference)
+    side = polarity(reference)
+    if side is not None:
+        return 1.0 if polarity(answer) == side else 0.0
+    return _f1(Counter(tokens(answer)), Counter(tokens(reference)))
 
 
 def relevance(text: str, query: str) -> float:
@@ -48,5 +91,7 @@ def relevance(text: str, query: str) -> float:
 
 
 def lexical_judge(answer: str, reference: str, threshold: float) -> float:
-    """1.0 when token-F1(answer, reference) ≥ threshold, else 0.0 (r_t(y) ∈ {0, 1}, Eq. 2)."""
-    return 1.0 if token_f1(answer, reference) >= threshold else 0.0
+    """r_t(y) ∈ {0, 1} (Eq. 2): 1.0 when :func:`judge_score` ≥ ``threshold`` and > 0, else 0.0
+    (so an empty answer, or one sharing nothing with the reference, is never correct)."""
+    score = judge_score(answer, reference)
+    return 1.0 if score > 0.0 and score >= threshold else 0.0

@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from ..errors import InputError
 from ..jsonio import read_text
 from .findings import Finding
-from .model import Policy
+from .model import ORACLES, Policy
 
 MAX_BYTES = 1 << 20  # 1 MiB
 MAX_DEPTH = 48
@@ -221,9 +221,9 @@ def _schema_findings(exc: ValidationError, source: SourceMap) -> list[Finding]:
         elif err["type"] == "missing":
             message = f"missing required field '{loc[-1]}'"
         elif err["type"] == "union_tag_not_found":
-            message = "missing 'oracle': one of schema, replay, task_regression, sandbox, forget_reference"
+            message = f"missing 'oracle': one of {', '.join(ORACLES)}"
         elif err["type"] == "union_tag_invalid":
-            message = f"unknown oracle {shown_name(err.get('input', {}).get('oracle') if isinstance(err.get('input'), dict) else None)}; expected one of schema, replay, task_regression, sandbox, forget_reference"
+            message = f"unknown oracle {shown_name(err.get('input', {}).get('oracle') if isinstance(err.get('input'), dict) else None)}; expected one of {', '.join(ORACLES)}"
         findings.append(Finding("error", "schema", message, source.file, line, col, field))
     return findings
 
@@ -236,7 +236,7 @@ def _field_of(source: SourceMap, loc: Loc) -> str:
             prefix = prefix + (part,)
     if loc and loc[-1] != (prefix[-1] if prefix else None) and isinstance(loc[-1], (str, int)):
         tail = loc[-1]
-        if not (isinstance(tail, str) and tail in {"replay", "schema", "task_regression", "sandbox", "forget_reference"}):
+        if not (isinstance(tail, str) and tail in ORACLES):
             prefix = prefix + (tail,)
     return dotted(prefix)
 

@@ -27,7 +27,7 @@ KINDS: tuple[str, ...] = ("record", "cache", "summary", "skill")
 ARCHITECTURES: tuple[str, ...] = ("neural", "prompt", "chain")
 EVENTS: tuple[str, ...] = ("delete", "correct", "migrate")
 MODES: tuple[str, ...] = ("remove", "recompute", "regen", "param")
-ORACLES: tuple[str, ...] = ("schema", "replay", "task_regression", "sandbox", "forget_reference")
+ORACLES: tuple[str, ...] = ("schema", "replay", "task_regression", "sandbox", "forget_reference", "grounded")
 
 Kind = Literal["record", "cache", "summary", "skill"]
 Architecture = Literal["neural", "prompt", "chain"]
@@ -202,8 +202,17 @@ class ForgetReferenceOracle(Strict):
     min_retained_utility: float = Field(default=0.8, ge=0.0, le=1.0)
 
 
+class GroundedOracle(Strict):
+    """Regenerated text: grounded in retained support, no prompt scaffolding or control
+    characters, nothing only the forget set holds (the lexical test of ``oracles.grounding_problems``)."""
+
+    oracle: Literal["grounded"]
+    min_support: float = Field(default=0.75, ge=0.0, le=1.0)  # share of a sentence's content words
+
+
 OracleSpec = Annotated[
-    Union[SchemaOracle, ReplayOracle, TaskRegressionOracle, SandboxOracle, ForgetReferenceOracle],
+    Union[SchemaOracle, ReplayOracle, TaskRegressionOracle, SandboxOracle, ForgetReferenceOracle,
+          GroundedOracle],
     Field(discriminator="oracle"),
 ]
 

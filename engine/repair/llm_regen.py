@@ -39,10 +39,14 @@ def fence(payload: object) -> str:
     return json.dumps(payload, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e")
 
 
+WHAT = {"summary": "a concise summary", "prompt": "a short instruction prompt for the agent"}
+INSTRUCTION = "Write {what} of these records."
+
+
 def messages_for(artifact: Artifact, texts: list[str]) -> list[dict[str, str]]:
-    what = "a concise summary" if artifact.kind == "summary" else "a short instruction prompt for the agent"
+    what = WHAT["summary"] if artifact.kind == "summary" else WHAT["prompt"]
     return [{"role": "system", "content": SYSTEM},
-            {"role": "user", "content": f"Write {what} of these records.\n<records>{fence(texts)}</records>"}]
+            {"role": "user", "content": f"{INSTRUCTION.format(what=what)}\n<records>{fence(texts)}</records>"}]
 
 
 @dataclass
@@ -53,6 +57,8 @@ class LLMRegen:
     backoff: float = 0.2
     deadline: float | None = None  # seconds per call (None: the endpoint's, else its default)
     name: str = "regen:llm"
+    # the prompt's fixed text: the `grounded` oracle rejects successors that copy it
+    scaffold: tuple[str, ...] = (SYSTEM, *(INSTRUCTION.format(what=w) for w in WHAT.values()))
     calls: int = 0
     _cache: dict[str, str] = field(default_factory=dict)
     _client: ChatClient | None = None

@@ -167,15 +167,16 @@ def extractive_summary(texts: list[str], limit: int = 3) -> str:
     return " ".join(unique[k] for k in sorted(ranked))
 
 
+def text_of(content: Any) -> str | None:
+    """The text an artifact's content carries (a string, or a record's text / summary / result /
+    task field); None when it carries none."""
+    if isinstance(content, dict):
+        content = content.get("text") or content.get("summary") or content.get("result") or content.get("task")
+    return content if isinstance(content, str) and content.strip() else None
+
+
 def _support_texts(ctx: RepairContext) -> list[str]:
-    out = []
-    for a in ctx.inputs:
-        c = a.content
-        if isinstance(c, dict):
-            c = c.get("text") or c.get("summary") or c.get("result") or c.get("task")
-        if isinstance(c, str) and c.strip():
-            out.append(c)
-    return out
+    return [t for t in (text_of(a.content) for a in ctx.inputs) if t]
 
 
 @dataclass(frozen=True)

@@ -11,18 +11,23 @@ passes (``Policy.oracles_for``). Offline implementations:
   answered from the successor by lexical retrieval of its best-matching sentence; the share
   whose answer contains the expected text must reach ``min_pass``;
 * ``sandbox`` — every call of a chain procedure type-checks against the current interface κ_e;
-* ``forget_reference`` — forget-set suppression and retained (reference) utility of a neural skill.
+* ``forget_reference`` — forget-set suppression and retained (reference) utility of a neural skill;
+* ``grounded`` — regenerated text is grounded in retained support, carries no prompt scaffolding
+  or control characters, and nothing only the forget set holds (:func:`grounding_problems`).
 """
 
 from __future__ import annotations
 
 import math
+import re
+import unicodedata
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from . import neural
 from .artifacts import Artifact
-from .operators import Operator, OperatorError, RepairContext, Successor, sentences
+from ..clearance.lexical import content_tokens, tokens
+from .operators import Operator, OperatorError, RepairContext, Successor, _support_texts, sentences, text_of
 
 JSON_TYPES: dict[str, Callable[[Any], bool]] = {
     "string": lambda x: isinstance(x, str),
@@ -189,6 +194,93 @@ def check_forget_reference(spec: Any, x: OracleInput) -> Report:
     return Report("forget_reference", ok, f"forget score {fs:.2f}, retained utility {ru:.2f}")
 
 
+# --------------------------------------------------------------------------- grounded (regenerated text)
+
+_TAG = re.compile(r"</?\s*[A-Za-z_][\w:-]*\s*/?>")
+SHINGLE = 5  # a run of this many words copied from the prompt (and not from the support) is a leak
+
+
+def control_chars(text: str) -> int:
+    """Control, format, surrogate and private-use characters (newline and tab allowed) and U+FFFD."""
+    return sum(1 for ch in text if ch == "\ufffd" or (
+        ch not in "\n\t" and unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co")))
+
+
+def _stem(token: str) -> str:
+    """A crude suffix strip so that inflections match (``visits`` ~ ``visit``)."""
+    for suffix in ("ing", "ed", "es", "s"):
+        if len(token) > len(suffix) + 3 and token.endswith(suffix):
+            return token[: -len(suffix)]
+    return token
+
+
+def _words(text: str) -> set[str]:
+    return {_stem(t) for t in content_tokens(text)}
+
+
+def _shingles(texts: Iterable[str]) -> set[tuple[str, ...]]:
+    out: set[tuple[str, ...]] = set()
+    for text in texts:
+        toks = tokens(text)
+        out.update(tuple(toks[i:i + SHINGLE]) for i in range(len(toks) - SHINGLE + 1))
+    return out
+
+
+def grounding_problems(text: str, support: Sequence[str], forget: Sequence[str],
+                       scaffold: Sequence[str], min_support: float) -> list[str]:
+    """Why regenerated ``text`` must not be published (empty: it may). The lexical test:
+
+    1. no control, format, surrogate or private-use character and no U+FFFD;
+    2. no prompt scaffolding: no markup tag (``<records>``, ``</memories>``, …) that no retained
+       input contains, and no run of :data:`SHINGLE` words that occurs in the operator's prompt
+       text (``scaffold``) but in no retained input;
+    3. grounded in retained support Ret(e): every sentence has content words, and at least
+       ``min_support`` of them (after a crude suffix strip) occur in the retained inputs;
+    4. nothing of the forget set: no content word that occurs in For_i(e) (the invalidated inputs,
+       e.g. a deleted root) and in no retained input.
+
+    The problems name counts and sentence numbers only, never text (it may hold deleted data).
+    """
+    problems: list[str] = []
+    bad = control_chars(text)
+    if bad:
+        problems.append(f"{bad} control character(s)")
+    support_tags = {t for s in support for t in _TAG.findall(s)}
+    if set(_TAG.findall(text)) - support_tags:
+        problems.append("markup tags from the prompt")
+    if (_shingles([text]) & _shingles(scaffold)) - _shingles(support):
+        problems.append("text copied from the regeneration prompt")
+    retained = set().union(*(_words(s) for s in support))
+    sents = sentences(text)
+    unsupported = []
+    for k, sent in enumerate(sents, 1):
+        words = _words(sent)
+        if not words or len(words & retained) / len(words) < min_support - 1e-12:
+            unsupported.append(k)
+    if not sents:
+        problems.append("no sentence")
+    elif unsupported:
+        shown = ", ".join(map(str, unsupported[:5])) + (" …" if len(unsupported) > 5 else "")
+        problems.append(f"{len(unsupported)} of {len(sents)} sentence(s) not grounded in retained "
+                        f"support (sentence {shown})")
+    leaked = (_words(text) & set().union(*(_words(f) for f in forget))) - retained
+    if leaked:
+        problems.append(f"{len(leaked)} word(s) only the forget set contains")
+    return problems
+
+
+def check_grounded(spec: Any, x: OracleInput) -> Report:
+    text = x.successor.content
+    if not isinstance(text, str):
+        return Report("grounded", False, "successor is not text")
+    support = _support_texts(x.ctx)
+    forget = [t for t in (text_of(a.content) for a in x.ctx.forget) if t]
+    scaffold = tuple(getattr(x.operator, "scaffold", ()) or ())
+    problems = grounding_problems(text, support, forget, scaffold, spec.min_support)
+    return Report("grounded", not problems,
+                  "; ".join(problems) or f"{len(sentences(text))} sentence(s) grounded in retained support")
+
+
 OracleFn = Callable[[Any, OracleInput], Report]
 OracleRegistry = Mapping[str, OracleFn]
 
@@ -198,6 +290,7 @@ ORACLES: dict[str, OracleFn] = {
     "task_regression": check_task_regression,
     "sandbox": check_sandbox,
     "forget_reference": check_forget_reference,
+    "grounded": check_grounded,
 }
 
 
