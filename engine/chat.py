@@ -16,7 +16,9 @@ offers per-read timeouts only, and its errors may quote reply bodies), so that:
 * **errors leak nothing**: an :class:`EndpointError` names the endpoint URL, the HTTP status and
   what was wrong with the reply, never a request header, the API key or any of the response body
   (an endpoint may echo the request's headers back).
-* **replies are bounded**: at most :data:`MAX_BODY` bytes are read.
+* **replies are bounded**: at most :data:`MAX_BODY` bytes are read;
+* **replies can be archived**: with an :class:`~memsteward.archive.Archive`, a request already
+  answered is served from it (no call), and every new reply is stored before it is returned.
 
 The API key is read from the environment variable named by the endpoint's ``api_key_env``; a
 loopback endpoint without a key is called without an ``Authorization`` header.
@@ -36,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
+from .archive import Archive, ArchiveError, request_key
 from .policy.model import Endpoint
 
 MAX_BODY = 1 << 20  # bytes of one reply
@@ -119,6 +122,7 @@ class ChatClient:
     endpoint: Endpoint
     deadline: float | None = None  # seconds per call; None: the endpoint's, else the default
     backoff: float = 0.2
+    archive: Archive | None = None
 
     def __post_init__(self) -> None:
         key = os.environ.get(self.endpoint.api_key_env, "")
@@ -147,10 +151,34 @@ class ChatClient:
 
     def complete(self, model: str, messages: list[dict[str, str]], temperature: float,
                  seed: int | None = None) -> tuple[str, int]:
-        """The reply text and the attempts it took; :class:`EndpointError` when it fails."""
+        """The reply text and the attempts it took; :class:`EndpointError` when it fails.
+
+        An archived reply counts as the one call that produced it (a plan's cost says what the
+        method needs, whether or not this run paid for it; the archive counts its ``hits``)."""
         payload: dict[str, Any] = {"model": model, "messages": messages, "temperature": temperature}
         if seed is not None:
             payload["seed"] = seed
+        if self.archive is None:
+            return self._call(payload)
+        key = request_key(model, messages, temperature, seed)
+        try:
+            archived = self.archive.get(key)
+        except ArchiveError as exc:
+            raise EndpointError(f"archive: {exc}", 0) from None
+        if archived is not None:
+            return archived, 1
+        if self.archive.replay_only:
+            raise EndpointError(f"archive {self.archive.root}: no reply archived for request "
+                                f"{key[:12]} (replay only)", 0)
+        text, attempts = self._call(payload)
+        try:
+            self.archive.put(key, payload, text)
+        except OSError as exc:
+            raise EndpointError(f"archive {self.archive.root}: cannot store a reply ({exc.strerror})",
+                                attempts) from None
+        return text, attempts
+
+    def _call(self, payload: dict[str, Any]) -> tuple[str, int]:
         body = json.dumps(payload, ensure_ascii=False).encode()
         end = time.monotonic() + self.total
         attempts = 0

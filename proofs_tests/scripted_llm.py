@@ -13,7 +13,8 @@ until the test ends · ``trickle`` a long body, one byte every 0.1 s · ``429`` 
 ``echo200`` a completion whose content echoes every request header · ``leak`` a completion that
 repeats the prompt (its instructions and ``<records>`` markup), as a small model does.
 
-Every request is logged (``requests``: path, headers, body), so tests count calls.
+Every request is logged (``requests``: path, headers, body), so tests count calls; with
+``hang_after = n`` the first n requests are answered and every later one hangs.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ class ScriptedLLM:
         self.lock = threading.Lock()
         self.faults: list[str] = []
         self.always: str | None = None
+        self.hang_after: int | None = None  # answer this many requests, then hang every later one
         self.requests: list[dict[str, Any]] = []
         self.release = threading.Event()
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
@@ -77,6 +79,8 @@ class ScriptedLLM:
 
     def next_fault(self) -> str | None:
         with self.lock:
+            if self.hang_after is not None and len(self.requests) > self.hang_after:
+                return "hang"
             return self.faults.pop(0) if self.faults else self.always
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
@@ -20,6 +21,40 @@ def _spec(policy: str | None, deadline: float | None = None):
 
     loaded = load_policy(policy or bundled("policies", "default.yaml"))
     return policy_with_deadline(loaded, deadline).clearance
+
+
+@dataclass
+class _Models:
+    """How this run calls models: ``--deadline`` per call, ``--archive DIR`` (``--replay``: only)."""
+
+    deadline: float | None = None
+    archive: str | None = None
+    replay: bool = False
+    opened: object | None = None
+
+    def spec(self, policy: str | None):
+        return _spec(policy, self.deadline)
+
+    def evaluator(self, spec):
+        """The policy's evaluator, reading and keeping replies in the archive when one is given."""
+        from ..archive import Archive, ArchiveError
+        from ..clearance.evaluators import from_policy
+
+        if self.archive is None:
+            return from_policy(spec.evaluator)
+        if spec.evaluator.type != "openai":
+            click.echo("note: the offline evaluator makes no model calls; --archive is not used", err=True)
+            return from_policy(spec.evaluator)
+        try:
+            self.opened = Archive.open(self.archive, replay_only=self.replay)
+        except ArchiveError as exc:
+            raise InputError(str(exc), file=self.archive, field="--archive") from None
+        return from_policy(spec.evaluator, self.opened)
+
+    def report(self) -> None:
+        if self.opened is not None:
+            a = self.opened
+            click.echo(f"archive {a.root}: {a.hits} replies reused, {a.stored} new", err=True)
 
 
 def _methods(text: str) -> list[str]:
@@ -54,8 +89,14 @@ def _methods(text: str) -> list[str]:
               help="Output JSONL for --synthetic-cohort / --locomo.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @deadline_option
+@click.option("--archive", "archive", type=click.Path(file_okay=False), default=None, metavar="DIR",
+              help="Keep every model reply in DIR (content-addressed) and reuse it: a killed run "
+                   "resumes without repeating a call; other methods / τ / κ re-score for free.")
+@click.option("--replay", is_flag=True,
+              help="With --archive: replay only; a request not in the archive is an error, not a call.")
 @handle_errors
-def clear(policy, case, cohort, method, methods, synthetic, locomo, limit, k, seed, out, as_json, deadline):
+def clear(policy, case, cohort, method, methods, synthetic, locomo, limit, k, seed, out, as_json, deadline,
+          archive, replay):
     """Clear harmful memories from one query's context (MeClear, Algorithm 1).
 
     \b
@@ -66,17 +107,21 @@ def clear(policy, case, cohort, method, methods, synthetic, locomo, limit, k, se
 
     The memory bank is never modified: the plan names the memories to hide for this query.
     """
+    if replay and archive is None:
+        raise click.UsageError("--replay needs --archive DIR")
+    models = _Models(deadline, archive, replay)
     modes = [x is not None for x in (case, cohort, synthetic, locomo)]
     if sum(modes) != 1:
         raise click.UsageError("give exactly one of --case, --cohort, --synthetic-cohort, --locomo")
     if synthetic is not None:
         _synthetic(synthetic, seed, k, out)
     elif locomo is not None:
-        _locomo(policy, locomo, out, limit, seed, k, deadline)
+        _locomo(policy, locomo, out, limit, seed, k, models)
     elif case is not None:
-        _one(policy, case, method, as_json, deadline)
+        _one(policy, case, method, as_json, models)
     else:
-        _cohort(policy, cohort, _methods(methods), as_json, deadline)
+        _cohort(policy, cohort, _methods(methods), as_json, models)
+    models.report()
 
 
 def _need_out(out: str | None) -> str:
@@ -95,15 +140,13 @@ def _synthetic(n: int, seed: int, k: int, out: str | None) -> None:
 
 
 def _locomo(policy: str | None, data: str, out: str | None, limit: int | None, seed: int, k: int,
-            deadline: float | None) -> None:
-    from ..clearance.case import Case  # noqa: F401  (import check)
-    from ..clearance.evaluators import from_policy
+            models: _Models) -> None:
     from ..clearance.locomo import build_locomo_cohort
     from ..clearance.cohort import write_jsonl
 
-    spec = _spec(policy, deadline)
+    spec = models.spec(policy)
     target = _need_out(out)
-    evaluator = from_policy(spec.evaluator)
+    evaluator = models.evaluator(spec)
     cases, funnel = build_locomo_cohort(Path(data), evaluator, trials=spec.trials, seed=seed,
                                         k=k, limit=limit, progress=True)
     count = write_jsonl(cases, target)
@@ -111,13 +154,14 @@ def _locomo(policy: str | None, data: str, out: str | None, limit: int | None, s
                + ", ".join(f"{k}={v}" for k, v in funnel.items()), err=True)
 
 
-def _one(policy: str | None, path: str, method: str, as_json: bool, deadline: float | None) -> None:
+def _one(policy: str | None, path: str, method: str, as_json: bool, models: _Models) -> None:
     from ..clearance.case import case_game, load_case
     from ..clearance.pipeline import run_method
 
-    spec = _spec(policy, deadline)
+    spec = models.spec(policy)
     case = load_case(path)
-    plan = run_method(method, case_game(case, spec), spec)
+    evaluator = models.evaluator(spec) if case.game is None else None
+    plan = run_method(method, case_game(case, spec, evaluator), spec)
     if as_json:
         emit_json(plan.to_json())
         return
@@ -145,20 +189,20 @@ def _one(policy: str | None, path: str, method: str, as_json: bool, deadline: fl
     click.echo(f"cost: {plan.coalitions_evaluated} coalitions, {plan.evaluator_calls} evaluator calls")
 
 
-def _cohort(policy: str | None, path: str, methods: list[str], as_json: bool,
-            deadline: float | None) -> None:
+def _cohort(policy: str | None, path: str, methods: list[str], as_json: bool, models: _Models) -> None:
     from tqdm import tqdm
 
     from ..clearance.case import iter_cohort
     from ..clearance.cohort import run_cohort
     from ..clearance.metrics import format_table, summary_table
 
-    spec = _spec(policy, deadline)
+    spec = models.spec(policy)
     cases = list(iter_cohort(path))
     if not cases:
         raise InputError("the cohort has no cases", file=path)
     bar = lambda it: tqdm(it, total=len(cases), desc="clear", unit="case", file=sys.stderr)  # noqa: E731
-    rows = summary_table(run_cohort(cases, spec, methods, progress=bar))
+    evaluator = models.evaluator(spec) if any(c.game is None for c in cases) else None
+    rows = summary_table(run_cohort(cases, spec, methods, progress=bar, evaluator=evaluator))
     if as_json:
         emit_json({"cases": len(cases), "methods": methods, "rows": [r.as_dict() for r in rows]})
     else:

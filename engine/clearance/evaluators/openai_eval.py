@@ -25,6 +25,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
 
+from ...archive import Archive
 from ...chat import ChatClient, EndpointError, is_loopback
 from ...errors import InputError
 from ...policy.model import Endpoint
@@ -99,7 +100,7 @@ class OpenAIEvaluator:
 
     def __init__(self, endpoint: Endpoint, judge: str = "lexical",
                  lexical_threshold: float = 0.5, backoff: float = 0.2,
-                 deadline: float | None = None) -> None:
+                 deadline: float | None = None, archive: Archive | None = None) -> None:
         if not os.environ.get(endpoint.api_key_env) and not is_loopback(endpoint.base_url):
             raise InputError(f"environment variable {endpoint.api_key_env} is not set",
                              file="<policy>", field="clearance.evaluator.endpoint.api_key_env")
@@ -107,7 +108,7 @@ class OpenAIEvaluator:
         self.judge = judge
         self.threshold = lexical_threshold
         try:
-            self._client = ChatClient(endpoint, deadline=deadline, backoff=backoff)
+            self._client = ChatClient(endpoint, deadline=deadline, backoff=backoff, archive=archive)
         except EndpointError as exc:
             raise InputError(exc.message, file="<policy>",
                              field="clearance.evaluator.endpoint.base_url") from None
