@@ -187,8 +187,9 @@ def load_case(path: str | Path) -> Case:
     return parse_case(read_json(path, MAX_CASE_BYTES), str(path))
 
 
-def iter_cohort(path: str | Path) -> Iterator[Case]:
-    """Cases of a JSONL cohort, one per non-empty line (errors name file:line)."""
+def iter_cohort(path: str | Path, max_context: int | None = None) -> Iterator[Case]:
+    """Cases of a JSONL cohort, one per non-empty line (errors name file:line); a case whose
+    context exceeds ``max_context`` (the policy's K) is an error at its line."""
     name = str(path)
     try:
         handle = open(path, encoding="utf-8")
@@ -204,7 +205,12 @@ def iter_cohort(path: str | Path) -> Iterator[Case]:
                 data = json.loads(text)
             except json.JSONDecodeError as exc:
                 raise InputError(f"invalid JSON: {exc.msg}", file=name, line=lineno, col=exc.colno) from None
-            yield parse_case(data, name, lineno)
+            case = parse_case(data, name, lineno)
+            if max_context is not None and len(case.task.context) > max_context:
+                raise InputError(f"the context has {len(case.task.context)} memories but the policy's "
+                                 f"retrieval_budget (K) is {max_context}", file=name, line=lineno,
+                                 field="context")
+            yield case
 
 
 def case_evaluator(case: Case, spec: ClearanceSpec) -> Evaluator:

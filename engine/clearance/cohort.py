@@ -150,12 +150,11 @@ def run_case(case: Case, spec: ClearanceSpec, methods: Sequence[str] = METHODS,
     """Every method on one case; one evaluator and one cache, separate call accounting."""
     ev = evaluator or case_evaluator(case, spec)
     store = OutcomeStore()
-    out = []
-    for method in methods:
-        game: Game = case_game(case, spec, ev, store)
-        plan = run_method(method, game, spec)
-        out.append(outcome(plan, case.faults, case.structure))
-    return out
+    plans = [run_method(method, case_game(case, spec, ev, store), spec) for method in methods]
+    probe: Game = case_game(case, spec, ev, store)  # its own accounting: no method pays for it
+    full = probe.recovered(probe.grand)
+    clean = probe.recovered(probe.grand - set(case.faults)) if case.faults else None
+    return [outcome(plan, case.faults, case.structure, full, clean) for plan in plans]
 
 
 def run_cohort(cases: Iterable[Case], spec: ClearanceSpec, methods: Sequence[str] = METHODS,

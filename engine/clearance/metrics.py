@@ -6,13 +6,18 @@ For a case with verified fault set F (|F| = m) and a method's ranking r_1, r_2, 
 * Complete Set Recall — F ⊆ H (the method's flagged set), case-macro;
 * Exact Set Match — H = F, case-macro;
 * Binary Task Recovery — ν on the method's cleared context (all trials correct), case-macro;
-* extra background — |H \\ F| per case.
+* extra background — |H \\ F| per case;
+
+and, for a cohort report, the paired difference of two methods on one 0/1 metric with a
+percentile-bootstrap interval over cases (:func:`paired_difference`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Iterable, Sequence
+
+import numpy as np
 
 from .plan import ClearancePlan
 
@@ -29,6 +34,9 @@ class CaseOutcome:
     recovered: bool
     coalitions: int
     calls: int
+    exact: bool = True  # attribution enumerated all 2^K coalitions (else sampled permutations)
+    full_correct: bool = False  # ν(M): the full context is already answered correctly
+    clean_correct: bool | None = None  # ν(M \\ F): the context without its faults (None: no faults)
 
 
 def recall_hits(ranking: Sequence[str], faults: Sequence[str]) -> int:
@@ -51,11 +59,12 @@ def extra_background(flagged: Iterable[str], faults: Iterable[str]) -> int:
     return len(set(flagged) - set(faults))
 
 
-def outcome(plan: ClearancePlan, faults: Sequence[str], structure: str | None) -> CaseOutcome:
+def outcome(plan: ClearancePlan, faults: Sequence[str], structure: str | None,
+            full_correct: bool = False, clean_correct: bool | None = None) -> CaseOutcome:
     """Reduce a plan to a :class:`CaseOutcome`."""
     return CaseOutcome(plan.method, structure or "unknown", tuple(faults), tuple(plan.harmful),
                        tuple(plan.ranking), plan.recovered, plan.coalitions_evaluated,
-                       plan.evaluator_calls)
+                       plan.evaluator_calls, plan.exact, full_correct, clean_correct)
 
 
 @dataclass(frozen=True)
@@ -111,13 +120,77 @@ def summary_table(outcomes: Sequence[CaseOutcome]) -> list[Summary]:
     return rows
 
 
+HEADERS = ("method", "group", "cases", "Recall@|M|", "Complete Set Recall", "Exact Set Match",
+           "Binary Task Recovery", "extra/case", "coalitions/case", "calls/case")
+
+
 def format_table(rows: Sequence[Summary]) -> str:
-    """A plain-text table of summaries."""
-    head = (f"{'method':<12} {'group':<10} {'cases':>5} {'Recall@|M|':>10} {'Complete':>9} "
-            f"{'Exact':>7} {'Recovery':>9} {'extra/case':>10} {'coal/case':>9} {'calls/case':>10}")
+    """A plain-text table of summaries, headed with the paper's metric names."""
+    widths = [max(len(h), 8) for h in HEADERS]
+    widths[0], widths[1] = 12, 10
+    head = " ".join(h.ljust(w) if i < 2 else h.rjust(w) for i, (h, w) in enumerate(zip(HEADERS, widths)))
     lines = [head, "-" * len(head)]
     for r in rows:
-        lines.append(f"{r.method:<12} {r.group:<10} {r.cases:>5} {100 * r.recall_at_m:>9.1f}% "
-                     f"{100 * r.complete:>8.1f}% {100 * r.exact:>6.1f}% {100 * r.recovery:>8.1f}% "
-                     f"{r.extra_background:>10.3f} {r.coalitions_per_case:>9.1f} {r.calls_per_case:>10.1f}")
+        cells = [r.method, r.group, str(r.cases), f"{100 * r.recall_at_m:.1f}%", f"{100 * r.complete:.1f}%",
+                 f"{100 * r.exact:.1f}%", f"{100 * r.recovery:.1f}%", f"{r.extra_background:.3f}",
+                 f"{r.coalitions_per_case:.1f}", f"{r.calls_per_case:.1f}"]
+        lines.append(" ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))))
     return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class PairedDifference:
+    """mean(a − b) over paired cases with a (1 − α) percentile-bootstrap interval."""
+
+    metric: str
+    a: str
+    b: str
+    cases: int
+    mean: float
+    low: float
+    high: float
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def paired_difference(a: Sequence[float], b: Sequence[float], *, metric: str, names: tuple[str, str],
+                      confidence: float = 0.95, resamples: int = 4000, seed: int = 0) -> PairedDifference:
+    """mean_i (a_i − b_i) and its percentile-bootstrap interval, resampling cases with replacement
+    (``resamples`` draws, fixed ``seed``: the same cohort always reports the same interval)."""
+    if len(a) != len(b) or not a:
+        raise ValueError("paired samples must be non-empty and of equal length")
+    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    rng = np.random.default_rng(seed)
+    means = d[rng.integers(0, len(d), size=(resamples, len(d)))].mean(axis=1)
+    tail = 100 * (1 - confidence) / 2
+    low, high = np.percentile(means, [tail, 100 - tail])
+    return PairedDifference(metric, names[0], names[1], len(d), float(d.mean()), float(low), float(high))
+
+
+def cohort_notes(outcomes: Sequence[CaseOutcome]) -> dict:
+    """What a reader of a cohort table needs besides the table: how MeClear attributed (exactly or
+    by sampling), and how many cases were already solved or unsolvable before clearance."""
+    per_case = [o for o in outcomes if o.method == outcomes[0].method] if outcomes else []
+    meclear = [o for o in outcomes if o.method == "meclear"]
+    return {
+        "cases": len(per_case),
+        "meclear_exact": sum(o.exact for o in meclear),
+        "meclear_sampled": sum(not o.exact for o in meclear),
+        "full_context_correct": sum(o.full_correct for o in per_case),
+        "clean_context_wrong": sum(o.clean_correct is False for o in per_case),
+    }
+
+
+def cohort_differences(outcomes: Sequence[CaseOutcome], against: str = "loo") -> list[PairedDifference]:
+    """MeClear − ``against`` on Binary Task Recovery and Complete Set Recall, paired by case."""
+    mine = [o for o in outcomes if o.method == "meclear"]
+    theirs = [o for o in outcomes if o.method == against]
+    if not mine or len(mine) != len(theirs):
+        return []
+    out = []
+    for metric, score in (("Binary Task Recovery", lambda o: float(o.recovered)),
+                          ("Complete Set Recall", lambda o: float(complete(o.flagged, o.faults)))):
+        out.append(paired_difference([score(o) for o in mine], [score(o) for o in theirs],
+                                     metric=metric, names=("meclear", against)))
+    return out
