@@ -330,6 +330,8 @@ def run(quick: bool = False) -> str:
     said = conclusions(points, at_budget, at_noisy, budgets, k_summary, trials)
     md = f"""## MeClear: evaluator calls and quality per call
 
+**Evaluator: synthetic games** — each case is an explicit game (harm structure + trial-flip noise, `SyntheticEvaluator`); no text agent and no language model are involved, so these figures measure the attribution and selection algorithms, not answer quality.
+
 `python -m bench meclear_calls` — the synthetic cohort of `meclear_cohort` at reduced size
 ({n} cases, K = 5, two trials, noise 0.02; and the same generator at noise 0.10), {nk} cases per
 K for the larger contexts, {nt} cases at K = 10 for the trials table (sizes chosen to finish in

@@ -236,6 +236,8 @@ def run(quick: bool = False) -> str:
     said = conclusions(cells, redundant_cells, deltas, paired, noisy_cells)
     md = f"""## MeClear: synthetic cohort shaped like the paper's
 
+**Evaluator: synthetic games** — each case is an explicit game (harm structure + trial-flip noise, `SyntheticEvaluator`); no text agent and no language model are involved, so these figures measure the attribution and selection algorithms, not answer quality.
+
 `python -m bench meclear_cohort` — {n} behaviourally verified synthetic cases
 ({counts['direct']} direct, {counts['redundant']} redundant, {counts['joint']} joint; the paper's
 Table 3 has 375 / 285 / 85), K = 5, two trials per coalition with trial-flip noise 0.02, background

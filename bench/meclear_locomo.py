@@ -41,6 +41,9 @@ PAPER_FUNNEL = {"qa": 1540, "clean_correct": 624, "proposals": 7986, "verified":
                 "final": 745, "direct": 375, "redundant": 285, "joint": 85}
 
 
+EVALUATOR_LABEL = "**Evaluator: offline agent + lexical judge** (deterministic, `memsteward.clearance.evaluators.offline`) on LoCoMo text — no language model. The offline agent only sees memories that share a word with the query, so a second paraphrase that shares none is ignored and the redundancy never forms; an independent evaluation on 438 LoCoMo cases not built by our builder (reported in issue 13) found the clean context already wrong in 364 of them and MeClear's gain over LOO at +4–7 pp. Read these figures as a test of the pipeline, not of MeClear's quality with a real agent (see the LLM evaluator section)."
+
+
 def data_dir(data: str | Path | None = None) -> Path:
     return Path(data or os.environ.get("MEMSTEWARD_LOCOMO_DIR") or DEFAULT_DATA)
 
@@ -166,7 +169,7 @@ def run(quick: bool = False, data: str | Path | None = None) -> str:
     reps = 300 if quick else 2000
     path = data_dir(data)
     spec = paper_spec()
-    head = (f"## MeClear: LoCoMo fault-injection cohort\n\n`python -m bench meclear_locomo` — the paper's "
+    head = (f"## MeClear: LoCoMo fault-injection cohort\n\n{EVALUATOR_LABEL}\n\n`python -m bench meclear_locomo` — the paper's "
             "construction (App. D.1) on the LoCoMo conversations at "
             f"`{path}` (read in place, never copied): observations as memories, BM25 top-K = 5 "
             "clean context, faults asserting another QA's answer injected as one paraphrase (direct), "

@@ -217,6 +217,8 @@ def run(quick: bool = False) -> str:
     said = conclusions(all_t, offline)
     md = f"""## MeClear: engine overhead with a zero-cost evaluator
 
+**Evaluator: table games** (precomputed values; lookups only) to time the engine alone; one offline text-agent evaluation is the reference cost.
+
 `python -m bench meclear_overhead` — synthetic cases (noise 0.02) whose games are frozen into
 tables of the coalitions the methods need, then re-run on fresh, uncached games so every
 coalition is looked up once. *Engine* = wall time − time inside the table evaluator (dict
