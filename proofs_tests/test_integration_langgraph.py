@@ -17,6 +17,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 import memsteward
 from memsteward.errors import WriteRefused
+from memsteward.repair.oracles import ORACLES
 
 from langgraph.store.memory import InMemoryStore
 from langgraph.store.sqlite import SqliteStore
@@ -82,6 +83,52 @@ def test_delete_hides_repairs_and_removes(backend):
     gs.put(NS, "n1", {"content": "Alice lives in Lyon"})
     assert gs.get(NS, "n1").value["content"] == "Alice lives in Lyon"
     assert memsteward.attest(gs.store)["ok"]
+
+
+def test_barrier_hides_the_cascade_from_other_readers_during_the_event(tmp_path):
+    """While the delete event validates its successors (after the barrier, before publication), a
+    second adapter on the same provenance database and wrapped store sees none of the cascade,
+    although the wrapped store still holds it, and cannot derive from it."""
+    inner = _sqlite_store_at(str(tmp_path / "lg.db"))
+    seen: list[dict] = []
+
+    def observing_schema(spec, x):
+        reader = GovernedStore(_sqlite_store_at(str(tmp_path / "lg.db")),
+                               memsteward.open_store(str(tmp_path / "prov.db")), POLICY)
+        keys = ("n1", "n2", "s1", "s2")
+        try:
+            reader.put(NS, "late", {"content": "late", "derived_from": [[list(NS), "n2"]]})
+            refused = None
+        except WriteRefused as exc:
+            refused = exc.reason
+        seen.append({"get": {k: reader.get(NS, k) is not None for k in keys},
+                     "search": sorted(it.key for it in reader.search(NS)),
+                     "held": {k: reader.inner.get(NS, k) is not None for k in keys}, "refused": refused})
+        reader.store.close()
+        return ORACLES["schema"](spec, x)
+
+    gs = GovernedStore(inner, memsteward.open_store(str(tmp_path / "prov.db")), POLICY,
+                       oracles={**ORACLES, "schema": observing_schema})
+    gs.put(NS, "n1", {"content": "Alice lives in Paris"})
+    gs.put(NS, "n2", {"content": "Alice likes tea"})
+    gs.put(NS, "s1", {"content": "Alice lives in Paris. Alice likes tea",
+                      "derived_from": [[list(NS), "n1"], [list(NS), "n2"]]})
+    gs.put(NS, "s2", {"content": "Alice likes tea. Alice lives in Paris",
+                      "derived_from": [[list(NS), "n1"], [list(NS), "n2"]]})
+    gs.delete(NS, "n1")
+    assert seen, "the oracle ran during the event"
+    for view in seen:
+        assert view["get"] == {"n1": False, "n2": True, "s1": False, "s2": False}
+        assert view["search"] == ["n2"]
+        assert all(view["held"].values())       # hidden by the barrier, not yet removed
+        assert view["refused"] == "unfinished-event"
+    assert {it.key for it in gs.search(NS)} == {"n2", "s1", "s2"}
+
+
+def _sqlite_store_at(path: str) -> SqliteStore:
+    s = SqliteStore(sqlite3.connect(path, check_same_thread=False, isolation_level=None))
+    s.setup()
+    return s
 
 
 def test_search_keeps_limit_and_offset_over_servable_items():

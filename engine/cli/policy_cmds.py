@@ -7,8 +7,8 @@ import sys
 
 import click
 
+from ..api import check_policy
 from ..errors import EXIT_BAD_INPUT, EXIT_FINDINGS, InputError
-from ..policy.analysis import analyze
 from ..policy.compare import compare as compare_policies
 from ..policy.compare import settings_diff
 from ..policy.findings import Finding
@@ -26,15 +26,6 @@ def schema() -> None:
     doc["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     doc["title"] = "memsteward policy"
     click.echo(json.dumps(doc, indent=2))
-
-
-def _load_for_check(path: str) -> tuple[object, list[Finding]]:
-    """(PolicySource or None, findings). Unreadable/unparsable input raises InputError."""
-    try:
-        src = load_policy_source(path)
-    except PolicySchemaError as exc:
-        return None, exc.findings
-    return src, analyze(src)
 
 
 @main.command()
@@ -57,7 +48,7 @@ def check(policies: tuple[str, ...], as_json: bool, strict: bool) -> None:
     bad_input: list[InputError] = []
     for path in policies:
         try:
-            _, found = _load_for_check(path)
+            found = check_policy(path)
         except InputError as exc:
             bad_input.append(exc)
             continue

@@ -39,6 +39,8 @@ from ..policy.model import KINDS, Policy
 from ..repair.artifacts import SERVABLE_STATES
 from ..repair.events import parse_event
 from ..repair.execute import run_event
+from ..repair.operators import OperatorRegistry
+from ..repair.oracles import OracleRegistry
 from ..repair.plan import TransitionPlan
 from ..repair.store import Store
 
@@ -93,6 +95,8 @@ class GovernedStore(BaseStore):
     inner : the wrapped LangGraph store (e.g. ``InMemoryStore()``, ``SqliteStore(conn)``).
     store : the memsteward store holding provenance (``memsteward.open_store(path)``).
     policy : the policy delete events run under (``memsteward.load_policy(path)``).
+    operators, oracles : optional repair-operator and validation-oracle registries for delete
+        events (as for :func:`memsteward.repair.execute.run_event`); the policy's defaults otherwise.
 
     Examples
     --------
@@ -109,10 +113,13 @@ class GovernedStore(BaseStore):
     (True, 'Alice likes tea')
     """
 
-    def __init__(self, inner: BaseStore, store: Store, policy: Policy) -> None:
+    def __init__(self, inner: BaseStore, store: Store, policy: Policy, *, operators: OperatorRegistry | None = None,
+                 oracles: OracleRegistry | None = None) -> None:
         self.inner = inner
         self.store = store
         self.policy = policy
+        self.operators = operators
+        self.oracles = oracles
         self.last_plan: TransitionPlan | None = None
         self.supports_ttl = inner.supports_ttl
         self.ttl_config = inner.ttl_config
@@ -171,7 +178,7 @@ class GovernedStore(BaseStore):
         if ident is None or self.store.get(ident).state == "erased":  # type: ignore[union-attr]
             return [(ident or "", PutOp(namespace, key, None))]
         event = parse_event({"type": "delete", "roots": [ident]}, self.store.snapshot())
-        plan = run_event(self.store, self.policy, event)
+        plan = run_event(self.store, self.policy, event, operators=self.operators, oracles=self.oracles)
         self.last_plan = plan
         writes: list[tuple[str, PutOp]] = [(ident, PutOp(namespace, key, None))]
         republished = set(plan.republished)
