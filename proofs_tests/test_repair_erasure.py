@@ -304,3 +304,68 @@ def test_fingerprints_catch_every_long_surviving_substring():
         piece = leaf[k:k + span]
         assert any(n in piece.encode() or n in json.dumps(piece).encode() for n in needles), k
     assert fingerprints(["short"]) == []  # values under MIN_LEAF characters are not fingerprinted
+
+
+# --------------------------------------------------------------------------- untracked derivations (item 3)
+
+def _untracked_doc(copy: str) -> dict:
+    doc = marker_doc()
+    doc["artifacts"].append({"id": "sum-copied", "kind": "summary", "content": copy})  # no influence edge
+    doc["artifacts"].append({"id": "cache-of-copy", "kind": "cache", "content": 1, "meta": {"transform": "count"}})
+    doc["edges"].append({"src": "sum-copied", "dst": "cache-of-copy", "type": "influence"})
+    return doc
+
+
+def _delete(doc: dict, policy):
+    store = Store()
+    store.import_snapshot(parse_store_document(doc, "<test>"))
+    plan = run_event(store, policy, parse_event({"type": "delete", "roots": ["r-secret"]}, store.snapshot()))
+    return store, plan
+
+
+def test_content_scan_finds_an_untracked_copy_and_its_descendants():
+    copy = f"Weekly recap. The user {MARKER}. More notes follow."
+    store, plan = _delete(_untracked_doc(copy), load_policy("policies/default.yaml"))
+    assert set(plan.untracked) == {"sum-copied"} and plan.untracked["sum-copied"]["root"] == "r-secret"
+    assert {"sum-copied", "cache-of-copy"} <= set(plan.cascade)
+    assert MARKER not in json.dumps([a.as_dict() for a in store.serve()])
+    assert MARKER not in _raw_rows(store)
+    from memsteward.repair.attestation import attest  # the attestation lists it
+    att = attest(store)
+    assert [u["id"] for u in att["untracked"]] == ["sum-copied"] and att["ok"]
+
+
+def test_without_the_content_scan_the_untracked_copy_stays_servable():
+    policy = load_policy("policies/default.yaml")
+    policy = policy.model_copy(update={"lineage": policy.lineage.model_copy(update={"content_scan": False})})
+    store, plan = _delete(_untracked_doc(f"Weekly recap. The user {MARKER}."), policy)
+    assert plan.untracked == {}
+    assert MARKER in json.dumps([a.as_dict() for a in store.serve()])
+
+
+def test_a_span_shorter_than_the_shingle_is_not_a_match():
+    # 7 consecutive words of the root ("the user zq7 orchid lantern 4411 lives"), then different words
+    store, plan = _delete(_untracked_doc("the user Zq7 ORCHID LANTERN 4411 lives elsewhere entirely now"),
+                          load_policy("policies/default.yaml"))
+    assert plan.untracked == {}
+
+
+def test_untracked_matches_brute_force_reference():
+    from memsteward.repair.lineage import untracked
+    import random
+
+    rng = random.Random(7)
+    vocab = [f"w{k}" for k in range(6)]
+    for _ in range(200):
+        root = " ".join(rng.choice(vocab) for _ in range(rng.randint(0, 14)))
+        others = {f"a{k}": " ".join(rng.choice(vocab) for _ in range(rng.randint(0, 14))) for k in range(4)}
+        n, m = rng.randint(3, 5), rng.randint(1, 3)
+        got = untracked({"r": root}, others.items(), n, m)
+        rw = root.split()
+        runs = {" ".join(rw[k:k + n]) for k in range(len(rw) - n + 1)}
+        for ident, text in others.items():  # reference: distinct n-word runs of the text also in the root
+            tw = text.split()
+            shared = len({" ".join(tw[k:k + n]) for k in range(len(tw) - n + 1)} & runs)
+            assert (ident in got) == (shared >= m), (root, text, n, m)
+            if ident in got:
+                assert got[ident]["shared"] == shared

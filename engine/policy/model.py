@@ -390,6 +390,19 @@ class RepairSpec(Strict):
     regen_endpoint: Endpoint | None = None
 
 
+class LineageSpec(Strict):
+    """Finding derivations that provenance does not record (``memsteward.repair.lineage``).
+
+    ``content_scan``: on a delete (or a privacy correction), scan every servable artifact outside
+    C(F) for the roots' text and treat matches as part of the cascade. A match shares at least
+    ``min_shared`` runs of ``shingle_words`` consecutive words with a root.
+    """
+
+    content_scan: bool = True
+    shingle_words: int = Field(8, ge=3, le=64)
+    min_shared: int = Field(1, ge=1, le=10_000)
+
+
 # --------------------------------------------------------------------------- the policy
 
 
@@ -405,6 +418,7 @@ class Policy(Strict):
     validation: list[ValidationRule] = Field(default_factory=list)
     selection: SelectionSpec = Field(default_factory=SelectionSpec)
     repair: RepairSpec = Field(default_factory=RepairSpec)
+    lineage: LineageSpec = Field(default_factory=LineageSpec)
     clearance: ClearanceSpec = Field(default_factory=ClearanceSpec)
 
     # ---- pure helpers the engines use --------------------------------------------------

@@ -99,6 +99,10 @@ class Snapshot:
         """The state of each of ``ids`` that exists."""
         return {i: self.artifacts[i].state for i in ids if i in self.artifacts}
 
+    def servable_contents(self) -> list[tuple[str, Any]]:
+        """(id, content) of every servable artifact."""
+        return [(i, a.content) for i, a in self.artifacts.items() if a.state in SERVABLE_STATES]
+
     def as_dict(self) -> dict[str, Any]:
         return {"artifacts": [a.as_dict() for a in self.artifacts.values()],
                 "edges": [e.as_dict() for e in self.edges]}

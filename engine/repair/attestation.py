@@ -66,6 +66,7 @@ def attest(store: Store, event_id: int | None = None, expect_head: str | None = 
         "failures": failures,
         "roots": [{"id": r, "action": root_action.get(r, "withdrawn")} for r in roots],
         "erasure": erasure,
+        "untracked": [{"id": i, **m} for i, m in sorted(plan.get("untracked", {}).items())],
         "checks": checks,
         "ok": all(c["ok"] for c in checks),
         "audit_head": head[1] if head else None,
@@ -271,6 +272,9 @@ def render_markdown(a: dict[str, Any]) -> str:
               for f in a["failures"]] or ["None."]
     lines += ["", "## Roots", ""]
     lines += [f"- {m(r['id'])}: {m(r['action'])}" for r in a["roots"]]
+    lines += ["", "## Untracked derivations (content scan)", ""]
+    lines += [f"- {m(u['id'])}: shares {m(u.get('shared'))} word run(s) with root {m(u.get('root'))}; "
+              "joined C(F) without a recorded influence edge" for u in a["untracked"]] or ["None found."]
     lines += ["", "## Erasure", ""]
     lines += [f"- {m(er['id'])}{' (root)' if er['root'] else ''}: {er['versions']} version(s) erased, content "
               f"remaining in {len(er['content_remaining'])}" for er in a["erasure"]] or ["Nothing to erase."]

@@ -19,7 +19,7 @@ from .candidates import Candidate, assign, requirement_edges
 from .closure import Selection, select
 from .events import Event, event_from_dict
 from .operators import OperatorRegistry
-from .scope import Provenance, Scope, lexicographic_topological_order, read_scope
+from .scope import Provenance, Scope, lexicographic_topological_order, read_scope, with_untracked
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,9 @@ class TransitionPlan:
     # members of C(F) that were not servable before the event (withdrawn or erased by an earlier
     # event): their stored content is already invalidated and is never used as repair support
     unservable: tuple[str, ...] = ()
+    # servable artifacts outside the recorded C(F) whose content shares n-word runs with a root
+    # (lineage content scan): id → {"root", "shared"}; they and their descendants joined C(F)
+    untracked: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def candidate(self, ident: str) -> Candidate:
         for c in self.candidates:
@@ -96,6 +99,7 @@ class TransitionPlan:
             "withdrawn": list(self.withdrawn),
             "roots": dict(self.roots),
             "unservable": list(self.unservable),
+            "untracked": {i: dict(m) for i, m in self.untracked.items()},
         }
 
     @staticmethod
@@ -115,7 +119,7 @@ class TransitionPlan:
             order=tuple(doc["order"]), base_versions=dict(doc["base_versions"]), executed=steps,
             republished=tuple(doc["republished"]), withdrawn=tuple(doc["withdrawn"]),
             roots=dict(doc.get("roots", {})), status=doc.get("status", "planned"),
-            unservable=tuple(doc.get("unservable", ())))
+            unservable=tuple(doc.get("unservable", ())), untracked=dict(doc.get("untracked", {})))
 
     def replace(self, **changes: Any) -> "TransitionPlan":
         return dataclasses.replace(self, **changes)
@@ -147,7 +151,18 @@ def compute_plan(policy: Policy, source: Provenance, event: Event, selector: str
     those artifacts are read (:func:`~memsteward.repair.scope.read_scope`), so the cost grows with
     the cascade, not with the store.
     """
-    return plan_from_scope(policy, read_scope(source, event.roots), event, selector, backend, operators)
+    return plan_from_scope(policy, event_scope(policy, source, event), event, selector, backend, operators)
+
+
+def event_scope(policy: Policy, source: Provenance, event: Event) -> Scope:
+    """C(F) and its neighbourhood; on a delete or privacy correction with ``lineage.content_scan``,
+    grown by the untracked derivations the content scan finds (:func:`~memsteward.repair.scope.with_untracked`)."""
+    scope = read_scope(source, event.roots)
+    lin = policy.lineage
+    if not lin.content_scan or not (event.type == "delete" or (event.type == "correct" and event.privacy)):
+        return scope
+    roots_content = {r: scope.artifacts[r].content for r in event.roots if r in scope.artifacts}
+    return with_untracked(source, scope, roots_content, lin.shingle_words, lin.min_shared)
 
 
 def plan_from_scope(policy: Policy, scope: Scope, event: Event, selector: str = "mincut",
@@ -174,4 +189,5 @@ def plan_from_scope(policy: Policy, scope: Scope, event: Event, selector: str = 
         roots=root_actions(event) if selector != "no_action" else {},
         unservable=tuple(i for i in members
                          if i not in roots and scope.artifacts[i].state not in SERVABLE_STATES),
+        untracked={i: dict(m) for i, m in sorted(scope.untracked.items())},
     )

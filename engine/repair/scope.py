@@ -13,8 +13,8 @@ based (iterative Tarjan, heap-ordered Kahn); the whole-store networkx graph of
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass
-from typing import Collection, Iterable, Mapping, Protocol, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Collection, Iterable, Mapping, Protocol, Sequence
 
 from .artifacts import Artifact
 
@@ -34,6 +34,9 @@ class Provenance(Protocol):
     def states_of(self, ids: Collection[str]) -> Mapping[str, str]:
         """The visibility state of each id that exists."""
 
+    def servable_contents(self) -> Iterable[tuple[str, Any]]:
+        """(id, content) of every servable artifact (the content scan's one whole-store read)."""
+
 
 @dataclass(frozen=True)
 class Scope:
@@ -44,6 +47,7 @@ class Scope:
     parents: Mapping[str, tuple[str, ...]]  # i ∈ C(F) → its influence parents (sorted)
     artifacts: Mapping[str, Artifact]  # every member of C(F), at its current version
     states: Mapping[str, str]  # the state of every member of C(F) and of every parent of one
+    untracked: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # content-scan matches
 
     def children_within(self) -> dict[str, list[str]]:
         """E^inf restricted to C(F), as child lists (parents outside C(F) dropped)."""
@@ -66,6 +70,28 @@ def read_scope(source: Provenance, roots: Sequence[str]) -> Scope:
     states = {i: a.state for i, a in artifacts.items()}
     states.update(source.states_of(outside))
     return Scope(tuple(roots), affected, {i: tuple(sorted(ps)) for i, ps in parents.items()}, artifacts, states)
+
+
+def with_untracked(source: Provenance, scope: Scope, roots_content: Mapping[str, Any], shingle_words: int,
+                   min_shared: int) -> Scope:
+    """The scope grown by untracked derivations (:mod:`memsteward.repair.lineage`): every servable
+    artifact outside C(F) sharing n-word runs with a root joins as the root's child (a virtual
+    influence edge), with everything reachable from it."""
+    from .lineage import untracked
+
+    found = untracked(roots_content, ((i, c) for i, c in source.servable_contents() if i not in scope.cascade),
+                      shingle_words, min_shared)
+    if not found:
+        return scope
+    extra = read_scope(source, sorted(found))
+    parents = {i: tuple(ps) for i, ps in scope.parents.items()}
+    for i, ps in extra.parents.items():
+        parents.setdefault(i, tuple(ps))
+    for i, m in found.items():
+        parents[i] = tuple(sorted(set(parents[i]) | {m["root"]}))
+    states = {**extra.states, **scope.states}
+    return replace(scope, cascade=scope.cascade | extra.cascade, parents=parents,
+                   artifacts={**extra.artifacts, **scope.artifacts}, states=states, untracked=found)
 
 
 def retained(nodes: Collection[str], affected: Collection[str], event_type: str,

@@ -312,6 +312,13 @@ class Store:
         return {i: Artifact(i, k, ar, ver, None if c is None else json.loads(c), json.loads(m), st)
                 for i, k, ar, ver, st, c, m in self.conn.execute(q, (json.dumps(list(ids)),))}
 
+    def servable_contents(self) -> Iterator[tuple[str, Any]]:
+        """(id, content) of every servable artifact, streamed (the content scan of lineage)."""
+        q = ("SELECT a.id, v.content FROM artifacts a JOIN versions v ON v.id = a.id AND v.version = a.version "
+             "WHERE a.state IN ('servable', 'republished') AND v.content IS NOT NULL")
+        for i, c in self.conn.execute(q):
+            yield i, json.loads(c)
+
     def states_of(self, ids: Collection[str]) -> dict[str, str]:
         """The state of each of ``ids`` that exists (by primary key)."""
         return dict(self.conn.execute("SELECT a.id, a.state FROM json_each(?) j CROSS JOIN artifacts a "
