@@ -165,7 +165,7 @@ def verify_plan(plan: TransitionPlan | ClearancePlan | Mapping[str, Any]) -> lis
 
     try:
         return check_plan(plan.to_json() if hasattr(plan, "to_json") else dict(plan))
-    except (KeyError, TypeError, ValueError, AttributeError, ZeroDivisionError, IndexError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError, ZeroDivisionError, IndexError, OverflowError) as exc:
         raise InputError(f"not a valid plan: {exc}", file="<plan>") from None
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import unicodedata
-
 EXIT_OK = 0
 EXIT_FINDINGS = 1  # the input was read, and it has errors (check) or violations (verify)
 EXIT_BAD_INPUT = 2  # the input cannot be read or parsed, or names things that do not exist
@@ -38,23 +36,10 @@ class InputError(Exception):
 
 
 def printable(text: str) -> str:
-    """Escape what a terminal would interpret or cannot encode (control characters, ANSI escape
-    sequences, lone surrogates, other non-printing code points) as ``\\xNN`` / ``\\uNNNN``.
+    """Untrusted text made inert for a terminal (:func:`memsteward.textsafe.terminal`)."""
+    from .textsafe import terminal
 
-    Untrusted text (ids, file names, field names from user documents) passes through here before
-    it is printed to a terminal.
-    """
-    if text.isascii() and text.isprintable():
-        return text
-    out = []
-    for ch in text:
-        if ch.isprintable() or ch == " ":
-            out.append(ch)
-        elif unicodedata.category(ch) == "Cs" or ord(ch) > 0xFF:
-            out.append(f"\\u{ord(ch):04x}" if ord(ch) <= 0xFFFF else f"\\U{ord(ch):08x}")
-        else:
-            out.append(f"\\x{ord(ch):02x}")
-    return "".join(out)
+    return terminal(text)
 
 
 class WriteRefused(InputError):

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import stat
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -134,3 +136,26 @@ def read_json(path: str | Path, max_bytes: int = MAX_BYTES) -> Any:
 
 def _reject_constant(token: str) -> float:
     raise ValueError(f"invalid JSON: {token} is not a finite number (NaN and Infinity are not allowed)")
+
+
+_DECIMAL_EXPONENT = re.compile(r"[eE]([+-]?\d+)\s*$")
+MAX_RATIONAL_CHARS = 200
+MAX_DECIMAL_EXPONENT = 400
+
+
+def bounded_fraction(value: Any) -> Fraction:
+    """``Fraction(value)`` for a rational written as text (``"3/4"``, ``"-1.25e-3"``) or a number,
+    bounded so that parsing cannot run away: at most 200 characters and a decimal exponent within
+    ±400 (``Fraction("1e100000000")`` would build a 10^8-digit integer). ValueError otherwise."""
+    if isinstance(value, bool):
+        raise ValueError("a rational, not a boolean")
+    if isinstance(value, (int, float)):
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError("not a finite number")
+        return Fraction(value)
+    if not isinstance(value, str) or len(value) > MAX_RATIONAL_CHARS:
+        raise ValueError(f"a rational is a string of at most {MAX_RATIONAL_CHARS} characters")
+    m = _DECIMAL_EXPONENT.search(value)
+    if m and abs(int(m.group(1)[:8])) > MAX_DECIMAL_EXPONENT:
+        raise ValueError(f"decimal exponent beyond ±{MAX_DECIMAL_EXPONENT}")
+    return Fraction(value)

@@ -23,6 +23,8 @@ from typing import Any, Callable, Iterable, Mapping
 
 import z3
 
+from memsteward.jsonio import bounded_fraction
+
 Z3_LIMIT = 1000
 EPS = 1e-9
 
@@ -172,7 +174,7 @@ def check_transition_plan(p: Mapping[str, Any]) -> list[Clause]:
     out.append(_clause("G4", "x_i ≤ x_j for j ∈ P̄_i: predecessor closure (Eq. 3)", missing,
                        witness=lambda ij: {"selected": ij[0], "missing_prerequisite": ij[1]}))
     objective = sum((_profit(cands[i], tradeoff) for i in selection if i in cands), Fraction(0))
-    reported = Fraction(p["objective_exact"]) if "objective_exact" in p else Fraction(repr(float(p["objective"])))
+    reported = bounded_fraction(p["objective_exact"]) if "objective_exact" in p else Fraction(repr(float(p["objective"])))
     out.append(_clause("G4", "reported objective = Repair(x) − λ·Cost(x) (Eq. 1)",
                        [reported] if abs(float(objective - reported)) > 1e-9 else None,
                        witness=lambda r: {"reported": str(r), "recomputed": str(objective)}))

@@ -18,13 +18,15 @@ Malformed input raises :class:`InputError` naming the file (and line, for JSONL)
 from __future__ import annotations
 
 import json
+import os
+import stat
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
 from ..errors import InputError
-from ..jsonio import read_json
+from ..jsonio import parse_json, read_json
 from ..policy.model import ClearanceSpec
 from .evaluators import Harm, SyntheticEvaluator, SyntheticGame, TableEvaluator, from_policy
 from .evaluators.synthetic import STRUCTURES
@@ -189,23 +191,33 @@ def load_case(path: str | Path) -> Case:
 
 def iter_cohort(path: str | Path, max_context: int | None = None) -> Iterator[Case]:
     """Cases of a JSONL cohort, one per non-empty line (errors name file:line); a case whose
-    context exceeds ``max_context`` (the policy's K) is an error at its line."""
+    context exceeds ``max_context`` (the policy's K) is an error at its line.
+
+    Bounded: a regular file only (a FIFO or ``/dev/zero`` is refused before it is opened), each
+    line at most :data:`MAX_CASE_BYTES`, UTF-8, and parsed with the bounded JSON reader
+    (finite numbers, 64-bit integers, nesting ≤ 128 — a line nested 10^5 deep is one error).
+    """
     name = str(path)
     try:
-        handle = open(path, encoding="utf-8")
+        mode = os.stat(path).st_mode
+        if not stat.S_ISREG(mode):
+            raise InputError("not a regular file, expected a JSONL cohort", file=name)
+        handle = open(path, "rb")
     except FileNotFoundError:
         raise InputError("file not found", file=name) from None
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror}", file=name) from None
     with handle:
-        for lineno, text in enumerate(handle, 1):
+        for lineno, raw in enumerate(iter(lambda: handle.readline(MAX_CASE_BYTES + 1), b""), 1):
+            if len(raw) > MAX_CASE_BYTES:
+                raise InputError(f"line is over the {MAX_CASE_BYTES}-byte limit", file=name, line=lineno)
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InputError(f"not UTF-8 text (byte {exc.start} of the line)", file=name, line=lineno) from None
             if not text.strip():
                 continue
-            try:
-                data = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"invalid JSON: {exc.msg}", file=name, line=lineno, col=exc.colno) from None
-            case = parse_case(data, name, lineno)
+            case = parse_case(parse_json(text, name, line=lineno), name, lineno)
             if max_context is not None and len(case.task.context) > max_context:
                 raise InputError(f"the context has {len(case.task.context)} memories but the policy's "
                                  f"retrieval_budget (K) is {max_context}", file=name, line=lineno,

@@ -80,15 +80,15 @@ def _methods(text: str) -> list[str]:
               show_default=True, help="Clearance method for --case.")
 @click.option("--methods", "methods", default=",".join(METHOD_NAMES), show_default=True,
               help="Comma-separated methods for --cohort.")
-@click.option("--synthetic-cohort", "synthetic", type=int, default=None,
+@click.option("--synthetic-cohort", "synthetic", type=click.IntRange(1, 1_000_000), default=None,
               help="Generate N verified synthetic cases (paper's 375:285:85 shape) to --out.")
 @click.option("--locomo", "locomo", type=click.Path(), default=None,
               help="Build a fault-injection cohort from a LoCoMo data directory to --out.")
-@click.option("--limit", "limit", type=click.IntRange(min=1), default=None,
+@click.option("--limit", "limit", type=click.IntRange(1, 10_000_000), default=None,
               help="With --cohort: run the first N cases; with --locomo: build at most N cases.")
-@click.option("--k", "k", type=int, default=5, show_default=True,
+@click.option("--k", "k", type=click.IntRange(1, 64), default=5, show_default=True,
               help="Context size K of generated cases.")
-@click.option("--seed", "seed", type=int, default=0, show_default=True, help="Generator seed.")
+@click.option("--seed", "seed", type=click.IntRange(0, 2**63 - 1), default=0, show_default=True, help="Generator seed.")
 @click.option("--out", "out", type=click.Path(dir_okay=False), default=None,
               help="Output JSONL for --synthetic-cohort / --locomo.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")

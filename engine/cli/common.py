@@ -5,13 +5,15 @@ from __future__ import annotations
 import functools
 import json
 import os
+import sqlite3
 import sys
 import traceback
 from typing import Any, Callable, TypeVar
 
 import click
 
-from ..errors import EXIT_BAD_INPUT, InputError
+from ..errors import EXIT_BAD_INPUT, InputError, printable
+from .paths import FiniteFloat, check_paths
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -37,10 +39,21 @@ def handle_errors(fn: F) -> F:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
+            check_paths(kwargs)  # before anything is opened: FIFOs, devices, directories, /proc
             return fn(*args, **kwargs)
         except InputError as exc:
             click.echo(exc.render(), err=True)
             sys.exit(exc.exit_code)
+        except sqlite3.DatabaseError as exc:  # corrupt page, read-only file, not a database, locked
+            store = kwargs.get("store_path") or "<store>"
+            click.echo(InputError(f"the store cannot be used: {exc} (corrupt, read-only, locked or not a "
+                                  "memsteward database)", file=str(store)).render(), err=True)
+            sys.exit(EXIT_BAD_INPUT)
+        except OSError as exc:  # writing an output (full disk, permissions, a pseudo-file)
+            where = getattr(exc, "filename", None) or kwargs.get("out") or kwargs.get("output") or "<output>"
+            click.echo(InputError(f"cannot read or write: {exc.strerror or exc}", file=str(where)).render(),
+                       err=True)
+            sys.exit(EXIT_BAD_INPUT)
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
             sys.exit(130)
@@ -49,7 +62,7 @@ def handle_errors(fn: F) -> F:
         except Exception as exc:  # an engine bug: say so plainly, traceback on request
             if os.environ.get("MEMSTEWARD_DEBUG"):
                 traceback.print_exc()
-            click.echo(f"memsteward: internal error: {type(exc).__name__}: {exc} "
+            click.echo(f"memsteward: internal error: {type(exc).__name__}: {printable(str(exc))} "
                        "(set MEMSTEWARD_DEBUG=1 for a traceback; please report it)", err=True)
             sys.exit(3)
 
@@ -59,7 +72,7 @@ def handle_errors(fn: F) -> F:
 MAX_DEADLINE = 86400.0
 
 deadline_option = click.option(
-    "--deadline", "deadline", type=click.FloatRange(min=0, min_open=True, max=MAX_DEADLINE),
+    "--deadline", "deadline", type=FiniteFloat(0.001, MAX_DEADLINE),  # nan / inf refused
     default=None, metavar="SECONDS",
     help="Total time per model call (connect + read + retries + backoff); overrides the policy "
          "endpoint's `deadline`.")
@@ -84,7 +97,7 @@ def policy_with_deadline(policy: Any, deadline: float | None) -> Any:
     return policy.model_copy(update={"clearance": clearance, "repair": repair})
 
 
-__all__ = ["EXIT_BAD_INPUT", "deadline_option", "emit_json", "handle_errors", "policy_with_deadline",
+__all__ = ["EXIT_BAD_INPUT", "FiniteFloat", "deadline_option", "emit_json", "handle_errors", "policy_with_deadline",
            "with_deadline"]
 
 

@@ -16,7 +16,7 @@ from ..repair.operators import operators_for
 from ..repair.plan import TransitionPlan
 from ..repair.store import Store
 from . import main
-from .common import deadline_option, emit_json, handle_errors, policy_with_deadline, terminal
+from .common import FiniteFloat, deadline_option, emit_json, handle_errors, policy_with_deadline, terminal
 
 
 def describe_plan(plan: TransitionPlan, echo: Callable[[str], None] = click.echo) -> None:
@@ -60,8 +60,8 @@ def _ids(ids) -> str:
 @click.option("--selector", type=click.Choice(SELECTORS), default="mincut", show_default=True)
 @click.option("--backend", type=click.Choice(BACKENDS), default="ortools", show_default=True,
               help="Min-cut backend (networkx is the reference).")
-@click.option("--tradeoff", type=click.FloatRange(min=0), default=None, help="Override the policy's λ.")
-@click.option("--budget", type=click.FloatRange(min=0), default=None, help="Override the policy's hard budget β.")
+@click.option("--tradeoff", type=FiniteFloat(0.0, 1e12), default=None, help="Override the policy's λ.")
+@click.option("--budget", type=FiniteFloat(0.0, 1e15), default=None, help="Override the policy's hard budget β.")
 @deadline_option
 @handle_errors
 def repair(policy_path: str, store_path: str, event_path: str, dry_run: bool, as_json: bool,

@@ -68,7 +68,7 @@ def _verify_plan(path: str, as_json: bool) -> None:
         clauses = verify_plan(doc)
     except InputError as exc:
         raise InputError(exc.message, file=path) from None
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
         raise InputError(f"not a valid plan: {exc}", file=path) from None
     failed = [c for c in clauses if not c.ok]
     if as_json:

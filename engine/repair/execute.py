@@ -55,7 +55,7 @@ def guarded(stage: str, fn: Callable[[], T]) -> T:
         raise StepFailure(f"{stage} raised {detail}", stage) from None
 
 
-def check_inputs(store_path: str, plan: TransitionPlan, snap: Snapshot) -> None:
+def check_inputs(store: Store, plan: TransitionPlan) -> None:
     """Validate before the barrier: the event's Δ and every artifact the plan touches (C(F) \\ F
     and the influence parents of its members) against the content/meta schemas
     (:mod:`memsteward.repair.schemas`). Raises :class:`InputError`; nothing is withdrawn yet."""
@@ -70,15 +70,16 @@ def check_inputs(store_path: str, plan: TransitionPlan, snap: Snapshot) -> None:
         if problem:
             raise InputError(f"migrate interface of {r!r}: {problem[1]}", file="<event>", field=problem[0])
     touched = set(plan.cascade)
-    touched.update(src for src, dst in snap.influence_edges() if dst in touched)
+    touched.update(src for src, _ in store.parent_edges(plan.cascade))  # indexed: ∝ the cascade
     touched -= set(event.roots)  # a root's stored content is erased or replaced by Δ, never read
+    arts = store.artifacts_of(touched)
     for ident in sorted(touched):
-        art = snap.artifacts.get(ident)
+        art = arts.get(ident)
         problem = None if art is None or art.state == "erased" else artifact_field_problem(art)
         if problem:
             raise InputError(f"stored artifact {ident!r} has a field no operator can read: {problem[1]} "
                              "(correct it with a `correct` event on a valid store, or re-import)",
-                             file=store_path, field=f"{ident}.{problem[0]}")
+                             file=store.path, field=f"{ident}.{problem[0]}")
 
 
 def policy_document(policy: Policy) -> dict[str, Any]:
@@ -115,9 +116,9 @@ def execute(store: Store, policy: Policy, plan: TransitionPlan, operators: Opera
     """
     if plan.selector == "no_action":
         return plan.replace(status="done", withdrawn=(), republished=())
-    snap = store.snapshot()
-    check_inputs(store.path, plan, snap)
-    event_id = store.barrier(plan.to_json(), policy_document(policy), root_successors(plan.event, snap),
+    check_inputs(store, plan)
+    roots = Snapshot(store.artifacts_of(plan.event.roots), ())
+    event_id = store.barrier(plan.to_json(), policy_document(policy), root_successors(plan.event, roots),
                              generation)
     return resume(store, event_id, policy, plan, operators, oracles)
 

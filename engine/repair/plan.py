@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Callable, Mapping
 
+from ..jsonio import bounded_fraction
 from ..policy.model import Policy
 from .artifacts import SERVABLE_STATES
 from .candidates import Candidate, assign, requirement_edges
@@ -107,7 +108,7 @@ class TransitionPlan:
         cands = tuple(Candidate(c["id"], c["kind"], c["arch"], c["mode"], c["operator"],
                                 tuple(c["prerequisites"]), c["executable"], c["value"], c["cost"],
                                 c.get("reason", "")) for c in doc["candidates"])
-        sel = Selection(frozenset(doc["selection"]), Fraction(doc["objective_exact"]),
+        sel = Selection(frozenset(doc["selection"]), bounded_fraction(doc["objective_exact"]),
                         doc["selection_method"], doc["optimal"])
         steps = tuple(StepResult(s["id"], s["mode"], s["status"], s["version"], tuple(s["validation"]),
                                  s["error"]) for s in doc.get("executed", []))
