@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo demo-llm llm-server bench-llm test bench check clean
+.PHONY: demo demo-llm llm-server bench-llm test bench check clean fuzz
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -40,6 +40,11 @@ test: $(STAMP)
 
 check: $(STAMP)
 	$(BIN)/memsteward check policies/*.yaml
+
+# Structure fuzzing of every input format for longer than `make test` does (bench/FUZZ.md records it).
+FUZZ_EXAMPLES ?= 2000
+fuzz: $(STAMP)
+	$(BIN)/python -m bench.fuzz --examples $(FUZZ_EXAMPLES)
 
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]'

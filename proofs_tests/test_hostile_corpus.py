@@ -156,3 +156,32 @@ def test_generated_input(db: Path, tmp_path: Path, name: str):
     assert "Traceback" not in out and "internal error" not in out, out
     assert fingerprint(db) == before
     _next_event_succeeds(db)
+
+
+def test_read_only_store_is_bad_input(db: Path):
+    """A store the user may not write (issue 17: exit 3 for a non-root user) is bad input. As root,
+    the command runs as user nobody through setpriv, since root may write any file."""
+    import shutil
+    import stat
+    import tempfile
+
+    if os.geteuid() == 0 and shutil.which("setpriv") is None:
+        pytest.skip("running as root without setpriv: root can write a read-only file")
+    work = Path(tempfile.mkdtemp(prefix="memsteward-ro-"))
+    try:
+        work.chmod(0o755)
+        ro = work / "ro.db"
+        shutil.copy(db, ro)
+        ro.chmod(stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
+        before = fingerprint(ro)
+        prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] if os.geteuid() == 0 else []
+        for args in (["store", "serve", "--store", str(ro)],
+                     ["repair", "--policy", POLICY, "--store", str(ro), "--event", VALID_EVENT]):
+            env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSTEWARD_")}
+            proc = subprocess.run([*prefix, sys.executable, "-m", "memsteward", *args], capture_output=True,
+                                  text=True, timeout=120, cwd=str(work), env={**env, "HOME": str(work)})
+            out = proc.stdout + proc.stderr
+            assert proc.returncode == 2 and "Traceback" not in out and str(ro) in out, out
+        assert fingerprint(ro) == before
+    finally:
+        shutil.rmtree(work, ignore_errors=True)

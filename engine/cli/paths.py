@@ -38,7 +38,7 @@ def _kind(mode: int) -> str:
         return "a device"
     if stat.S_ISSOCK(mode):
         return "a socket"
-    return "not a regular file"
+    return "a special file"
 
 
 def _stat(path: str) -> os.stat_result | None:
@@ -60,7 +60,7 @@ def check_input(path: str, what: str = "input file") -> None:
         return
     st = _stat(path)
     if st is not None and not stat.S_ISREG(st.st_mode):
-        raise InputError(f"is {_kind(st.st_mode)}, expected a regular {what}", file=path)
+        raise InputError(f"not a regular file ({_kind(st.st_mode)}), expected a {what}", file=path)
     if st is not None and _pseudo(path):
         raise InputError(f"is a file of a pseudo-filesystem (/proc, /sys, /dev), expected a {what}", file=path)
 
@@ -76,7 +76,7 @@ def check_output(path: str) -> None:
         return
     st = _stat(path)
     if st is not None and not stat.S_ISREG(st.st_mode):
-        raise InputError(f"is {_kind(st.st_mode)}, expected a regular file to write", file=path)
+        raise InputError(f"not a regular file ({_kind(st.st_mode)}), expected a file to write", file=path)
     if _pseudo(path):
         raise InputError("cannot write into /proc, /sys or /dev", file=path)
     parent = os.path.dirname(os.path.abspath(path))

@@ -117,8 +117,14 @@ def _config_path(env: Mapping[str, str]) -> Path | None:
 
 def _config(env: Mapping[str, str]) -> tuple[str, dict[str, Any]]:
     path = _config_path(env)
-    if path is None or (not env.get(CONFIG_VAR) and not path.exists()):
+    if path is None:
         return "", {}
+    if not env.get(CONFIG_VAR):  # the default location is optional (absent or unreachable: defaults)
+        try:
+            if not path.is_file():
+                return "", {}
+        except OSError:
+            return "", {}
     text = read_text(path, MAX_CONFIG_BYTES, "memsteward config file (TOML)")
     try:
         doc = tomllib.loads(text)
