@@ -18,20 +18,32 @@ from .common import emit_json, handle_errors
               help="Prove only this guarantee (repeatable). Default: all.")
 @click.option("--plan", "plan_path", type=click.Path(dir_okay=False), default=None,
               help="Check a concrete TransitionPlan or ClearancePlan JSON instead of proving the catalog.")
+@click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None,
+              help="With --plan (transition): also check the plan against this store (cascade, roots, λ, β).")
+@click.option("--case", "case_path", type=click.Path(dir_okay=False), default=None,
+              help="With --plan (clearance): also recompute the plan from this case and compare.")
+@click.option("--policy", "policy_path", type=click.Path(dir_okay=False), default=None,
+              help="With --store/--case: the policy (default: the one the store recorded; the bundled default for --case).")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 @handle_errors
-def verify(ids: tuple[str, ...], plan_path: str | None, as_json: bool) -> None:
+def verify(ids: tuple[str, ...], plan_path: str | None, store_path: str | None, case_path: str | None,
+           policy_path: str | None, as_json: bool) -> None:
     """Prove the guarantees of the spec catalog with Z3 (bounded, sizes reported).
 
     Each proof asserts the negation of its claim and demands `unsat`; a counterexample or a
     timeout is a failure. With --plan, check one plan's certificate instead (closure,
     executability, optimality, barrier, publication, non-degradation, recovery) and name the
-    first violated clause with its witness. Exit 0 when everything holds, 1 otherwise,
-    2 when the plan file cannot be read.
+    first violated clause with its witness. With --store (a TransitionPlan) or --case (a
+    ClearancePlan) the plan is also checked against its source: the cascade recomputed from the
+    store's edges, the roots, λ and β from the recorded policy; or the clearance recomputed from
+    the case with the policy's settings — so a self-consistent forgery is refused. Exit 0 when
+    everything holds, 1 otherwise, 2 when a file cannot be read.
     """
     if plan_path is not None:
-        _verify_plan(plan_path, as_json)
+        _verify_plan(plan_path, as_json, store_path, case_path, policy_path)
         return
+    if store_path or case_path:
+        raise click.UsageError("--store and --case go with --plan")
     from memsteward.specs import CATALOG
     from memsteward.specs.verify import verify as run_proofs
 
@@ -57,7 +69,34 @@ def verify(ids: tuple[str, ...], plan_path: str | None, as_json: bool) -> None:
         sys.exit(EXIT_FINDINGS)
 
 
-def _verify_plan(path: str, as_json: bool) -> None:
+def _source_clauses(doc: dict, kind: str, store_path: str | None, case_path: str | None,
+                    policy_path: str | None) -> list:
+    from memsteward.specs.sources import check_clearance_source, check_transition_source
+
+    from ..api import clear_context
+    from ..policy.loader import load_policy
+    from ..repair.store import Store
+
+    if store_path and kind != "transition":
+        raise InputError("--store checks a TransitionPlan; this is a ClearancePlan (use --case)", file=store_path)
+    if case_path and kind != "clearance":
+        raise InputError("--case checks a ClearancePlan; this is a TransitionPlan (use --store)", file=case_path)
+    policy = load_policy(policy_path) if policy_path else None
+    if store_path:
+        store = Store.open(store_path)
+        try:
+            pol_doc = policy.model_dump(mode="json", by_alias=True) if policy else None
+            return check_transition_source(doc, store, pol_doc)
+        finally:
+            store.close()
+    if case_path:
+        method = doc.get("method", "meclear")
+        return check_clearance_source(doc, clear_context(case_path, policy, method).to_json())
+    return []
+
+
+def _verify_plan(path: str, as_json: bool, store_path: str | None = None, case_path: str | None = None,
+                 policy_path: str | None = None) -> None:
     from memsteward.specs.certificates import plan_kind
 
     from ..api import verify_plan
@@ -65,7 +104,7 @@ def _verify_plan(path: str, as_json: bool) -> None:
     doc = read_json(path)
     try:
         kind = plan_kind(doc)
-        clauses = verify_plan(doc)
+        clauses = verify_plan(doc) + _source_clauses(doc, kind, store_path, case_path, policy_path)
     except InputError as exc:
         raise InputError(exc.message, file=path) from None
     except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
