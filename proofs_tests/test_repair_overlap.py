@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from memsteward.policy.loader import load_policy
 from memsteward.repair.artifacts import parse_store_document
 from memsteward.repair.events import parse_event
 from memsteward.repair.execute import run_event
 from memsteward.repair.store import Store
+
+pytestmark = pytest.mark.usefixtures("store_backend")  # the store suite runs on SQLite and PostgreSQL
 
 API_V1 = {"tools": {"forecast": {"params": {"city": "string"}, "required": ["city"]}}}
 API_V2 = {"tools": {"get_forecast": {"params": {"city": "string"}, "required": ["city"]}},

@@ -17,6 +17,8 @@ from memsteward.repair.events import parse_event
 from memsteward.repair.execute import run_event
 from memsteward.repair.store import Store
 
+pytestmark = pytest.mark.usefixtures("store_backend")  # the store suite runs on SQLite and PostgreSQL
+
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "engine" / "data" / "repair"
 POLICY = str(ROOT / "policies" / "default.yaml")

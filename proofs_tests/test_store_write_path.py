@@ -23,6 +23,8 @@ from memsteward.repair.events import parse_event
 from memsteward.repair.execute import dry_run, policy_document, recover, run_event
 from memsteward.repair.plan import compute_plan
 from memsteward.repair.store import Store, content_digest
+
+pytestmark = pytest.mark.usefixtures("store_backend")  # the store suite runs on SQLite and PostgreSQL
 from memsteward.repair.writes import MAX_CONTENT_BYTES
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -13,7 +13,7 @@ from .common import emit_json, handle_errors, terminal
 
 @main.command()
 @click.option("--store", "store_path", required=True, type=click.Path(dir_okay=False),
-              help="SQLite store (the audit log lives there).")
+              help="SQLite store or postgresql://…[?schema=NAME] (the audit log lives there).")
 @click.option("--event", "event_id", type=click.IntRange(1, 2**63 - 1), default=None, help="Event id (default: the latest event).")
 @click.option("--format", "fmt", type=click.Choice(["md", "json"]), default="md", show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")

@@ -24,7 +24,7 @@ from ..errors import InputError
 
 INPUT_PARAMS = frozenset({"policy_path", "policy", "event_path", "document", "case", "cohort",
                           "policies", "old", "new", "plan_path"})
-STORE_PARAMS = frozenset({"store_path"})
+STORE_PARAMS = frozenset({"store_path", "src", "dst"})  # src/dst: `store copy`
 OUTPUT_PARAMS = frozenset({"output", "out"})
 PSEUDO_FILESYSTEMS = ("/proc", "/sys", "/dev")
 
@@ -66,8 +66,8 @@ def check_input(path: str, what: str = "input file") -> None:
 
 
 def check_store(path: str) -> None:
-    if path == ":memory:":
-        return
+    if path == ":memory:" or path.startswith(("postgresql://", "postgres://")):
+        return  # a server URL: the store layer reports a DSN that cannot connect
     check_input(path, "store file (SQLite database or .json export)")
 
 

@@ -53,7 +53,7 @@ def _ids(ids) -> str:
 
 @main.command()
 @click.option("--policy", "policy_path", required=True, type=click.Path(), help="Policy YAML.")
-@click.option("--store", "store_path", required=True, help="SQLite store, or a .json export (in memory).")
+@click.option("--store", "store_path", required=True, help="SQLite store, postgresql://…[?schema=NAME], or a .json export (in memory).")
 @click.option("--event", "event_path", required=True, type=click.Path(), help="Event JSON file.")
 @click.option("--dry-run", is_flag=True, help="Compute and simulate the plan on a copy; the store is untouched.")
 @click.option("--json", "as_json", is_flag=True, help="Print the TransitionPlan as JSON.")
@@ -95,7 +95,7 @@ def repair(policy_path: str, store_path: str, event_path: str, dry_run: bool, as
 
 
 @main.command("recover")
-@click.option("--store", "store_path", required=True, help="SQLite store.")
+@click.option("--store", "store_path", required=True, help="SQLite store or postgresql://…[?schema=NAME].")
 @click.option("--json", "as_json", is_flag=True)
 @deadline_option
 @handle_errors

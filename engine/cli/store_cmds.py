@@ -1,4 +1,4 @@
-"""`memsteward store import|put|export|serve|log`: the provenance store (MemoRepair §2.1)."""
+"""`memsteward store import|put|export|serve|log|copy`: the provenance store (MemoRepair §2.1)."""
 
 from __future__ import annotations
 
@@ -18,11 +18,11 @@ from .common import emit_json, handle_errors, terminal
 
 @main.group("store")
 def store_group() -> None:
-    """Create, inspect and export a memsteward store (SQLite file, or a .json export read into memory)."""
+    """Create, inspect, export and copy a memsteward store (SQLite file, postgresql://… URL, or a .json export read into memory)."""
 
 
 @store_group.command("import")
-@click.option("--store", "store_path", required=True, help="SQLite store file (created if missing).")
+@click.option("--store", "store_path", required=True, help="SQLite store file or postgresql://…[?schema=NAME] (created if missing).")
 @click.argument("document", type=click.Path())
 @click.option("--json", "as_json", is_flag=True, help="Report what was imported as JSON.")
 @handle_errors
@@ -58,7 +58,7 @@ def _read_put(document: str) -> str:
 
 
 @store_group.command("put")
-@click.option("--store", "store_path", required=True, help="SQLite store file (created if missing).")
+@click.option("--store", "store_path", required=True, help="SQLite store file or postgresql://…[?schema=NAME] (created if missing).")
 @click.argument("document", default="-", type=click.Path(allow_dash=True))
 @click.option("--json", "as_json", is_flag=True, help="Report the recorded artifact as JSON.")
 @handle_errors
@@ -86,7 +86,7 @@ def put_cmd(store_path: str, document: str, as_json: bool) -> None:
 
 
 @store_group.command("export")
-@click.option("--store", "store_path", required=True)
+@click.option("--store", "store_path", required=True, help="SQLite store file or postgresql://…[?schema=NAME].")
 @click.option("--output", "-o", type=click.Path(), default=None, help="Write here instead of stdout.")
 @handle_errors
 def export_cmd(store_path: str, output: str | None) -> None:
@@ -101,7 +101,7 @@ def export_cmd(store_path: str, output: str | None) -> None:
 
 
 @store_group.command("serve")
-@click.option("--store", "store_path", required=True)
+@click.option("--store", "store_path", required=True, help="SQLite store file or postgresql://…[?schema=NAME].")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @handle_errors
 def serve_cmd(store_path: str, as_json: bool) -> None:
@@ -116,7 +116,7 @@ def serve_cmd(store_path: str, as_json: bool) -> None:
 
 
 @store_group.command("log")
-@click.option("--store", "store_path", required=True)
+@click.option("--store", "store_path", required=True, help="SQLite store file or postgresql://…[?schema=NAME].")
 @click.option("--json", "as_json", is_flag=True)
 @handle_errors
 def audit_cmd(store_path: str, as_json: bool) -> None:
@@ -127,3 +127,44 @@ def audit_cmd(store_path: str, as_json: bool) -> None:
         return
     for r in log:
         click.echo(terminal(f"{r['seq']:>6} {r['at']} event={r['event_id']} {r['action']:<10} {r['artifact_id'] or ''}"))
+
+
+def _verified_head(store: Store, where: str) -> tuple[int, str] | None:
+    """The audit chain of ``store`` verified against its recorded head, or InputError naming the row."""
+    from ..repair.auditchain import first_broken
+
+    head = store.audit_head()
+    broken = first_broken(store.audit_rows(), head)
+    if broken is not None:
+        raise InputError(f"{where} audit chain broken at row {broken[0]}: {broken[1]}", file=store.path,
+                         field=f"audit[{broken[0]}]")
+    return head
+
+
+@store_group.command("copy")
+@click.argument("src")
+@click.argument("dst")
+@click.option("--json", "as_json", is_flag=True, help="Report the copy (row counts, audit head) as JSON.")
+@handle_errors
+def copy_cmd(src: str, dst: str, as_json: bool) -> None:
+    """Copy the store SRC into the new, empty store DST, between backends (SQLite file ⇄
+    postgresql://…?schema=…). Every row is kept (versions, states, events, plan steps, audit log,
+    tombstones) in one DST transaction; the audit chain is verified on SRC before and on DST after,
+    and both must end at the same head. A broken chain or a non-empty DST: exit 2, DST unchanged."""
+    source = Store.open(src)
+    if source.unfinished_event() is not None:
+        raise InputError("the source has an unfinished event; run `memsteward recover` first", file=source.path)
+    head = _verified_head(source, "source")
+    target = Store.open(dst, create=True)
+    counts = source.copy_into(target)
+    copied = _verified_head(target, "copied")
+    if copied != head:
+        raise InputError(f"the copy ends at audit head {copied} but the source at {head}", file=target.path)
+    doc = {"src": source.path, "dst": target.path, "rows": counts,
+           "audit_head": None if head is None else {"seq": head[0], "hash": head[1]}}
+    if as_json:
+        emit_json(doc)
+    else:
+        click.echo(terminal(f"copied {counts['artifacts']} artifacts, {counts['versions']} versions and "
+                            f"{counts['audit']} audit rows from {source.path} to {target.path}; audit chain "
+                            f"verified on both sides (head {'-' if head is None else head[0]})"))

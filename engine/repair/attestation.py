@@ -189,6 +189,12 @@ def _physical_check(log: list[dict], erasure: list[dict]) -> dict[str, Any]:
         return _check("physical-erasure", False, "no physical erasure recorded (run `memsteward recover`)")
     if row.get("file") is False:
         return _check("physical-erasure", bool(row.get("complete")), "in-memory store: no file holds the content")
+    if row.get("backend") == "postgresql":
+        return _check("physical-erasure", bool(row.get("complete")),
+                      "VACUUM FULL rewrote versions and tombstones without the erased tuples; the server's WAL "
+                      "segments and backups are not scanned from a client" if row.get("complete") else
+                      f"VACUUM FULL did not get its lock within {row.get('wait_seconds')} s; erased bytes may "
+                      "remain in the server's files")
     scan = row.get("scan")
     if not row.get("checkpoint") or not row.get("vacuum"):
         return _check("physical-erasure", False, f"WAL checkpoint or VACUUM did not complete within "

@@ -9,7 +9,6 @@ step is recorded in the store, so :func:`recover` can roll an interrupted event 
 from __future__ import annotations
 
 import json
-import sqlite3
 from typing import Any, Callable, Mapping, TypeVar
 
 from ..errors import InputError, printable
@@ -24,6 +23,7 @@ from .operators import OperatorError, OperatorRegistry, RepairContext, Successor
 from .oracles import OracleInput, OracleRegistry, validate
 from .plan import StepResult, TransitionPlan, compute_plan
 from .schemas import interface_problem
+from .dialect import DB_ERRORS
 from .store import Store
 
 T = TypeVar("T")
@@ -46,7 +46,7 @@ def guarded(stage: str, fn: Callable[[], T]) -> T:
     and the event completes (G5). Store errors are not the candidate's fault and propagate."""
     try:
         return fn()
-    except (sqlite3.Error, StepFailure):
+    except (*DB_ERRORS, StepFailure):
         raise
     except OperatorError as exc:
         raise StepFailure(printable(str(exc))[:MAX_DETAIL_CHARS], stage) from None

@@ -37,42 +37,12 @@ from typing import Any, Collection, Iterator, Mapping, Sequence
 from ..errors import EventHeld, InputError, WriteRefused
 from .artifacts import SERVABLE_STATES, Artifact, Edge, Snapshot, parse_store_document, read_json
 from .auditchain import GENESIS, row_hash, seal, signing_key
+from .dialect import DB_ERRORS, SQLITE_SCHEMA, PgConnection, connect_postgres, is_postgres_url, redact, retrying
 from .writes import Write, canonical_json, content_digest, prepare
 
 __all__ = ["Store", "content_digest", "digest"]
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS artifacts(
-  id TEXT PRIMARY KEY, kind TEXT NOT NULL, arch TEXT, version INTEGER NOT NULL,
-  state TEXT NOT NULL, staged_version INTEGER);
-CREATE TABLE IF NOT EXISTS versions(
-  id TEXT NOT NULL, version INTEGER NOT NULL, content TEXT, meta TEXT NOT NULL,
-  event_id INTEGER, erased INTEGER NOT NULL DEFAULT 0, sha256 TEXT, PRIMARY KEY(id, version));
-CREATE TABLE IF NOT EXISTS edges(
-  src TEXT NOT NULL, dst TEXT NOT NULL, type TEXT NOT NULL, PRIMARY KEY(src, dst, type));
-CREATE TABLE IF NOT EXISTS events(
-  id INTEGER PRIMARY KEY AUTOINCREMENT, type TEXT NOT NULL, event TEXT NOT NULL,
-  policy TEXT NOT NULL, plan TEXT NOT NULL, status TEXT NOT NULL, created TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS plan_steps(
-  event_id INTEGER NOT NULL, seq INTEGER NOT NULL, artifact_id TEXT NOT NULL, mode TEXT NOT NULL,
-  status TEXT NOT NULL, version INTEGER, report TEXT, PRIMARY KEY(event_id, seq));
-CREATE TABLE IF NOT EXISTS audit(
-  seq INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL, event_id INTEGER, action TEXT NOT NULL,
-  artifact_id TEXT, detail TEXT, hash TEXT);
-CREATE TABLE IF NOT EXISTS audit_head(
-  one INTEGER PRIMARY KEY CHECK (one = 1), seq INTEGER NOT NULL, hash TEXT NOT NULL, seal TEXT);
-CREATE TRIGGER IF NOT EXISTS audit_no_update BEFORE UPDATE ON audit
-  BEGIN SELECT RAISE(ABORT, 'audit log is append-only'); END;
-CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit
-  BEGIN SELECT RAISE(ABORT, 'audit log is append-only'); END;
-CREATE TABLE IF NOT EXISTS tombstones(
-  digest TEXT PRIMARY KEY, root TEXT NOT NULL, event_id INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS event_lease(
-  event_id INTEGER PRIMARY KEY, owner TEXT NOT NULL, host TEXT NOT NULL, pid INTEGER NOT NULL,
-  started TEXT, acquired TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS edges_dst ON edges(dst);
-CREATE INDEX IF NOT EXISTS plan_steps_artifact ON plan_steps(event_id, artifact_id);
-"""
+SCHEMA = SQLITE_SCHEMA  # the per-backend DDL lives in .dialect
 
 CRASH_ENV = "MEMSTEWARD_CRASH_AT"
 ERASE_WAIT_ENV = "MEMSTEWARD_ERASE_WAIT"
@@ -135,12 +105,25 @@ def _dump(x: Any) -> str:
 class Store:
     """A memsteward store in one SQLite database (a file path, or ``:memory:``)."""
 
-    def __init__(self, path: str = ":memory:") -> None:
-        self.path = path
-        self.conn = sqlite3.connect(path, isolation_level=None, timeout=30.0)
+    def __init__(self, path: str = ":memory:", conn: PgConnection | None = None) -> None:
+        """A SQLite store at ``path``; or, with ``conn``, a PostgreSQL store (use :meth:`open`)."""
+        self.backend = "sqlite" if conn is None else "postgresql"
+        self.path = path if conn is None else redact(path)
+        self.conn: Any = sqlite3.connect(path, isolation_level=None, timeout=30.0) if conn is None else conn
+        if conn is None:
+            self._setup_sqlite()
+        self._audit_key = signing_key()
+        self._crash_at = int(os.environ.get(CRASH_ENV, "0") or 0)
+        self.erase_wait = _erase_wait()
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(6)}"
+        _OPEN[self.owner] = self
+        self._checkpoints = 0
+
+    def _setup_sqlite(self) -> None:
+        """PRAGMAs, the schema, and the column migrations of stores written by older releases."""
         self.conn.execute("PRAGMA foreign_keys = ON")
         self.conn.execute("PRAGMA secure_delete = ON")  # freed pages are zeroed (not every build defaults to it)
-        if path != ":memory:":
+        if self.path != ":memory:":
             self.conn.execute("PRAGMA journal_mode = WAL")
             self.conn.execute("PRAGMA synchronous = FULL")
         self.conn.executescript(SCHEMA)
@@ -148,20 +131,19 @@ class Store:
             self.conn.execute("ALTER TABLE audit ADD COLUMN hash TEXT")  # stores from before chaining
         if "seal" not in {r[1] for r in self.conn.execute("PRAGMA table_info(audit_head)")}:
             self.conn.execute("ALTER TABLE audit_head ADD COLUMN seal TEXT")  # stores from before signing
-        self._audit_key = signing_key()
         if "sha256" not in {r[1] for r in self.conn.execute("PRAGMA table_info(versions)")}:
             self.conn.execute("ALTER TABLE versions ADD COLUMN sha256 TEXT")  # stores from before erasure digests
-        self._crash_at = int(os.environ.get(CRASH_ENV, "0") or 0)
-        self.erase_wait = _erase_wait()
-        self.owner = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(6)}"
-        _OPEN[self.owner] = self
-        self._checkpoints = 0
 
     # ------------------------------------------------------------------ opening
 
     @staticmethod
     def open(path: str, create: bool = False) -> "Store":
-        """Open a SQLite store, or load a JSON export into an in-memory store."""
+        """Open a store by path or URL: ``postgresql://…[?schema=name]`` (psycopg 3), a SQLite file
+        (``sqlite:///x.db`` or a plain path), or a ``.json`` export loaded into an in-memory store."""
+        if is_postgres_url(path):
+            return Store(path, conn=connect_postgres(path, create=create))
+        if path.startswith("sqlite:///"):
+            path = path[len("sqlite:///"):] or ":memory:"
         if path == ":memory:":
             return Store()
         p = Path(path)
@@ -190,7 +172,10 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        self.conn.execute("BEGIN IMMEDIATE")
+        if self.backend == "sqlite":
+            self.conn.execute("BEGIN IMMEDIATE")
+        else:
+            self.conn.begin_write()  # BEGIN + the store's advisory lock, before anything is read
         try:
             yield self.conn
         except BaseException:
@@ -223,7 +208,8 @@ class Store:
                               "VALUES (?,?,?,?,?,?,?)", out)
         if out:
             sealed = None if self._audit_key is None else seal(self._audit_key, out[-1][0], out[-1][6])
-            self.conn.execute("INSERT OR REPLACE INTO audit_head(one, seq, hash, seal) VALUES (1, ?, ?, ?)",
+            self.conn.execute("INSERT INTO audit_head(one, seq, hash, seal) VALUES (1, ?, ?, ?) ON CONFLICT(one) "
+                              "DO UPDATE SET seq = excluded.seq, hash = excluded.hash, seal = excluded.seal",
                               (out[-1][0], out[-1][6], sealed))
 
     def audit_head(self) -> tuple[int, str] | None:
@@ -244,6 +230,7 @@ class Store:
 
     # ------------------------------------------------------------------ import / export
 
+    @retrying
     def import_snapshot(self, snap: Snapshot, file: str = "<input>") -> None:
         """Add artifacts and edges in one transaction; clashing ids or dangling edges are errors."""
         existing = {r[0] for r in self.conn.execute("SELECT id FROM artifacts")}
@@ -424,6 +411,7 @@ class Store:
         """
         return self.record_many([prepare(artifact, inputs, semantic, file=self.path)])[0]
 
+    @retrying
     def record_many(self, writes: Sequence[Write | Mapping[str, Any]]) -> list[Artifact]:
         """Record a batch of writes in ONE transaction: all of them, or (on any refusal) none.
 
@@ -549,6 +537,7 @@ class Store:
         (seq,) = self.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM audit").fetchone()
         return int(seq)
 
+    @retrying
     def barrier(self, plan_doc: Mapping[str, Any], policy_doc: Mapping[str, Any],
                 staged_roots: Mapping[str, Artifact], generation: int | None = None) -> int:
         """B_ρ ← C(F): record the event and plan, withdraw all of C(F) and stage root
@@ -565,9 +554,11 @@ class Store:
                 raise InputError("the store changed while the event was being planned; run it again",
                                  file=self.path)
             event_text, policy_text, plan_text = _dump(plan_doc["event"]), _dump(policy_doc), _dump(plan_doc)
-            cur = c.execute("INSERT INTO events(type, event, policy, plan, status, created) VALUES (?,?,?,?,?,?)",
-                            (plan_doc["event"]["type"], event_text, policy_text, plan_text, "barrier", _now()))
-            event_id = int(cur.lastrowid)
+            (event_id,) = c.execute("INSERT INTO events(type, event, policy, plan, status, created) "
+                                    "VALUES (?,?,?,?,?,?) RETURNING id", (plan_doc["event"]["type"], event_text,
+                                                                          policy_text, plan_text, "barrier",
+                                                                          _now())).fetchone()
+            event_id = int(event_id)
             self._lease(event_id)
             c.executemany("INSERT INTO plan_steps(event_id, seq, artifact_id, mode, status) VALUES (?,?,?,?,?)",
                           [(event_id, k, i, plan_doc["modes"][i], "pending") for k, i in enumerate(plan_doc["order"])])
@@ -588,8 +579,10 @@ class Store:
 
     def _lease(self, event_id: int) -> None:
         """Record this process as the event's one writer (inside the caller's transaction)."""
-        self.conn.execute("INSERT OR REPLACE INTO event_lease(event_id, owner, host, pid, started, acquired) "
-                          "VALUES (?,?,?,?,?,?)", (event_id, self.owner, socket.gethostname(), os.getpid(),
+        self.conn.execute("INSERT INTO event_lease(event_id, owner, host, pid, started, acquired) "
+                          "VALUES (?,?,?,?,?,?) ON CONFLICT(event_id) DO UPDATE SET owner = excluded.owner, "
+                          "host = excluded.host, pid = excluded.pid, started = excluded.started, "
+                          "acquired = excluded.acquired", (event_id, self.owner, socket.gethostname(), os.getpid(),
                                                    _process_start(os.getpid()), _now()))
 
     def take_event(self, event_id: int) -> bool:
@@ -636,6 +629,7 @@ class Store:
         return {i: (st, v, None if r is None else json.loads(r)) for i, st, v, r in self.conn.execute(
             "SELECT artifact_id, status, version, report FROM plan_steps WHERE event_id = ?", (event_id,))}
 
+    @retrying
     def stage(self, event_id: int, ident: str, content: Any, meta: Mapping[str, Any],
               support: Sequence[Mapping[str, Any]] = (), forget: Sequence[Mapping[str, Any]] = ()) -> int:
         """Stage one successor z_i (a new version, not servable) in one transaction.
@@ -653,6 +647,7 @@ class Store:
                                                    "forget": list(forget)})
         return version
 
+    @retrying
     def record_step(self, event_id: int, ident: str, status: str, report: Any) -> None:
         """Record validated / failed / blocked; a failed or blocked successor stays withdrawn."""
         with self.transaction():
@@ -663,6 +658,7 @@ class Store:
                 self.conn.execute("UPDATE artifacts SET state = 'withdrawn' WHERE id = ?", (ident,))
             self._audit(status, ident, event_id, {"report": report} if status != "validated" else {})
 
+    @retrying
     def publish(self, event_id: int, republish: Sequence[str], erase: Sequence[str],
                 plan_doc: Mapping[str, Any], scrub: Mapping[str, int | None] | None = None,
                 tombstone: Sequence[str] = ()) -> list[Any]:
@@ -744,7 +740,9 @@ class Store:
         from .erasure import scan, store_files
 
         detail: dict[str, Any] = {"wait_seconds": self.erase_wait}
-        if self.path == ":memory:":
+        if self.backend == "postgresql":
+            detail.update(self._vacuum_postgres())
+        elif self.path == ":memory:":
             detail.update(complete=True, file=False)
         else:
             self.conn.execute(f"PRAGMA busy_timeout = {int(self.erase_wait * 1000)}")
@@ -763,11 +761,29 @@ class Store:
                           complete=first and last and vacuumed and (result is None or not result["found"]))
         with self.transaction():
             self._audit("physical-erasure", event_id=event_id, detail=detail)
-        if self.path != ":memory:":
+        if self.backend == "sqlite" and self.path != ":memory:":
             self.conn.execute("PRAGMA busy_timeout = 0")
             self._checkpoint_truncate()  # best effort: the row just written holds digests and counts only
             self.conn.execute("PRAGMA busy_timeout = 30000")
         return detail
+
+    def _vacuum_postgres(self) -> dict[str, Any]:
+        """PostgreSQL's physical step: ``VACUUM FULL`` rewrites ``versions`` and ``tombstones``
+        into new files without the dead tuples that held the erased text, waiting at most
+        ``erase_wait`` seconds for its lock. The server's WAL segments and base backups are not
+        readable from a client, so they are not scanned (``scan`` is None, ``server_files`` says so)."""
+        raw = self.conn.raw
+        try:
+            raw.execute(f"SET lock_timeout = {int(self.erase_wait * 1000)}")
+            raw.execute("VACUUM FULL versions")
+            raw.execute("VACUUM FULL tombstones")
+            vacuumed = True
+        except DB_ERRORS:
+            vacuumed = False
+        finally:
+            raw.execute("SET lock_timeout = 0")
+        return {"backend": "postgresql", "vacuum": vacuumed, "checkpoint": vacuumed, "scan": None,
+                "server_files": "not scanned (WAL segments and backups live on the server)", "complete": vacuumed}
 
     def _checkpoint_truncate(self) -> bool:
         busy, log, done = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
@@ -783,5 +799,31 @@ class Store:
         """An in-memory copy (used by ``--dry-run``: the real store is never touched)."""
         mem = Store()
         mem.conn.executescript("DROP TRIGGER audit_no_update; DROP TRIGGER audit_no_delete;")
-        self.conn.backup(mem.conn)
+        if self.backend == "sqlite":
+            self.conn.backup(mem.conn)  # the fast path: SQLite's page copy
+        else:
+            self.copy_into(mem)
         return mem
+
+    TABLES = ("artifacts", "versions", "edges", "events", "plan_steps", "audit", "audit_head", "tombstones")
+
+    def copy_into(self, dst: "Store", batch: int = 2000) -> dict[str, int]:
+        """Copy every row of every table into the empty store ``dst`` (any backend) in one of its
+        transactions, keeping ids, versions, audit sequence numbers and hashes; returns row counts.
+        The caller verifies the audit chain on both sides (``memsteward store copy``)."""
+        if dst.conn.execute("SELECT COUNT(*) FROM audit").fetchone()[0] or \
+                dst.conn.execute("SELECT COUNT(*) FROM artifacts").fetchone()[0]:
+            raise InputError("the destination store is not empty", file=dst.path)
+        counts: dict[str, int] = {}
+        with dst.transaction() as c:
+            for table in self.TABLES:
+                rows = [tuple(r) for r in self.conn.execute(f"SELECT * FROM {table}")]
+                counts[table] = len(rows)
+                if rows:
+                    marks = ",".join("?" * len(rows[0]))
+                    for start in range(0, len(rows), batch):
+                        c.executemany(f"INSERT INTO {table} VALUES ({marks})", rows[start:start + batch])
+            if dst.backend == "postgresql":  # the identity continues after the copied event ids
+                c.execute("SELECT setval(pg_get_serial_sequence('events', 'id'), "
+                          "(SELECT COALESCE(MAX(id), 0) + 1 FROM events), false)")
+        return counts
