@@ -8,6 +8,7 @@ import importlib
 import pytest
 
 MODULES = ["memsteward", "memsteward.api", "memsteward.repair.writes", "memsteward.repair.store",
+           "memsteward.repair.dialect",
            "memsteward.integrations.langgraph"]
 
 

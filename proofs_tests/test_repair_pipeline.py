@@ -14,8 +14,6 @@ import networkx as nx
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import pytest
-
 from memsteward.policy.loader import load_policy
 from memsteward.repair import closure
 from memsteward.repair.artifacts import parse_store_document
@@ -24,8 +22,6 @@ from memsteward.repair.execute import dry_run, run_event
 from memsteward.repair.graph import cascade, influence_graph
 from memsteward.repair.metrics import leak_pct
 from memsteward.repair.store import Store
-
-pytestmark = pytest.mark.usefixtures("store_backend")  # the store suite runs on SQLite and PostgreSQL
 
 WORDS = ["tea", "paris", "jazz", "rain", "berlin", "tofu", "museum", "bike", "sunny", "novel"]
 

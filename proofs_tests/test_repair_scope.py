@@ -15,8 +15,6 @@ import networkx as nx
 from hypothesis import given
 from hypothesis import strategies as st
 
-import pytest
-
 from memsteward.policy.loader import load_policy
 from memsteward.repair.artifacts import parse_store_document
 from memsteward.repair.events import parse_event
@@ -24,8 +22,6 @@ from memsteward.repair.plan import compute_plan
 from memsteward.repair.reference import reference_plan
 from memsteward.repair.scope import lexicographic_topological_order, read_scope, strong_components
 from memsteward.repair.store import Store
-
-pytestmark = pytest.mark.usefixtures("store_backend")  # the store suite runs on SQLite and PostgreSQL
 
 SHAPES = [("record", None), ("summary", None), ("cache", None), ("skill", "prompt"), ("skill", "neural"),
           ("skill", "chain")]

@@ -28,8 +28,6 @@ from memsteward.repair.execute import recover, run_event
 from memsteward.repair.oracles import ORACLES, Report
 from memsteward.repair.store import Store
 
-pytestmark = pytest.mark.usefixtures("store_backend")  # the store suite runs on SQLite and PostgreSQL
-
 from test_repair_pipeline import policy, stores
 
 # A real file-backed store; on tmpfs when the machine has one (fsync-heavy, the disk is shared).
