@@ -37,6 +37,7 @@ bench-llm: llm-server
 
 test: $(STAMP)
 	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest proofs_tests
+	$(BIN)/memsteward test --coverage --threshold 100 policies/
 
 check: $(STAMP)
 	$(BIN)/memsteward check policies/*.yaml

@@ -34,6 +34,7 @@ _COMMAND_MODULES = [
     "verify_cmds",
     "clear_cmds",
     "audit_cmds",
+    "test_cmds",
 ]
 
 for _name in _COMMAND_MODULES:

@@ -19,9 +19,15 @@ from .common import emit_json, handle_errors
 
 
 @main.command()
+@click.option("--tests", is_flag=True, help="Print the schema of test files (*_test.yaml) instead.")
 @handle_errors
-def schema() -> None:
+def schema(tests: bool) -> None:
     """Print the JSON Schema of the policy language (for editor autocompletion)."""
+    if tests:
+        from ..testing.spec import tests_schema
+
+        click.echo(json.dumps(tests_schema(), indent=2))
+        return
     doc = Policy.model_json_schema(by_alias=True)
     doc["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     doc["title"] = "memsteward policy"

@@ -1,0 +1,114 @@
+"""`memsteward test`: declared cases, coverage and property-based regression of a team's policies."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from ..errors import EXIT_BAD_INPUT, EXIT_FINDINGS, InputError
+from ..testing.coverage import PolicyCoverage, coverage
+from ..testing.load import Suite, discover, load_suite
+from ..testing.report import as_json, junit_xml, render_text, safe
+from ..testing.run import CaseResult, run_case
+from . import main
+from .common import emit_json, handle_errors
+
+
+def _render_coverage(cov: PolicyCoverage, echo) -> None:
+    rules_hit = sum(i.covered for i in cov.rules)
+    echo(f"coverage {safe(cov.file)}: rules {rules_hit}/{len(cov.rules)} ({cov.percent:.0f}%), "
+         f"regions {sum(i.covered for i in cov.regions)}/{len(cov.regions)}, "
+         f"oracles {sum(i.covered for i in cov.oracles)}/{len(cov.oracles)} ({cov.cases} case(s))")
+    for i in cov.rules:
+        if not i.covered:
+            echo(f"  {safe(cov.file)}:{i.line}: rule never fired: {safe(i.name)} ({i.note})")
+    for i in cov.oracles:
+        if not i.covered:
+            echo(f"  {safe(cov.file)}:{i.line}: oracle never ran: {safe(i.name)}")
+    for i in cov.edges:
+        if not i.covered:
+            echo(f"  {safe(cov.file)}:{i.line}: {i.name} never at stake: {i.note}")
+    for i in cov.regions:
+        if not i.covered:
+            echo(f"  {safe(cov.file)}:{i.line}: region not reached: {i.name}, e.g. {safe(i.note)}")
+
+
+@main.command("test")
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--json", "as_json_flag", is_flag=True, help="Print results (and coverage) as JSON.")
+@click.option("--junit", "junit_path", type=click.Path(dir_okay=False), default=None,
+              help="Also write JUnit XML to this file (for CI systems).")
+@click.option("--coverage", "with_coverage", is_flag=True,
+              help="Report per policy the rules never fired, regions never reached (with a witness "
+                   "cell), oracles never run and λ/β never at stake.")
+@click.option("--threshold", type=click.FloatRange(0, 100), default=None,
+              help="With --coverage: exit 1 when a policy's rule coverage is under this percentage.")
+@handle_errors
+def test_cmd(paths: tuple[str, ...], as_json_flag: bool, junit_path: str | None, with_coverage: bool,
+             threshold: float | None) -> None:
+    """Run the declared test cases (*_test.yaml) of policies through the real engine.
+
+    PATHS are test files or folders (searched recursively for *_test.yaml). Each repair case is
+    planned and executed on an in-memory copy of its store (a dry run); each clearance case runs
+    MeClear. Prints one line per case and `N passed, M failed`.
+
+    Exit status: 0 all passed (and coverage ≥ --threshold); 1 a case failed or coverage is
+    under the threshold; 2 a test file, store, event or policy is bad (file:line [field]).
+    """
+    if not paths:
+        raise click.UsageError("give test files or folders (e.g. `memsteward test policies/`)")
+    if threshold is not None and not with_coverage:
+        raise click.UsageError("--threshold needs --coverage")
+    started = time.perf_counter()
+    suites: list[Suite] = []
+    bad: list[InputError] = []
+    for path in discover(paths):
+        try:
+            suites.append(load_suite(path))
+        except InputError as exc:
+            bad.append(exc)
+    results: list[CaseResult] = []
+    for suite in suites:
+        for case in suite.cases:
+            t0 = time.perf_counter()
+            r = run_case(case)
+            r.seconds = time.perf_counter() - t0
+            results.append(r)
+    seconds = time.perf_counter() - started
+    covs = _coverages(suites, results) if with_coverage else []
+    if junit_path:
+        Path(junit_path).write_bytes(junit_xml(results, seconds))
+    under = [c for c in covs if threshold is not None and c.percent < threshold]
+    if as_json_flag:
+        doc = as_json(results)
+        doc["bad_input"] = [e.as_dict() for e in bad]
+        if with_coverage:
+            doc["coverage"] = [c.as_dict() for c in covs]
+            doc["threshold"] = threshold
+        emit_json(doc)
+    else:
+        for exc in bad:
+            click.echo(exc.render(), err=True)
+        render_text(results, seconds, click.echo)
+        for c in covs:
+            _render_coverage(c, click.echo)
+        for c in under:
+            click.echo(f"coverage of {safe(c.file)} is {c.percent:.1f}% < threshold {threshold:g}%")
+    if bad:
+        sys.exit(EXIT_BAD_INPUT)
+    if any(not r.passed for r in results) or under:
+        sys.exit(EXIT_FINDINGS)
+
+
+def _coverages(suites: list[Suite], results: list[CaseResult]) -> list[PolicyCoverage]:
+    """One coverage report per policy (several test files may test the same policy)."""
+    by_policy: dict[str, tuple[Suite, list[CaseResult]]] = {}
+    for s in suites:
+        key = str(Path(s.policy.file).resolve())
+        by_policy.setdefault(key, (s, []))
+    for r in results:
+        by_policy[str(Path(r.case.suite.policy.file).resolve())][1].append(r)
+    return [coverage(s.policy, rs) for s, rs in by_policy.values()]
