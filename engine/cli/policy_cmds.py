@@ -91,8 +91,14 @@ def _load_strict(path: str):
 @click.option("--json", "as_json", is_flag=True, help="Print the differences as JSON.")
 @click.option("--fail-on", type=click.Choice(["looser", "any", "never"]), default="never", show_default=True,
               help="Exit 1 when the new policy is looser somewhere (or differs at all): a CI gate.")
+@click.option("--replay", "replay_store", default=None,
+              help="Also replay the events recorded in this store (SQLite, or a .json export with "
+                   "--events) under both policies, as dry runs on copies, and diff the outcomes per event.")
+@click.option("--events", "event_files", multiple=True, type=click.Path(dir_okay=False),
+              help="With --replay: replay these event files, in order, instead of the recorded events.")
 @handle_errors
-def compare(old: str, new: str, as_json: bool, fail_on: str) -> None:
+def compare(old: str, new: str, as_json: bool, fail_on: str, replay_store: str | None,
+            event_files: tuple[str, ...]) -> None:
     """Compare two policies' mode maps cell by cell (Z3 finds one example per difference).
 
     For every region of the domain, the new decision equals, is stricter than (withdraws
@@ -103,9 +109,15 @@ def compare(old: str, new: str, as_json: bool, fail_on: str) -> None:
     diffs = compare_policies(a, b)
     settings = settings_diff(a, b)
     counts = {v: sum(d.verdict == v for d in diffs) for v in ("stricter", "looser", "changed")}
+    replayed = _replay(a, b, replay_store, event_files) if replay_store else None
+    if event_files and not replay_store:
+        raise click.UsageError("--events needs --replay STORE")
     if as_json:
-        emit_json({"old": old, "new": new, "differences": [d.as_dict() for d in diffs],
-                   "settings": settings, "counts": counts, "equal": not diffs})
+        doc = {"old": old, "new": new, "differences": [d.as_dict() for d in diffs],
+               "settings": settings, "counts": counts, "equal": not diffs}
+        if replayed is not None:
+            doc["replay"] = replayed
+        emit_json(doc)
     else:
         click.echo(f"{old} → {new}")
         if not diffs:
@@ -118,6 +130,48 @@ def compare(old: str, new: str, as_json: bool, fail_on: str) -> None:
             click.echo(f"  {s['verdict']:<8} setting {s['setting']}: {json.dumps(s['old'])} → {json.dumps(s['new'])}")
         click.echo(f"summary: {counts['stricter']} stricter, {counts['looser']} looser, "
                    f"{counts['changed']} changed region(s); {len(settings)} setting(s) changed")
+        if replayed is not None:
+            _render_replay(replayed)
     looser_settings = [s for s in settings if s["verdict"] == "looser"]
-    if (fail_on == "looser" and (counts["looser"] or looser_settings)) or (fail_on == "any" and (diffs or settings)):
+    replay_looser = bool(replayed and replayed["counts"]["looser"])
+    replay_any = bool(replayed and replayed["differing_events"])
+    if (fail_on == "looser" and (counts["looser"] or looser_settings or replay_looser)) or \
+            (fail_on == "any" and (diffs or settings or replay_any)):
         sys.exit(EXIT_FINDINGS)
+
+
+def _replay(a: Policy, b: Policy, store: str, event_files: tuple[str, ...]) -> dict:
+    from ..testing.replay import replay, totals
+
+    diffs, n, lost = replay(a, b, store, event_files)
+    verdicts = [d.verdict for d in diffs]
+    return {"store": store, "events": n, "erased_at_start": lost, "per_event": [d.as_dict() for d in diffs],
+            "totals": totals(diffs), "differing_events": sum(v is not None for v in verdicts),
+            "counts": {v: verdicts.count(v) for v in ("stricter", "looser", "changed")}}
+
+
+def _render_replay(r: dict) -> None:
+    from ..testing.report import safe
+    from ..testing.replay import describe_event
+
+    click.echo(f"replay of {r['events']} event(s) from {safe(r['store'])} (dry runs on copies):")
+    if r["erased_at_start"]:
+        click.echo(f"  note: {len(r['erased_at_start'])} artifact(s) start without the content and metadata a "
+                   f"delete erased ({safe(', '.join(r['erased_at_start'][:8]))}"
+                   f"{' …' if len(r['erased_at_start']) > 8 else ''}); their outcomes may differ from what happened")
+    for e in r["per_event"]:
+        what = safe(describe_event(e["event"]))
+        if e["verdict"] is None:
+            click.echo(f"  event {e['index']} {what}: same outcome")
+            continue
+        click.echo(f"  event {e['index']} {what}: {e['verdict']}")
+        for side in ("old", "new"):
+            if e[side]["error"]:
+                click.echo(f"    {side} policy could not replay it: {safe(e[side]['error'])}")
+        for f, d in e["differences"].items():
+            click.echo(f"    {f:<11} only old: {safe(', '.join(d['only_old']) or '-')}; "
+                       f"only new: {safe(', '.join(d['only_new']) or '-')}")
+    t = r["totals"]
+    click.echo("replay totals: " + ", ".join(f"{f} {t[f]['old']} → {t[f]['new']}" for f in t)
+               + f"; {r['differing_events']} of {r['events']} event(s) differ "
+               f"({r['counts']['looser']} looser, {r['counts']['stricter']} stricter, {r['counts']['changed']} changed)")

@@ -1,0 +1,188 @@
+"""What-if replay of a policy change (``memsteward compare OLD NEW --replay STORE``).
+
+The events a store recorded (or the event files given with ``--events``) are replayed, in order,
+under each policy on its own private in-memory copy of the store (dry runs: the store on disk is
+never written). Each policy's copy evolves with its own outcomes, so a later event sees what the
+policy itself left servable. Per event, the two executed TransitionPlans are compared on:
+
+* ``withdrawn`` — B_ρ ∖ R_ρ (MemoRepair Alg. 1 line 8);
+* ``republished`` — R_ρ;
+* ``removed`` — descendants Φ_μ assigns ``remove``;
+* ``unrepaired`` — descendants with a repair mode that were not republished (not selected for
+  cost, non-executable, failed validation or blocked): memory left without a fresh successor;
+* ``leaked`` — members of C(F) still servable at their pre-event version (the paper's Leak; the
+  barrier keeps this empty unless the store is inconsistent).
+
+A difference is **looser** when the new policy republishes (or leaks) an artifact the old one kept
+withdrawn, **stricter** for the reverse, and **changed** when only removed / unrepaired differ.
+
+A SQLite store's replay starts from every artifact's first stored version. Content a delete has
+erased stays erased (the replay cannot and must not bring it back): the earliest surviving
+version stands in for an erased one, and an event that cannot run on what survives is reported
+per policy, not hidden.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import InputError
+from ..policy.model import Policy
+from ..repair.artifacts import Artifact, Snapshot
+from ..repair.events import Event, event_from_dict, load_event
+from ..repair.execute import run_event
+from ..repair.plan import TransitionPlan
+from ..repair.store import Store
+
+FIELDS = ("withdrawn", "republished", "removed", "unrepaired", "leaked")
+MAX_EVENTS = 10_000
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one policy's dry run did on one event (or why it could not run)."""
+
+    sets: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    error: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**{k: list(v) for k, v in self.sets.items()}, "error": self.error or None}
+
+
+@dataclass(frozen=True)
+class EventDiff:
+    index: int
+    event: dict[str, Any]
+    old: Outcome
+    new: Outcome
+
+    @property
+    def differences(self) -> dict[str, dict[str, list[str]]]:
+        out = {}
+        for f in FIELDS:
+            a, b = set(self.old.sets.get(f, ())), set(self.new.sets.get(f, ()))
+            if a != b:
+                out[f] = {"only_old": sorted(a - b), "only_new": sorted(b - a)}
+        return out
+
+    @property
+    def verdict(self) -> str | None:
+        d = self.differences
+        if self.old.error != self.new.error:
+            return "changed"
+        if not d:
+            return None
+        gained = any(d.get(f, {}).get("only_new") for f in ("republished", "leaked"))
+        lost = any(d.get(f, {}).get("only_old") for f in ("republished", "leaked"))
+        if gained:
+            return "looser"  # any loosening counts, even beside a tightening elsewhere
+        return "stricter" if lost else "changed"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"index": self.index, "event": self.event, "verdict": self.verdict, "old": self.old.as_dict(),
+                "new": self.new.as_dict(), "differences": self.differences}
+
+
+def outcome(plan: TransitionPlan, servable_versions: dict[str, int]) -> Outcome:
+    """The compared sets of an executed plan, given what is servable afterwards (id → version)."""
+    republished = set(plan.republished)
+    removed = {i for i, m in plan.modes.items() if m == "remove"}
+    unrepaired = {i for i, m in plan.modes.items() if m != "remove" and i not in republished}
+    leaked = {i for i in plan.cascade if servable_versions.get(i) == plan.base_versions.get(i)
+              and i not in republished and plan.roots.get(i) not in ("replaced", "interface-updated")}
+    return Outcome({"withdrawn": tuple(sorted(plan.withdrawn)), "republished": tuple(sorted(republished)),
+                    "removed": tuple(sorted(removed)), "unrepaired": tuple(sorted(unrepaired)),
+                    "leaked": tuple(sorted(leaked))})
+
+
+def recorded_events(store: Store) -> list[dict[str, Any]]:
+    """The completed events a store recorded, oldest first."""
+    latest = store.event()
+    if latest is None:
+        return []
+    if latest["id"] > MAX_EVENTS:
+        raise InputError(f"the store records more than {MAX_EVENTS} events; replay a range with --events",
+                         file=store.path)
+    docs = []
+    for i in range(1, latest["id"] + 1):
+        ev = store.event(i)
+        if ev is not None and ev["status"] == "done":
+            docs.append(ev["event"])
+    return docs
+
+
+def initial_snapshot(store: Store) -> tuple[Snapshot, list[str]]:
+    """Every artifact at its first stored version, servable.
+
+    A version a delete erased (G6) is never read back: the earliest surviving version stands in
+    for it (for a derived artifact, the successor republished without the deleted data), and an
+    artifact with no surviving version keeps no content. Also returns the ids whose first version
+    was erased (their replay may differ from what happened: content and metadata are gone).
+    """
+    current = store.snapshot()
+    arts: dict[str, Artifact] = {}
+    lost: list[str] = []
+    for ident, a in current.artifacts.items():
+        versions = sorted(store.versions(ident))
+        first = versions[0][0]
+        kept = [v for v, erased, _ev in versions if not erased]
+        if versions[0][1]:
+            lost.append(ident)
+        old = store.version_of(ident, kept[0]) if kept else None
+        content, meta = (old.content, dict(old.meta)) if old is not None else (None, {})
+        arts[ident] = Artifact(ident, a.kind, a.arch, first, content, meta, "servable")
+    return Snapshot(arts, current.edges), sorted(lost)
+
+
+def replay(old: Policy, new: Policy, store_path: str,
+           event_paths: tuple[str, ...] = ()) -> tuple[list[EventDiff], int, list[str]]:
+    """Replay under both policies: (one diff per event, number of events, ids that start erased)."""
+    lost: list[str] = []
+    source = Store.open(store_path)
+    try:
+        if event_paths:
+            snap = source.snapshot()
+            events = [load_event(p, snap).as_dict() for p in event_paths]
+        else:
+            events = recorded_events(source)
+            if not events:
+                raise InputError("the store records no completed events to replay; give event files with --events",
+                                 file=store_path)
+            snap, lost = initial_snapshot(source)
+    finally:
+        source.close()
+    chains = []
+    for policy in (old, new):
+        chains.append(_run_chain(policy, snap, events))
+    diffs = [EventDiff(k + 1, ev, a, b) for k, (ev, a, b) in enumerate(zip(events, chains[0], chains[1]))]
+    return diffs, len(events), lost
+
+
+def _run_chain(policy: Policy, snap: Snapshot, events: list[dict[str, Any]]) -> list[Outcome]:
+    store = Store()
+    out: list[Outcome] = []
+    try:
+        store.import_snapshot(snap, file="<replay>")
+        for doc in events:
+            try:
+                event: Event = event_from_dict(doc)
+                plan = run_event(store, policy, event, "mincut", "networkx")
+            except InputError as exc:
+                out.append(Outcome(error=exc.message))
+                continue
+            out.append(outcome(plan, {a.id: a.version for a in store.serve()}))
+    finally:
+        store.close()
+    return out
+
+
+def totals(diffs: list[EventDiff]) -> dict[str, dict[str, int]]:
+    """Per compared set: how many artifacts over all events, under each policy."""
+    return {f: {"old": sum(len(d.old.sets.get(f, ())) for d in diffs),
+                "new": sum(len(d.new.sets.get(f, ())) for d in diffs)} for f in FIELDS}
+
+
+def describe_event(doc: dict[str, Any]) -> str:
+    return f"{doc.get('type')} {','.join(doc.get('roots', []))}"
+
