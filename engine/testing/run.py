@@ -20,8 +20,8 @@ from ..policy.model import Policy
 from ..repair.candidates import assign
 from ..repair.closure import select
 from ..repair.execute import run_event
-from ..repair.graph import influence_graph
 from ..repair.plan import TransitionPlan
+from ..repair.scope import read_scope
 from .load import LoadedCase, Suite, fresh_store
 from .spec import Partial
 
@@ -94,8 +94,7 @@ def observe(policy: Policy, case: LoadedCase) -> Observation:
 
 def observation_of(policy: Policy, snap, event, plan: TransitionPlan, servable: frozenset[str]) -> Observation:
     """The cells, firing rules, oracles and λ/β stakes behind an executed plan."""
-    g = influence_graph(snap.artifacts.keys(), snap.influence_edges())
-    cells = dict(assign(policy, snap.artifacts, g, event).cells)
+    cells = dict(assign(policy, read_scope(snap, event.roots), event).cells)
     rules = {i: firing_rule(policy, c) for i, c in cells.items()}
     oracles = {s.id: tuple(r["oracle"] for r in s.reports if r.get("oracle") not in PSEUDO_ORACLES)
                for s in plan.executed}
