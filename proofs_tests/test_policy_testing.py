@@ -214,3 +214,8 @@ def test_schema_tests_is_json_schema():
     doc = json.loads(r.output)
     assert doc["title"] == "memsteward policy test file"
     assert "cases" in doc["properties"] and "invariants" in doc["properties"]
+
+
+def test_no_test_files_is_bad_input(tmp_path):
+    r = run("test", str(tmp_path))
+    assert r.exit_code == 2 and "no test files (*_test.yaml) found" in r.output

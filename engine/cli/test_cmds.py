@@ -88,7 +88,10 @@ def test_cmd(paths: tuple[str, ...], as_json_flag: bool, junit_path: str | None,
     started = time.perf_counter()
     suites: list[Suite] = []
     bad: list[InputError] = []
-    for path in discover(paths):
+    files = discover(paths)
+    if not files:
+        raise InputError("no test files (*_test.yaml) found", file=", ".join(paths)[:200])
+    for path in files:
         try:
             suites.append(load_suite(path))
         except InputError as exc:
