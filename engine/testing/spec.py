@@ -18,10 +18,10 @@ from typing import Any, Literal, Union
 
 from pydantic import Field, model_validator
 
-from ..policy.model import Mode, Strict, When
+from ..policy.model import ORACLES, Mode, Strict, When
 from ..repair.closure import SELECTORS
 
-OracleName = Literal["schema", "replay", "task_regression", "sandbox", "forget_reference"]
+OracleName = Literal[ORACLES]  # type: ignore[valid-type]  # every oracle the policy language knows
 SelectorName = Literal[SELECTORS]  # type: ignore[valid-type]
 
 
