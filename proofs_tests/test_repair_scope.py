@@ -147,3 +147,20 @@ def test_lexicographic_order_matches_networkx(graph):
     g.add_nodes_from(nodes)
     g.add_edges_from(edges)
     assert lexicographic_topological_order(nodes, set(edges)) == tuple(nx.lexicographical_topological_sort(g))
+
+
+@given(st.text(), st.integers(1, 2**62), st.text(), st.one_of(st.none(), st.integers(0, 2**62)), st.text(),
+       st.one_of(st.none(), st.text()), st.text())
+def test_audit_row_hash_is_sha256_of_the_compact_json_array(prev, seq, at, event_id, action, artifact_id, detail):
+    import hashlib
+    import json
+
+    from memsteward.repair.auditchain import row_hash
+
+    payload = json.dumps([prev, seq, at, event_id, action, artifact_id, detail], ensure_ascii=False,
+                         separators=(",", ":"))
+    try:
+        want = hashlib.sha256(payload.encode("utf-8")).hexdigest()
+    except UnicodeEncodeError:  # lone surrogates cannot be stored either way
+        return
+    assert row_hash(prev, seq, at, event_id, action, artifact_id, detail) == want

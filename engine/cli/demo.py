@@ -60,7 +60,7 @@ def demo_audit(echo: Callable[[str], None] = click.echo) -> None:
         doc, text = read_json(str(bundled("repair", "store.json")))
         store.import_snapshot(parse_store_document(doc, "store.json", text))
         run_event(store, load_policy(bundled("policies", "default.yaml")),
-                  load_event(str(bundled("repair", "event-delete.json")), store.snapshot()))
+                  load_event(str(bundled("repair", "event-delete.json")), store))
         a = attest(store)
         echo(f"  memsteward audit --store demo.db --event {a['event']['id']}   (delete of {', '.join(a['event']['roots'])})")
         for c in a["checks"]:

@@ -177,7 +177,7 @@ class GovernedStore(BaseStore):
         ident, _ = self._current(namespace, key)
         if ident is None or self.store.get(ident).state == "erased":  # type: ignore[union-attr]
             return [(ident or "", PutOp(namespace, key, None))]
-        event = parse_event({"type": "delete", "roots": [ident]}, self.store.snapshot())
+        event = parse_event({"type": "delete", "roots": [ident]}, self.store)
         plan = run_event(self.store, self.policy, event, operators=self.operators, oracles=self.oracles)
         self.last_plan = plan
         writes: list[tuple[str, PutOp]] = [(ident, PutOp(namespace, key, None))]

@@ -41,7 +41,7 @@ def run_repair_demo(echo: Echo = print) -> None:
         event_file = data / f"event-{name}.json"
         store = Store.open(str(data / "store.json"))
         before = len(store.serve())
-        event = load_event(str(event_file), store.snapshot())
+        event = load_event(str(event_file), store)
         echo(f"\n- memsteward repair --policy policies/default.yaml --store {data.name}/store.json "
              f"--event {data.name}/{event_file.name}")
         plan = run_event(store, policy, event, "mincut", "ortools")

@@ -18,7 +18,7 @@ from .artifacts import SERVABLE_STATES, Artifact, Snapshot, artifact_field_probl
 from .candidates import Candidate
 from .erasure import fingerprints
 from .events import Event
-from .graph import is_retained
+from .scope import is_retained, neighbourhood
 from .operators import OperatorError, OperatorRegistry, RepairContext, Successor, operators_for
 from .oracles import OracleInput, OracleRegistry, validate
 from .plan import StepResult, TransitionPlan, compute_plan
@@ -237,7 +237,7 @@ def resume(store: Store, event_id: int, policy: Policy, plan: TransitionPlan,
     """Alg. 1 lines 7–8 from whatever steps the store already records (idempotent): run S_ρ in
     topological order; a candidate whose prerequisite did not validate is blocked (never run)."""
     operators = operators or operators_for(policy)
-    snap = store.snapshot()
+    snap = neighbourhood(store, plan.cascade)
     parents_of: dict[str, list[str]] = {}
     for src, dst in snap.influence_edges():
         parents_of.setdefault(dst, []).append(src)

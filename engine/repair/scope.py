@@ -16,7 +16,7 @@ import heapq
 from dataclasses import dataclass, field, replace
 from typing import Any, Collection, Iterable, Mapping, Protocol, Sequence
 
-from .artifacts import Artifact
+from .artifacts import Artifact, Edge, Snapshot
 
 
 class Provenance(Protocol):
@@ -110,6 +110,14 @@ def is_retained(node: str, affected: Collection[str], event_type: str,
     if event_type == "correct" and node in replacements:
         return True
     return node not in affected
+
+
+def neighbourhood(source: Provenance, cascade: Collection[str]) -> Snapshot:
+    """The part of a store an event's execution reads: C(F), the influence parents of its members
+    and the influence edges into C(F), as a :class:`Snapshot` (checks, root successors, contexts)."""
+    edges = list(source.parent_edges(cascade))
+    ids = set(cascade).union(u for u, _ in edges)
+    return Snapshot(dict(source.artifacts_of(ids)), tuple(Edge(u, v) for u, v in edges))
 
 
 def strong_components(succ: Sequence[Sequence[int]]) -> list[list[int]]:

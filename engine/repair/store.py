@@ -562,11 +562,9 @@ class Store:
             self._lease(event_id)
             c.executemany("INSERT INTO plan_steps(event_id, seq, artifact_id, mode, status) VALUES (?,?,?,?,?)",
                           [(event_id, k, i, plan_doc["modes"][i], "pending") for k, i in enumerate(plan_doc["order"])])
-            for start in range(0, len(barrier), 500):
-                chunk = barrier[start:start + 500]
-                c.execute(f"UPDATE artifacts SET state = 'withdrawn', staged_version = NULL "
-                          f"WHERE id IN ({','.join('?' * len(chunk))})", chunk)
-                self.checkpoint()
+            c.execute("UPDATE artifacts SET state = 'withdrawn', staged_version = NULL "
+                      "WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(barrier),))
+            self.checkpoint()
             for root, art in sorted(staged_roots.items()):
                 self._insert_version(event_id, root, art.content, dict(art.meta))
             self._audit("barrier", event_id=event_id,
@@ -574,7 +572,8 @@ class Store:
                                 "event_sha256": digest(event_text), "policy_sha256": digest(policy_text),
                                 "plan_sha256": digest(plan_text),
                                 "withdrawn": len(barrier)})
-            self._append_audit([(_now(), event_id, "withdraw", i, "{}") for i in barrier])
+            at = _now()  # one transaction, one time: the withdraw rows are hashed in one pass
+            self._append_audit([(at, event_id, "withdraw", i, "{}") for i in barrier])
         return event_id
 
     def _lease(self, event_id: int) -> None:
