@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo demo-llm llm-server bench-llm test bench check clean fuzz
+.PHONY: demo demo-llm llm-server bench-llm test bench check mutate clean fuzz
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -50,6 +50,13 @@ fuzz: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
 	$(BIN)/python -m bench
+
+# Opt-in (never part of `make test`): mutation testing of the engine's core with cosmic-ray, a seeded
+# sample per module within a wall-clock budget (~30 min); raw results in bench/mutation.json.
+MUTATE_ARGS ?= --per-module 10 --budget-minutes 30
+mutate: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[test,mutate]'
+	$(BIN)/python -m bench.mutation $(MUTATE_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info
