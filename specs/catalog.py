@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from .code_checks import CHECKS as CODE_CHECKS
+
 
 @dataclass(frozen=True)
 class Guarantee:
@@ -87,5 +89,9 @@ PROPERTIES: dict[str, tuple[str, ...]] = {
            "proofs_tests/test_repair_erasure.py::test_marker_gone_when_secure_delete_is_off_by_default",
            "proofs_tests/test_repair_erasure.py::test_content_scan_finds_an_untracked_copy_and_its_descendants"),
 }
+
+# Every guarantee with a code-level check (specs/code_checks.py) is also tested through it.
+_CODE = "proofs_tests/test_specs_code_checks.py::test_code_check_holds_on_the_engine"
+PROPERTIES = {gid: (*props, _CODE) if gid in CODE_CHECKS else props for gid, props in PROPERTIES.items()}
 
 CATALOG: tuple[Guarantee, ...] = tuple(replace(g, properties=PROPERTIES[g.id]) for g in _STATEMENTS)

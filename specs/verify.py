@@ -5,6 +5,9 @@ from __future__ import annotations
 from typing import Callable
 
 from .catalog import CATALOG
+from .code_checks import CHECKS as CODE_CHECKS
+from .code_checks import CodeResult
+from .code_checks import verify_code as verify_code_check
 from .proofs import g1_efficiency, g2_blind_spot, g3_non_degradation, g4_closure, g5_barrier, g6_erasure
 from .proofs.result import ProofResult
 
@@ -37,3 +40,10 @@ def verify(ids: list[str] | None = None) -> list[ProofResult]:
     """Prove the selected guarantees (all by default), in catalog order."""
     wanted = [g.id for g in CATALOG if not ids or g.id in ids]
     return [PROOFS[gid]() for gid in wanted]
+
+
+def verify_code(ids: list[str] | None = None) -> dict[str, CodeResult]:
+    """The code-level checks (engine functions against the models, bounded, with a broken variant
+    that must be refuted) of the selected guarantees that have one."""
+    wanted = [g.id for g in CATALOG if (not ids or g.id in ids) and g.id in CODE_CHECKS]
+    return {gid: verify_code_check(gid) for gid in wanted}

@@ -24,14 +24,20 @@ from .common import emit_json, handle_errors
               help="With --plan (clearance): also recompute the plan from this case and compare.")
 @click.option("--policy", "policy_path", type=click.Path(dir_okay=False), default=None,
               help="With --store/--case: the policy (default: the one the store recorded; the bundled default for --case).")
+@click.option("--model-only", is_flag=True,
+              help="Prove the Z3 models only; skip the code-level checks of the engine's functions.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 @handle_errors
 def verify(ids: tuple[str, ...], plan_path: str | None, store_path: str | None, case_path: str | None,
-           policy_path: str | None, as_json: bool) -> None:
+           policy_path: str | None, model_only: bool, as_json: bool) -> None:
     """Prove the guarantees of the spec catalog with Z3 (bounded, sizes reported).
 
     Each proof asserts the negation of its claim and demands `unsat`; a counterexample or a
-    timeout is a failure. With --plan, check one plan's certificate instead (closure,
+    timeout is a failure. Then, per guarantee, the engine's own functions are run on every input
+    of a bounded domain and must agree with the model (code-level check, bound shown), and a
+    broken variant of that code must be refuted with a counterexample (shown), so every run
+    shows the check can fail. A guarantee is proved when its model proof and its code check
+    hold. With --plan, check one plan's certificate instead (closure,
     executability, optimality, barrier, publication, non-degradation, recovery) and name the
     first violated clause with its witness. With --store (a TransitionPlan) or --case (a
     ClearancePlan) the plan is also checked against its source: the cascade recomputed from the
@@ -46,27 +52,49 @@ def verify(ids: tuple[str, ...], plan_path: str | None, store_path: str | None, 
         raise click.UsageError("--store and --case go with --plan")
     from memsteward.specs import CATALOG
     from memsteward.specs.verify import verify as run_proofs
+    from memsteward.specs.verify import verify_code
 
     by_id = {g.id: g for g in CATALOG}
-    results = run_proofs([i.upper() for i in ids] or None)
+    wanted = [i.upper() for i in ids] or None
+    results = run_proofs(wanted)
+    code = {} if model_only else verify_code(wanted)
+    failed = [r.guarantee for r in results if not r.proved or (r.guarantee in code and not code[r.guarantee].proved)]
     if as_json:
         emit_json([{**r.as_dict(), "name": by_id[r.guarantee].name, "statement": by_id[r.guarantee].notation,
-                    "source": by_id[r.guarantee].source, "properties": list(by_id[r.guarantee].properties)} for r in results])
+                    "source": by_id[r.guarantee].source, "properties": list(by_id[r.guarantee].properties),
+                    "code": code[r.guarantee].as_dict() if r.guarantee in code else None} for r in results])
     else:
         for r in results:
             g = by_id[r.guarantee]
-            mark = "✓ proved " if r.proved else "✗ " + r.status
+            mark = "✓ proved " if r.guarantee not in failed else "✗ " + (r.status if not r.proved else "code")
             click.echo(f"{r.guarantee} {g.name:<26} {mark:<10} {r.seconds:6.2f}s  {g.notation}")
-            click.echo(f"   bound: {r.bound}  ({r.obligations} obligations; source: {g.source})")
+            click.echo(f"   model: {'proved' if r.proved else r.status}; bound: {r.bound}  "
+                       f"({r.obligations} obligations; source: {g.source})")
             if r.counterexample:
                 click.echo(f"   counterexample: {r.counterexample}")
             if r.failure:
                 click.echo(f"   failure: {r.failure}")
-        failed = [r.guarantee for r in results if not r.proved]
+            if r.guarantee in code:
+                _echo_code(code[r.guarantee])
+            elif not model_only:
+                click.echo("   code: no code-level check for this guarantee")
         click.echo(f"{len(results) - len(failed)}/{len(results)} guarantees proved"
+                   + (" (models only)" if model_only else " (models and code)")
                    + (f"; failed: {', '.join(failed)}" if failed else ""))
-    if any(not r.proved for r in results):
+    if failed:
         sys.exit(EXIT_FINDINGS)
+
+
+def _echo_code(c) -> None:
+    click.echo(f"   code:  {'proved' if c.counterexample is None else 'refuted'} for {c.code} on {c.inputs} inputs "
+               f"({c.seconds:.2f}s); bound: {c.bound}")
+    if c.counterexample:
+        click.echo(f"   code counterexample: {c.counterexample}")
+    s = c.sensitivity
+    if s:
+        state = "refuted" if s["refuted"] else "NOT refuted (the check cannot fail: a failure)"
+        click.echo(f"   broken variant ({s['variant']}): {state}" + (f"; counterexample: {s['counterexample']}"
+                                                                     if s["counterexample"] else ""))
 
 
 def _source_clauses(doc: dict, kind: str, store_path: str | None, case_path: str | None,

@@ -1,0 +1,454 @@
+"""Code-level checks: the engine's own functions against the Z3 models, on every input within a bound.
+
+The proofs in :mod:`memsteward.specs.proofs` are about *models* of the rules. Here each guarantee is
+tied to the functions the engine runs, by bounded exhaustive differential checking: every input
+of a small domain is run through the real code, and the result must equal the model's (the Z3
+term of the proof evaluated on that input, or an independent brute force) and satisfy the claim.
+
+| G  | engine code checked                                  | model / reference                          |
+|----|------------------------------------------------------|--------------------------------------------|
+| G1 | clearance.attribution.exact_contribution,            | G1's Shapley term per player (Z3, exact    |
+|    | sampled_contribution                                 | rationals); Σψ = v(M) − v(∅)               |
+| G2 | attribution.loo, exact_contribution                  | Eq. 31 game; d_i = 0, ψ_i = −Δ/r           |
+| G3 | clearance.selection.clearance (Ĥ, chain, ĝ, J, ĵ)    | G3's symbolic scan ``select`` (Z3)         |
+| G4 | repair.closure.max_weight_closure (both backends)    | brute force over all 2^n selections        |
+| G5 | repair.execute.run_event / recover on a real store   | the G5 invariant on the store after events |
+
+Each check takes the implementation as a parameter, and each has a broken variant — a plausible
+bug planted in a wrapper of the real code — that the same check must refute with a concrete
+counterexample input (``memsteward verify`` shows it, so every run shows the check can fail).
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Callable, Iterator
+
+import z3
+
+from .proofs import g3_non_degradation
+from .proofs.g1_efficiency import shapley_weight
+
+
+@dataclass(frozen=True)
+class CodeResult:
+    """Outcome of one code-level check: ``proved`` when every input within ``bound`` agreed."""
+
+    guarantee: str
+    code: str
+    bound: str
+    proved: bool
+    inputs: int
+    seconds: float
+    counterexample: dict[str, Any] | None = None
+    sensitivity: dict[str, Any] = field(default_factory=dict)  # the broken variant's refutation
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"guarantee": self.guarantee, "code": self.code, "bound": self.bound,
+                "result": "proved" if self.proved else "refuted", "inputs": self.inputs,
+                "seconds": round(self.seconds, 3), "counterexample": self.counterexample,
+                "broken_variant": self.sensitivity}
+
+
+class Mismatch(Exception):
+    def __init__(self, witness: dict[str, Any]) -> None:
+        super().__init__(str(witness))
+        self.witness = witness
+
+
+def _close(a: float, b: float | Fraction) -> bool:
+    return abs(float(a) - float(b)) <= 1e-9
+
+
+# --------------------------------------------------------------------------- games on the engine
+
+
+def _game(values: dict[frozenset, float], ids: tuple[str, ...]):
+    from memsteward.clearance.evaluators.table import TableEvaluator
+    from memsteward.clearance.game import Game, Memory, Task
+
+    return Game(Task("q", "a", tuple(Memory(i) for i in ids)), TableEvaluator(values), trials=1)
+
+
+def _subsets(ids: tuple[str, ...]) -> list[frozenset]:
+    return [frozenset(c) for r in range(len(ids) + 1) for c in itertools.combinations(ids, r)]
+
+
+def _name(s: frozenset) -> str:
+    return "{" + ",".join(sorted(s)) + "}"
+
+
+# --------------------------------------------------------------------------- G1
+
+
+def _model_shapley(k: int) -> tuple[list[z3.ArithRef], list[z3.ArithRef]]:
+    """ψ_i as G1's Z3 term over symbolic coalition values v[mask] (Eq. 3)."""
+    v = [z3.Real(f"v[{mask:0{k}b}]") for mask in range(1 << k)]
+    psi = []
+    for i in range(k):
+        bit, term = 1 << i, z3.RealVal(0)
+        for mask in range(1 << k):
+            if not mask & bit:
+                w = shapley_weight(bin(mask).count("1"), k)
+                term = term + z3.Q(w.numerator, w.denominator) * (v[mask | bit] - v[mask])
+        psi.append(term)
+    return v, psi
+
+
+def _eval(term: z3.ArithRef, subst: list[tuple[z3.ArithRef, z3.ArithRef]]) -> Fraction:
+    r = z3.simplify(z3.substitute(term, *subst))
+    return Fraction(r.numerator_as_long(), r.denominator_as_long())
+
+
+def check_g1(exact: Callable | None = None, sampled: Callable | None = None, max_players: int = 3) -> int:
+    """Every game with v(S) ∈ {0, 1} on K ≤ max_players: the code's exact ψ equals the model's term
+    and sums to v(M) − v(∅); the sampled estimate over every single permutation and every pair of
+    permutations (K ≤ 3) sums to v(M) − v(∅) and, over all K! permutations, equals exact ψ."""
+    from memsteward.clearance import attribution
+
+    exact = exact or attribution.exact_contribution
+    sampled = sampled or attribution.sampled_contribution
+    n = 0
+    for k in range(1, max_players + 1):
+        ids = tuple(f"m{i}" for i in range(k))
+        subsets = _subsets(ids)
+        mask = {s: sum(1 << i for i, m in enumerate(ids) if m in s) for s in subsets}
+        v, psi_terms = _model_shapley(k)
+        perms = list(itertools.permutations(ids))
+        for bits in itertools.product((0, 1), repeat=len(subsets)):
+            values = {s: float(b) for s, b in zip(subsets, bits)}
+            table = {_name(s): b for s, b in zip(subsets, bits)}
+            game = _game(values, ids)
+            psi = exact(game)
+            subst = [(v[mask[s]], z3.RealVal(b)) for s, b in zip(subsets, bits)]
+            total = values[frozenset(ids)] - values[frozenset()]
+            for i, m in enumerate(ids):
+                want = _eval(psi_terms[i], subst)
+                if not _close(psi[m], want):
+                    raise Mismatch({"game": table, "player": m, "code ψ": psi[m], "model ψ": str(want)})
+            if not _close(sum(psi.values()), total):
+                raise Mismatch({"game": table, "Σψ": sum(psi.values()), "v(M) − v(∅)": total})
+            runs = [[p] for p in perms] + ([[p, q] for p in perms for q in perms] if k <= 3 else [])
+            for run_ in runs:
+                est = sampled(game, run_)
+                if not _close(sum(est.values()), total):
+                    raise Mismatch({"game": table, "permutations": run_, "Σψ̂": sum(est.values()),
+                                    "v(M) − v(∅)": total})
+            every = sampled(game, perms)
+            for m in ids:
+                if not _close(every[m], psi[m]):
+                    raise Mismatch({"game": table, "player": m, "ψ̂ over all K! orders": every[m], "ψ": psi[m]})
+            n += 1
+    return n
+
+
+def _banzhaf(game) -> dict[str, float]:
+    """Broken variant of exact ψ: Banzhaf weights 1/2^(K−1) instead of Shapley's (a plausible slip)."""
+    players = game.players
+    subsets = _subsets(tuple(players))
+    v = dict(zip(subsets, game.values(subsets)))
+    k = len(players)
+    return {i: sum(v[s | {i}] - v[s] for s in subsets if i not in s) / 2 ** (k - 1) for i in players}
+
+
+# --------------------------------------------------------------------------- G2
+
+
+def check_g2(loo: Callable | None = None, exact: Callable | None = None, max_players: int = 5) -> int:
+    """Eq. 31 games v(S) = u(S ∖ R) − Δ·[S ∩ R ≠ ∅] for every R with 2 ≤ r ≤ K ≤ max_players, every
+    u: 2^(M∖R) → {0, 1} and Δ ∈ {1, 2}: the code's d_i = 0 and ψ_i = −Δ/r for i ∈ R."""
+    from memsteward.clearance import attribution
+
+    loo = loo or attribution.loo
+    exact = exact or attribution.exact_contribution
+    n = 0
+    for k in range(2, max_players + 1):
+        ids = tuple(f"m{i}" for i in range(k))
+        for r in range(2, k + 1):
+            group, rest = frozenset(ids[:r]), tuple(ids[r:])
+            rest_subsets = _subsets(rest)
+            for bits in itertools.product((0, 1), repeat=len(rest_subsets)):
+                u = dict(zip(rest_subsets, bits))
+                for delta in (1, 2):
+                    values = {s: float(u[s - group] - (delta if s & group else 0)) for s in _subsets(ids)}
+                    game = _game(values, ids)
+                    d, psi = loo(game), exact(game)
+                    for i in sorted(group):
+                        if not (_close(d[i], 0) and _close(psi[i], Fraction(-delta, r))):
+                            raise Mismatch({"K": k, "R": sorted(group), "Δ": delta,
+                                            "u": {_name(s): b for s, b in u.items()}, "member": i,
+                                            "d_i": d[i], "ψ_i": psi[i], "want ψ_i": f"-{delta}/{r}"})
+                    n += 1
+    return n
+
+
+def _loo_against_empty(game) -> dict[str, float]:
+    """Broken variant of LOO: d_i = v({i}) − v(∅) (the effect of adding i alone, not removing it)."""
+    return {i: game.value([i]) - game.value([]) for i in game.players}
+
+
+# --------------------------------------------------------------------------- G3
+
+
+def check_g3(clear: Callable | None = None, max_chain: int = 4) -> int:
+    """Chains of h ≤ max_chain harmful memories (ψ_i = −(i+1), τ = ½), every v̂(M) and v̂(M ∖ C_j) on
+    the grid {0, ¼, ½, ¾, 1} (h ≤ 3) or {0, ½, 1} (h = 4), recovery ν = [v̂ = 1]: the code's ĵ equals
+    G3's symbolic scan evaluated on the same gains, ĝ(ĵ) ≥ 0, ĵ > 0 ⇒ ν, and M̃ = M ∖ C_ĵ."""
+    from memsteward.clearance.selection import clearance
+
+    clear = clear or clearance
+    n = 0
+    for h in range(0, max_chain + 1):
+        ids = tuple(f"m{i}" for i in range(h + 1))  # m0..m{h-1} harmful, m{h} neutral
+        contribution = {m: -(i + 1.0) for i, m in enumerate(ids[:h])} | {ids[h]: 0.0}
+        order = sorted(ids[:h], key=lambda m: contribution[m])
+        grid = (0.0, 0.25, 0.5, 0.75, 1.0) if h <= 3 else (0.0, 0.5, 1.0)
+        for vals in itertools.product(grid, repeat=h + 1):
+            values = {frozenset(ids) - frozenset(order[:j]): vals[j] for j in range(h + 1)}
+            sel = clear(_game(values, ids), contribution, 0.5)
+            gains = [z3.RealVal(Fraction(x) - Fraction(vals[0])) for x in vals]
+            recovered = [z3.BoolVal(True)] + [z3.BoolVal(x >= 1.0) for x in vals[1:]]
+            j_model = z3.simplify(g3_non_degradation.select(gains, recovered)[0]).as_long()
+            witness = {"h": h, "v̂(M ∖ C_j), j=0..h": list(vals), "code ĵ": sel.selected, "model ĵ": j_model}
+            if sel.selected != j_model or tuple(sel.chain) != tuple(order):
+                raise Mismatch({**witness, "code chain": list(sel.chain), "want chain": order})
+            j = sel.selected
+            if vals[j] < vals[0] or (j > 0 and vals[j] < 1.0) or tuple(sel.removed) != tuple(order[:j]):
+                raise Mismatch({**witness, "violated": "ĝ(ĵ) ≥ 0, ĵ > 0 ⇒ ν, or M̃ = M ∖ C_ĵ"})
+            n += 1
+    return n
+
+
+def _clear_last_tie(game, contribution, harm_tolerance):
+    """Broken variant of Eq. 20: among maximal gains, the *largest* admissible j (max, not min)."""
+    from memsteward.clearance import selection as sel
+
+    h = sel.harmful(contribution, harm_tolerance)
+    ordered = sel.chain(contribution, h, game.players)
+    g = sel.gains(game, ordered)
+    j_set = sel.admissible(game, ordered, g)
+    best = max(g[j] for j in j_set)
+    return sel.Selection(h, ordered, tuple(g), tuple(j_set), max(j for j in j_set if g[j] >= best - sel.EPS))
+
+
+# --------------------------------------------------------------------------- G4
+
+
+def check_g4(select: Callable | None = None, max_n: int = 3) -> int:
+    """Every prerequisite relation on n ≤ max_n candidates (any digraph, cycles included), every
+    executability vector and every weight p_i = w_i − λc_i ∈ {−1, 2} at λ = 1: the engine's
+    selection is closed, executable-only, and optimal (brute force over all 2^n selections),
+    with both min-cut backends."""
+    select = select or _engine_select
+    n_checked = 0
+    for n in range(1, max_n + 1):
+        pairs = [(i, j) for i in range(n) for j in range(n) if i != j]
+        for edges in itertools.product((False, True), repeat=len(pairs)):
+            prereqs = [[j for (a, j), on in zip(pairs, edges) if on and a == i] for i in range(n)]
+            for executable in itertools.product((True, False), repeat=n):
+                for weights in itertools.product((-1, 2), repeat=n):
+                    best = max(sum(weights[i] for i in x) for x in _feasible(n, executable, prereqs))
+                    for backend in ("networkx", "ortools"):
+                        chosen = select(weights, executable, prereqs, backend)
+                        witness = {"n": n, "p": list(weights), "executable": list(executable),
+                                   "prerequisites": prereqs, "backend": backend, "selected": sorted(chosen)}
+                        if any(not executable[i] for i in chosen) or any(j not in chosen for i in chosen
+                                                                          for j in prereqs[i]):
+                            raise Mismatch({**witness, "violated": "closure / executability"})
+                        if sum(weights[i] for i in chosen) != best:
+                            raise Mismatch({**witness, "violated": f"optimality (best {best})"})
+                    n_checked += 1
+    return n_checked
+
+
+def _feasible(n: int, executable, prereqs) -> Iterator[set[int]]:
+    for bits in itertools.product((False, True), repeat=n):
+        x = {i for i in range(n) if bits[i]}
+        if all(executable[i] for i in x) and all(j in x for i in x for j in prereqs[i]):
+            yield x
+
+
+def _candidates(weights, executable, prereqs):
+    from memsteward.repair.candidates import Candidate
+
+    return [Candidate(str(i), "summary", None, "regen", "regen", tuple(str(j) for j in prereqs[i]),
+                      bool(executable[i]), 1.0 + max(p, 0), 1.0 + max(-p, 0)) for i, p in enumerate(weights)]
+
+
+def _engine_select(weights, executable, prereqs, backend) -> set[int]:
+    from memsteward.repair.closure import max_weight_closure
+
+    return {int(i) for i in max_weight_closure(_candidates(weights, executable, prereqs), 1.0, backend).selected}
+
+
+def _select_ignoring_executability(weights, executable, prereqs, backend) -> set[int]:
+    """Broken variant: v_i dropped when the network is built (non-executable candidates selectable)."""
+    return _engine_select(weights, [True] * len(weights), prereqs, backend)
+
+
+# --------------------------------------------------------------------------- G5
+
+_G5_STORE = {"artifacts": [
+    {"id": "r0", "kind": "record", "content": {"text": "the user likes tea.", "label": "a"}},
+    {"id": "r1", "kind": "record", "content": {"text": "the user lives in paris.", "label": "b"}},
+    {"id": "d0", "kind": "summary", "content": "tea."},
+    {"id": "d1", "kind": "summary", "content": "tea in paris."},
+    {"id": "d2", "kind": "cache", "content": "paris", "meta": {"transform": "texts", "age_days": 0}}],
+    "edges": [{"src": "r0", "dst": "d0", "type": "influence"}, {"src": "d0", "dst": "d1", "type": "influence"},
+              {"src": "r1", "dst": "d1", "type": "influence"}, {"src": "r1", "dst": "d2", "type": "influence"}]}
+
+
+class _Crash(BaseException):
+    """Thrown out of an oracle: the engine 'dies' mid-event with whatever was committed."""
+
+
+def _oracles(reject: frozenset[str], crash_after: int | None, ignore_results: bool) -> dict:
+    from memsteward.repair.oracles import ORACLES, Report
+
+    calls = [0]
+
+    def wrap(name, fn):
+        def oracle(spec, x):
+            calls[0] += 1
+            if crash_after is not None and calls[0] > crash_after:
+                raise _Crash()
+            if x.artifact.id in reject and not ignore_results:
+                return Report(name, False, "rejected by the check")
+            return fn(spec, x)
+        return oracle
+
+    return {name: wrap(name, fn) for name, fn in ORACLES.items()}
+
+
+def _event_doc(etype: str, roots: tuple[str, ...], snap) -> dict:
+    doc: dict[str, Any] = {"type": etype, "roots": list(roots)}
+    if etype == "correct":
+        doc["replacements"] = [{"id": r, "kind": "record", "content": {"text": "corrected.", "label": "a"},
+                                "meta": {}} for r in roots]
+    if etype == "migrate":
+        doc["interface"] = {r: {"tools": {"t": {"params": {}}}} for r in roots}
+    return doc
+
+
+def g5_violations(store, rejected: frozenset[str]) -> str | None:
+    """The G5 invariant on a store: every servable member of an event's cascade is a root correctly
+    replaced, or a successor the event validated (not rejected) whose prerequisites were too."""
+    ev = store.event()
+    if ev is None:
+        return None
+    plan, served = ev["plan"], {a.id for a in store.serve()}
+    if ev["status"] != "done":
+        leaked = sorted(set(plan["cascade"]) & served)
+        return f"{leaked} servable while the event is unfinished" if leaked else None
+    steps = {s["id"]: s for s in plan.get("executed", [])}
+    ok = {i for i, s in steps.items() if s["status"] in ("validated", "republished")}
+    for i in sorted(set(plan["cascade"]) & served):
+        if i in ev["event"]["roots"]:
+            if ev["event"]["type"] == "delete" or store.get(i).version <= plan["base_versions"][i]:
+                return f"root {i} servable at an invalidated or erased version"
+            continue
+        if i not in ok or i in rejected:
+            return f"{i} servable without a validated successor"
+        if store.states()[i][1] != steps[i]["version"]:
+            return f"{i} served at a version other than its validated successor"
+        if any(k == i and j not in ok for j, k in plan["requirements"]):
+            return f"{i} servable while a prerequisite failed"
+    return None
+
+
+def check_g5(ignore_validation: bool = False) -> int:
+    """The real engine (barrier, staging, validation, publication, recovery on an in-memory SQLite
+    store) on a 5-artifact store: every event type × every root set × every set of rejected
+    successors × a crash after 0 or 1 validations or none (then ``recover``): G5 holds after it."""
+    from importlib import resources
+
+    from memsteward.policy.loader import load_policy
+    from memsteward.repair.artifacts import parse_store_document
+    from memsteward.repair.events import parse_event
+    from memsteward.repair.execute import recover, run_event
+    from memsteward.repair.store import Store
+
+    policy = load_policy(str(resources.files("memsteward") / "data" / "policies" / "default.yaml"))
+    n = 0
+    derived = ("d0", "d1", "d2")
+    for etype in ("delete", "correct", "migrate"):
+        for roots in (("r0",), ("r1",), ("r0", "r1")):
+            for r in range(len(derived) + 1):
+                for reject in itertools.combinations(derived, r):
+                    for crash_after in (None, 0, 1):
+                        store = Store()
+                        store.import_snapshot(parse_store_document(_G5_STORE, "<g5>"))
+                        snap = store.snapshot()
+                        rejected = frozenset(reject)
+                        try:
+                            run_event(store, policy, parse_event(_event_doc(etype, roots, snap), snap),
+                                      "mincut", "networkx", oracles=_oracles(rejected, crash_after, ignore_validation))
+                        except _Crash:
+                            bad = g5_violations(store, rejected)
+                            if bad is None:
+                                recover(store, oracles=_oracles(rejected, None, ignore_validation))
+                        bad = g5_violations(store, rejected)
+                        store.close()
+                        if bad is not None:
+                            raise Mismatch({"event": etype, "roots": list(roots), "rejected": list(reject),
+                                            "crash after validations": crash_after, "violation": bad})
+                        n += 1
+    return n
+
+
+# --------------------------------------------------------------------------- running
+
+
+@dataclass(frozen=True)
+class CodeCheck:
+    guarantee: str
+    code: str
+    bound: str
+    run: Callable[[], int]
+    broken: str
+    run_broken: Callable[[], int]
+
+
+CHECKS: dict[str, CodeCheck] = {c.guarantee: c for c in (
+    CodeCheck("G1", "attribution.exact_contribution, sampled_contribution",
+              "every 0/1 game on K ≤ 3; every permutation and pair of permutations; all K! orders",
+              check_g1, "Banzhaf weights instead of Shapley's", lambda: check_g1(exact=_banzhaf)),
+    CodeCheck("G2", "attribution.loo, exact_contribution",
+              "every redundant group 2 ≤ r ≤ K ≤ 5, every u: 2^(M∖R) → {0,1}, Δ ∈ {1,2}",
+              check_g2, "LOO against the empty coalition", lambda: check_g2(loo=_loo_against_empty)),
+    CodeCheck("G3", "selection.clearance (Ĥ, chain, ĝ, J, ĵ)",
+              "chains h ≤ 4, every v̂ on a 5-point grid (h ≤ 3) or 3-point grid (h = 4), ν = [v̂ = 1]",
+              check_g3, "ties broken towards the largest j", lambda: check_g3(clear=_clear_last_tie)),
+    CodeCheck("G4", "closure.max_weight_closure (networkx and ortools)",
+              "every digraph of prerequisites on n ≤ 3, every v, every p ∈ {−1, 2}^n",
+              check_g4, "executability dropped from the network",
+              lambda: check_g4(select=_select_ignoring_executability)),
+    CodeCheck("G5", "execute.run_event / recover on an in-memory SQLite store",
+              "5 artifacts; every event type × root set × rejected set; crash after 0, 1 or no validations",
+              check_g5, "validation results ignored at publication", lambda: check_g5(ignore_validation=True)),
+)}
+
+
+def run_check(gid: str, broken: bool = False) -> CodeResult:
+    """Run one guarantee's code check (or its broken variant); never raises on a mismatch."""
+    c = CHECKS[gid]
+    start = time.perf_counter()
+    try:
+        n = (c.run_broken if broken else c.run)()
+        return CodeResult(gid, c.code, c.bound, True, n, time.perf_counter() - start)
+    except Mismatch as exc:
+        return CodeResult(gid, c.code, c.bound, False, 0, time.perf_counter() - start, counterexample=exc.witness)
+
+
+def verify_code(gid: str, with_broken: bool = True) -> CodeResult:
+    """The check on the engine's code, and (by default) its broken variant, which must be refuted."""
+    real = run_check(gid)
+    if not with_broken:
+        return real
+    bad = run_check(gid, broken=True)
+    sens = {"variant": CHECKS[gid].broken, "refuted": not bad.proved, "counterexample": bad.counterexample}
+    return CodeResult(real.guarantee, real.code, real.bound, real.proved and not bad.proved, real.inputs,
+                      real.seconds + bad.seconds, real.counterexample, sens)
