@@ -14,8 +14,9 @@ import time
 
 from .common import assemble
 
-ORDER = ["verify_scaling", "check_scaling", "meclear_cohort", "meclear_calls", "meclear_locomo", "meclear_overhead",
-         "repair_policies", "repair_frontier", "repair_scale", "repair_lineage", "write_path", "store_backends"]
+ORDER = ["verify_scaling", "check_scaling", "g5_machine", "meclear_cohort", "meclear_calls", "meclear_locomo",
+         "meclear_overhead", "repair_policies", "repair_frontier", "repair_scale", "repair_lineage", "write_path",
+         "store_backends"]
 
 
 def main(argv: list[str] | None = None) -> int:

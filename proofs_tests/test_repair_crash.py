@@ -34,6 +34,22 @@ run_event(store, policy, load_event(sys.argv[3], store.snapshot()), "mincut", "o
 """
 
 
+def _checkpoints(event: str) -> int:
+    """How many store checkpoints an uninterrupted run of the event passes (counted in-process on
+    an in-memory copy of the demo store: the child passes the same ones)."""
+    from memsteward.policy.loader import load_policy
+    from memsteward.repair.events import load_event
+    from memsteward.repair.execute import run_event
+
+    store = Store.open(str(DATA / "store.json"))
+    start = store._checkpoints
+    run_event(store, load_policy(str(ROOT / "policies" / "default.yaml")),
+              load_event(str(DATA / f"event-{event}.json"), store.snapshot()), "mincut", "ortools")
+    n = store._checkpoints - start
+    store.close()
+    return n
+
+
 def _fresh_db(tmp: Path, name: str) -> Path:
     db = tmp / f"{name}.db"
     subprocess.run([MEMGOV, "store", "import", "--store", str(db), str(DATA / "store.json")],
@@ -84,7 +100,11 @@ def test_killed_repair_recovers_to_uninterrupted_result(tmp_path, event):
     assert proc.wait(timeout=120) == 0, proc.stderr.read().decode()
     expected = _final_state(ref_db)
     rng = random.Random(f"crash-{event}")
-    points = [1, 2] + sorted(rng.sample(range(3, 20), 2))  # 1, 2: inside the barrier transaction
+    last = _checkpoints(event)  # each event type's own count, so every kill point really kills
+    assert last >= 8, last
+    # 1, 2: inside the barrier transaction; one while staging/validating; one inside the publication
+    # transaction (its last three checkpoints: mid-publication, before and after its COMMIT)
+    points = [1, 2, rng.randint(3, last - 3), rng.randint(last - 2, last - 1)]
     for n, point in enumerate(points + ["delay"]):
         db = _fresh_db(tmp_path, f"{event}-{n}")
         s = Store.open(str(db))

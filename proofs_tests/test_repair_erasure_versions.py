@@ -68,3 +68,14 @@ def test_delete_after_two_corrections_erases_every_version():
         assert text not in exported
     assert "r" not in {a.id for a in store.serve()}
     assert store.get("keep").content["text"] == "The user lives in Berlin."  # the other root is untouched
+
+
+def test_deleted_derived_artifact_is_not_resurrected_by_a_later_cascade():
+    """Found by the G5 machine: deleting s, then its root r, must not repair (and republish) s."""
+    store = _store()
+    _event(store, {"type": "delete", "roots": ["s"]})
+    assert _texts_held(store, "s") == []
+    _event(store, {"type": "delete", "roots": ["r"]})
+    assert store.states()["s"][0] == "erased" and "s" not in {a.id for a in store.serve()}
+    assert _texts_held(store, "s") == [] and _texts_held(store, "r") == []
+    assert [v for v, _, _ in store.versions("s")] == [1]

@@ -1,16 +1,21 @@
 """G5 barrier isolation on the real SQLite store, as a Hypothesis state machine.
 
 The machine drives a file-backed store through random events (delete / correct / migrate),
-validation failures, simulated crashes (an exception thrown out of the engine mid-event, after
-which the store is reopened from disk like a restarted process), recoveries and serves. After
-every step it checks G5 (memsteward.specs.catalog): an artifact of any event's cascade is servable only as a
-successor that event validated and published after all its prerequisites; while an event is
-unfinished nothing of its cascade is servable; erased roots never are; rejected successors never
-are. Seeded mutations of the engine are each caught by the same machine.
+validation failures, crashes (an exception thrown out of the engine mid-event — after n oracle
+calls, or at the n-th store checkpoint, inside or after a transaction — after which the store is
+reopened from disk like a restarted process), recoveries and restarts; choices are weighted so
+that crashes, rejections and publications are common, and inapplicable rules are filtered by
+@precondition. After every step it checks G5 (memsteward.specs.catalog): an artifact of any
+event's cascade is servable only as a successor that event validated and published after all its
+prerequisites; while an event is unfinished nothing of its cascade is servable; erased roots never
+are; rejected successors never are — and that every version of every deleted root is erased and
+the audit chain verifies. Seeded mutations of the engine are each caught by the same machine.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -18,11 +23,13 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
+from hypothesis.stateful import (RuleBasedStateMachine, initialize, invariant, precondition, rule,
+                                 run_state_machine_as_test)
 
 from memsteward.errors import InputError
 from memsteward.repair import execute as execute_mod
 from memsteward.repair.artifacts import SERVABLE_STATES, parse_store_document
+from memsteward.repair.auditchain import first_broken
 from memsteward.repair.events import parse_event
 from memsteward.repair.execute import recover, run_event
 from memsteward.repair.oracles import ORACLES, Report
@@ -41,7 +48,18 @@ class SimulatedCrash(BaseException):
     """Thrown out of the engine mid-event: the process 'dies' with whatever was committed."""
 
 
+# What the machine exercised, summed over a run (bench/g5_machine.py reports it in RESULTS.md).
+STATS: dict[str, int] = {}
+
+
+def _count(key: str, n: int = 1) -> None:
+    STATS[key] = STATS.get(key, 0) + n
+
+
 class BarrierMachine(RuleBasedStateMachine):
+    """Rules draw their choices so that crashes (about half of the events), rejected successors and
+    republications are common, not luck; rules that do not apply are filtered by @precondition."""
+
     def __init__(self) -> None:
         super().__init__()
         self.dir = Path(tempfile.mkdtemp(prefix="memsteward-g5-", dir=_TMP))
@@ -51,6 +69,12 @@ class BarrierMachine(RuleBasedStateMachine):
 
     def teardown(self) -> None:
         if self.store is not None:
+            ev = self.store.event()
+            for k in range(1, (ev["id"] + 1) if ev else 1):
+                e = self.store.event(k)
+                _count("publications", e["status"] == "done")
+                for step in e["plan"].get("executed", []):
+                    _count(f"steps {step['status']}")
             self.store.close()
         shutil.rmtree(self.dir, ignore_errors=True)
 
@@ -58,53 +82,83 @@ class BarrierMachine(RuleBasedStateMachine):
     def load(self, doc) -> None:
         self.store = Store.open(self.path, create=True)
         self.store.import_snapshot(parse_store_document(doc, "<machine>"))
+        _count("machines")
+
+    def _live(self) -> list[str]:
+        return sorted(i for i, (st_, _) in self.store.states().items() if st_ != "erased")
 
     # ------------------------------------------------------------------ steps
 
+    @precondition(lambda self: self.store.unfinished_event() is None and self._live())
     @rule(data=st.data())
     def event(self, data) -> None:
+        if data.draw(st.integers(0, 4), label="restart first") == 0:
+            self._restart()
+            _count("restarts between events")
         snap = self.store.snapshot()
-        live = sorted(i for i, a in snap.artifacts.items() if a.state != "erased")
-        if not live or self.store.unfinished_event() is not None:
-            return
+        live = self._live()
         roots = sorted(set(data.draw(st.lists(st.sampled_from(live), min_size=1, max_size=2), label="roots")))
         etype = data.draw(st.sampled_from(["delete", "correct", "migrate"]), label="type")
         doc = {"type": etype, "roots": roots}
         if etype == "correct":
             doc["replacements"] = [{"id": r, "kind": snap.artifacts[r].kind,
                                     **({"arch": snap.artifacts[r].arch} if snap.artifacts[r].arch else {}),
-                                    "content": {"text": "corrected fact.", "label": "a"}
+                                    "content": {"text": f"corrected fact {len(self.rejected)}.", "label": "a"}
                                     if snap.artifacts[r].kind == "record" else snap.artifacts[r].content,
                                     "meta": dict(snap.artifacts[r].meta)} for r in roots]
         if etype == "migrate":
             doc["interface"] = {r: {"tools": {"t": {"params": {}}}} for r in roots}
-        reject = data.draw(st.sets(st.sampled_from(live)), label="oracles reject")
-        crash_after = data.draw(st.one_of(st.none(), st.integers(0, 2)), label="crash after n validations")
+        derived = [i for i in live if i not in roots]
+        reject = data.draw(st.sets(st.sampled_from(derived), max_size=2) if derived else st.just(set()),
+                           label="oracles reject")
+        # crashes in about half of the events: after n oracle calls, or at the n-th store checkpoint
+        # (inside or after a transaction of the barrier, a staging step or the publication)
+        crash = data.draw(st.sampled_from([None, None, "validation", "checkpoint", "checkpoint"]), label="crash")
+        crash_after = data.draw(st.integers(0, 3), label="after n validations") if crash == "validation" else None
+        if crash == "checkpoint":
+            self._crash_at_checkpoint(data.draw(st.integers(1, 12), label="at checkpoint"))
         next_id = (self.store.event()["id"] + 1) if self.store.event() else 1
         self.rejected[next_id] = set(reject)
+        _count("events")
         try:
             run_event(self.store, policy(), parse_event(doc, snap), "mincut", "networkx",
                       oracles=_oracles(reject, crash_after))
         except SimulatedCrash:
+            _count("crashes mid-event")
             self._restart()
         except InputError:
-            pass  # e.g. an event the store refuses; nothing may have changed (checked by the invariant)
+            _count("events refused (bad input)")  # nothing may have changed (checked by the invariants)
 
+    @precondition(lambda self: self.store.unfinished_event() is not None)
     @rule()
     def recover_interrupted(self) -> None:
-        if self.store.unfinished_event() is not None:
-            event_id = self.store.unfinished_event()[0]
-            recover(self.store, oracles=_oracles(self.rejected.get(event_id, set()), None))
+        event_id = self.store.unfinished_event()[0]
+        recover(self.store, oracles=_oracles(self.rejected.get(event_id, set()), None))
+        _count("recoveries")
 
+    @precondition(lambda self: self.store.unfinished_event() is None and not self._live())
     @rule()
-    def crash_and_restart(self) -> None:
-        self._restart()
+    def restart_when_all_is_erased(self) -> None:
+        self._restart()  # nothing is left to delete: only a restart remains (the invariants re-run)
+        _count("restarts between events")
+
+    def _crash_at_checkpoint(self, n: int) -> None:
+        """Fault injection as a wrapper of this store object's checkpoint hook (the crash test's
+        MEMSTEWARD_CRASH_AT, in-process): the n-th checkpoint throws the process 'death'."""
+        real, seen = self.store.checkpoint, [0]
+
+        def checkpoint() -> None:
+            seen[0] += 1
+            if seen[0] == n:
+                raise SimulatedCrash()
+            real()
+        self.store.checkpoint = checkpoint
 
     def _restart(self) -> None:
         self.store.close()
         self.store = Store.open(self.path)
 
-    # ------------------------------------------------------------------ G5
+    # ------------------------------------------------------------------ G5, erasure, audit chain
 
     @invariant()
     def barrier_isolation(self) -> None:
@@ -112,6 +166,27 @@ class BarrierMachine(RuleBasedStateMachine):
             return
         violation = g5_violation(self.store, self.rejected)
         assert violation is None, violation
+
+    @invariant()
+    def every_version_of_a_deleted_root_is_erased(self) -> None:
+        if self.store is None:
+            return
+        ev = self.store.event()
+        for k in range(1, (ev["id"] + 1) if ev else 1):
+            e = self.store.event(k)
+            if e["status"] != "done" or e["event"]["type"] != "delete":
+                continue
+            for root in e["event"]["roots"]:
+                for version, erased, _ in self.store.versions(root):
+                    art = self.store.version_of(root, version)
+                    assert erased and art.content is None, f"deleted root {root} still holds content in v{version}"
+
+    @invariant()
+    def audit_chain_holds(self) -> None:
+        if self.store is None:
+            return
+        broken = first_broken(self.store.audit_rows(), self.store.audit_head())
+        assert broken is None, f"audit chain broken at row {broken}"
 
 
 def _oracles(reject: set[str], crash_after: int | None) -> dict:
@@ -172,7 +247,14 @@ def g5_violation(store: Store, rejected: dict[int, set[str]]) -> str | None:
 
 @pytest.mark.slow
 def test_barrier_isolation_state_machine():
+    STATS.clear()
     run_state_machine_as_test(BarrierMachine, settings=SETTINGS)
+    if os.environ.get("MEMSTEWARD_G5_STATS"):  # bench/g5_machine.py reports what a CI run exercised
+        Path(os.environ["MEMSTEWARD_G5_STATS"]).write_text(json.dumps(STATS, sort_keys=True))
+    # the weights make the hard paths common: a run that never crashes, fails or republishes
+    # would prove little (typical CI run: see bench/RESULTS.md, "G5 state machine")
+    assert STATS.get("crashes mid-event", 0) >= 10 and STATS.get("recoveries", 0) >= 5, STATS
+    assert STATS.get("publications", 0) >= 20 and STATS.get("steps failed", 0) >= 5, STATS
 
 
 # ---------------------------------------------------------------------- mutations

@@ -101,7 +101,8 @@ def assign(policy: Policy, scope: Scope, event: Event, operators: OperatorRegist
         cell = Cell(art.kind, art.arch, event.type, "sufficient" if support else "insufficient",
                     partitions, meta_cell_values(policy, art))
         cells[i] = cell
-        modes[i] = decide(policy, cell) or "remove"
+        # an erased artifact (deleted by an earlier event) is never repaired: that would resurrect it
+        modes[i] = "remove" if art.state == "erased" else (decide(policy, cell) or "remove")
     plus = frozenset(i for i, m in modes.items() if m != "remove")
     candidates = []
     for i in sorted(plus):

@@ -563,7 +563,7 @@ class Store:
             c.executemany("INSERT INTO plan_steps(event_id, seq, artifact_id, mode, status) VALUES (?,?,?,?,?)",
                           [(event_id, k, i, plan_doc["modes"][i], "pending") for k, i in enumerate(plan_doc["order"])])
             c.execute("UPDATE artifacts SET state = 'withdrawn', staged_version = NULL "
-                      "WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(barrier),))
+                      "WHERE id IN (SELECT value FROM json_each(?)) AND state != 'erased'", (json.dumps(barrier),))
             self.checkpoint()
             for root, art in sorted(staged_roots.items()):
                 self._insert_version(event_id, root, art.content, dict(art.meta))
