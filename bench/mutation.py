@@ -60,7 +60,10 @@ def _copy_tree(dest: Path) -> None:
                            capture_output=True, text=True).stdout.split()
     for f in files:
         src = ROOT / f
-        if src.is_file():
+        if src.is_symlink():  # e.g. engine/data/policies -> ../../policies: keep it a link
+            (dest / f).parent.mkdir(parents=True, exist_ok=True)
+            (dest / f).symlink_to(os.readlink(src))
+        elif src.is_file():
             (dest / f).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / f)
     pkg = dest / "_import"
