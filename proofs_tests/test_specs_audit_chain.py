@@ -112,3 +112,23 @@ def test_rewriting_any_row_breaks_the_chain(demo_db: Path, tmp_path: Path):
     assert CliRunner().invoke(main, ["audit", "--store", str(db), "--check"]).exit_code == 0
     r = CliRunner().invoke(main, ["audit", "--store", str(db), "--check", "--expect-head", head])
     assert r.exit_code == 1 and "expected head" in r.output
+
+
+def test_rows_appended_beyond_the_recorded_head_are_detected(demo_db: Path, tmp_path: Path):
+    """A row correctly chained to the last one but written around the store (the head record not
+    moved) is caught: the log no longer ends at its recorded head (a mutation trial found that a
+    `<` in place of `!=` in that comparison survived every other test)."""
+    db = tmp_path / "appended.db"
+    a, b = sqlite3.connect(demo_db), sqlite3.connect(db)
+    a.backup(b)
+    a.close()
+    b.close()
+    con = sqlite3.connect(db)
+    seq, prev = con.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
+    row = (seq + 1, "2026-01-01T00:00:00+00:00", None, "import", None, "{}")
+    con.execute("INSERT INTO audit(seq, at, event_id, action, artifact_id, detail, hash) VALUES (?,?,?,?,?,?,?)",
+                (*row, reference_link(prev, row)))
+    con.commit()
+    con.close()
+    r = CliRunner().invoke(main, ["audit", "--store", str(db), "--check"])
+    assert r.exit_code == 1 and "recorded head" in r.output
