@@ -34,17 +34,19 @@ ROOT = Path(__file__).resolve().parent.parent
 _REPAIR = ["test_repair_pipeline.py", "test_repair_cli.py"]
 # the G5 machine itself (its own mutation-catching tests run it 3 × 1000 times: too slow per mutant)
 _MACHINE = "test_specs_stateful.py::test_barrier_isolation_state_machine"
-_CLEAR = ["test_meclear_properties.py", "test_meclear_paper.py", "test_meclear_screen.py",
-          "test_specs_certificates.py", "test_clear_cli.py"]
-_POLICY = ["test_policy_analysis.py", "test_policy_compare.py", "test_policy_bad_input.py"]
+_CLEAR = ["test_meclear_properties.py", "test_meclear_paper.py", "test_meclear_screen.py", "test_meclear_trials.py",
+          "test_meclear_stratified.py", "test_specs_certificates.py", "test_clear_cli.py", "test_mutation_survivors.py"]
+_POLICY = ["test_policy_analysis.py", "test_policy_compare.py", "test_policy_bad_input.py", "test_mutation_survivors.py"]
 # module → the test files that cover it (what a reviewer would run after touching the module)
 CORE: dict[str, list[str]] = {
     "engine/repair/graph.py": ["test_repair_graph.py", *_REPAIR],
     "engine/repair/candidates.py": [*_REPAIR, "test_repair_closure.py"],
     "engine/repair/closure.py": ["test_repair_closure.py", *_REPAIR],
-    "engine/repair/execute.py": [*_REPAIR, "test_repair_erasure_versions.py", _MACHINE],
-    "engine/repair/store.py": ["test_store_sqlite.py", "test_repair_erasure_versions.py", "test_specs_audit.py",
-                               "test_specs_audit_chain.py", *_REPAIR, _MACHINE],
+    "engine/repair/execute.py": [*_REPAIR, "test_repair_erasure_versions.py", "test_repair_erasure.py",
+                                 "test_repair_scope.py", "test_mutation_survivors.py", _MACHINE],
+    "engine/repair/store.py": ["test_store_sqlite.py", "test_store_write_path.py", "test_repair_erasure_versions.py",
+                               "test_repair_erasure.py", "test_specs_audit.py", "test_specs_audit_chain.py", *_REPAIR,
+                               _MACHINE],
     "engine/repair/auditchain.py": ["test_specs_audit.py", "test_specs_audit_chain.py"],
     "engine/clearance/game.py": [*_CLEAR, "test_determinism.py"],
     "engine/clearance/attribution.py": _CLEAR,
