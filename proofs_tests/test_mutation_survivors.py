@@ -59,9 +59,9 @@ def test_differences_are_immutable_values():
         d.verdict = "looser"  # type: ignore[misc]
 
 
-def test_exact_shapley_cost_warning_only_past_twenty_memories(tmp_path):
-    """analysis.py `if K > 20 and exact == "always"` → `if not (...)` survived: no test checked
-    that the warning is absent where it does not apply."""
+def test_exact_shapley_cost_finding_only_past_sixteen_memories(tmp_path):
+    """analysis.py `if K > 20 and exact == "always"` → `if not K > 20 and …` survived: no test
+    checked that the finding is absent where it does not apply (the bound is now K ≤ 16)."""
     import yaml
 
     from memsteward.policy.analysis import analyze
@@ -71,7 +71,7 @@ def test_exact_shapley_cost_warning_only_past_twenty_memories(tmp_path):
         return [f for f in analyze(load_policy_source(path)) if f.code == "cost"]
 
     assert costs("policies/default.yaml") == []
-    for k, expected in ((20, 0), (21, 1)):
+    for k, expected in ((16, 0), (17, 1)):
         doc = yaml.safe_load(open("policies/default.yaml").read())
         doc.setdefault("clearance", {}).update({"retrieval_budget": k, "exact": "always"})
         p = tmp_path / f"k{k}.yaml"
@@ -95,3 +95,49 @@ def test_no_action_selector_given_at_run_time_changes_nothing():
                      load_event("engine/data/repair/event-delete.json", store.snapshot()), selector, "networkx")
     assert plan.status == "done" and plan.republished == () and plan.withdrawn == ()
     assert store.dump_state() == before and store.event() is None
+
+
+def test_migrated_chain_calls_the_new_interface():
+    """execute.py `if iface is None and p in available …` → `if not (…)` survived: the migrate
+    demo's repaired chain was never compared with its expected calls (written by hand here)."""
+    from memsteward.policy.loader import load_policy
+    from memsteward.repair.events import load_event
+    from memsteward.repair.execute import run_event
+    from memsteward.repair.store import Store
+
+    store = Store.open("engine/data/repair/store.json")
+    plan = run_event(store, load_policy("policies/default.yaml"),
+                     load_event("engine/data/repair/event-migrate.json", store.snapshot()), "mincut", "networkx")
+    assert "chain-weather" in plan.republished
+    assert store.get("chain-weather").content["calls"] == [
+        {"tool": "get_forecast", "args": {"city": "Lyon", "days": 3}},
+        {"tool": "get_forecast", "args": {"city": "Paris", "days": 2}}]
+
+
+def test_migrating_one_api_keeps_the_other_apis_tools_in_a_chain():
+    """execute.py `if iface is None and p in available …` → `if not iface is None and …` survived:
+    a chain calling two APIs, one migrated, must keep the untouched API's tools (its interface
+    comes from the stored parent, not from the event)."""
+    from memsteward.policy.loader import load_policy
+    from memsteward.repair.artifacts import parse_store_document
+    from memsteward.repair.events import parse_event
+    from memsteward.repair.execute import run_event
+    from memsteward.repair.store import Store
+
+    tools = lambda name, arg: {name: {"params": {arg: "string"}, "required": [arg]}}  # noqa: E731
+    store = Store()
+    store.import_snapshot(parse_store_document({"artifacts": [
+        {"id": "api-w", "kind": "record", "content": {"name": "w", "version": 1, "tools": tools("forecast", "location")}},
+        {"id": "api-s", "kind": "record", "content": {"name": "s", "version": 1, "tools": tools("web_search", "q")}},
+        {"id": "chain", "kind": "skill", "arch": "chain", "content": {"goal": "g", "calls": [
+            {"tool": "forecast", "args": {"location": "Lyon"}}, {"tool": "web_search", "args": {"q": "museum"}}]}}],
+        "edges": [{"src": "api-w", "dst": "chain", "type": "influence"},
+                  {"src": "api-s", "dst": "chain", "type": "influence"}]}, "<test>"))
+    event = {"type": "migrate", "roots": ["api-w"], "interface": {
+        "name": "w", "version": 2, "tools": tools("get_forecast", "city"), "renames": {"forecast": "get_forecast"},
+        "arg_renames": {"get_forecast": {"location": "city"}}}}
+    plan = run_event(store, load_policy("policies/default.yaml"), parse_event(event, store.snapshot()),
+                     "mincut", "networkx")
+    assert plan.republished == ("chain",)
+    assert store.get("chain").content["calls"] == [{"tool": "get_forecast", "args": {"city": "Lyon"}},
+                                                   {"tool": "web_search", "args": {"q": "museum"}}]
