@@ -11,7 +11,8 @@ import click
 
 from ..errors import EXIT_BAD_INPUT, EXIT_FINDINGS, InputError
 from ..testing.coverage import PolicyCoverage, coverage
-from ..testing.load import Suite, discover, load_checked_policy, load_suite
+from ..policy.loader import load_checked_source
+from ..testing.load import Suite, discover, load_suite
 from ..testing.properties import MAX_EXAMPLES, run_properties, save_failure
 from ..testing.report import as_json, junit_xml, render_text, safe
 from ..testing.run import CaseResult, run_case
@@ -155,7 +156,7 @@ def _invariant_suites(policy_path: str, paths: tuple[str, ...]) -> list[Suite]:
 
 def _properties(policy_path: str, paths: tuple[str, ...], examples: int, seed: int, save_dir: str | None,
                 as_json_flag: bool) -> None:
-    src = load_checked_policy(policy_path)
+    src = load_checked_source(policy_path)
     suites = _invariant_suites(policy_path, paths)
     invariants = [inv for s in suites for inv in s.invariants]
     result = run_properties(src.policy, invariants, examples, seed)

@@ -268,10 +268,10 @@ def load_policy_source(path: str | Path) -> PolicySource:
     return parse_policy(data, source)
 
 
-def load_policy(path: str | Path) -> Policy:
-    """Load a policy for execution: any schema or analysis error is an :class:`InputError`.
+def load_checked_source(path: str | Path) -> PolicySource:
+    """A policy with its source map, refused unless it passes ``memsteward check`` without errors.
 
-    Engines call this; a policy the engine runs has passed ``memsteward check`` without errors.
+    Any schema or analysis error is an :class:`InputError` naming the first one's file, line and field.
     """
     from .analysis import analyze  # local: analysis imports z3
 
@@ -283,6 +283,15 @@ def load_policy(path: str | Path) -> Policy:
     errors = [f for f in analyze(src) if f.severity == "error"]
     if errors:
         first = errors[0]
-        more = f" (and {len(errors) - 1} more; run memsteward check)" if len(errors) > 1 else ""
-        raise InputError(first.message + more, file=first.file, line=first.line, col=first.col, field=first.field)
-    return src.policy
+        more = f"and {len(errors) - 1} more; " if len(errors) > 1 else ""
+        raise InputError(f"the policy has errors: {first.message} ({more}run memsteward check)", file=first.file,
+                         line=first.line, col=first.col, field=first.field)
+    return src
+
+
+def load_policy(path: str | Path) -> Policy:
+    """Load a policy for execution (:func:`load_checked_source`, without the source map).
+
+    Engines call this; a policy the engine runs has passed ``memsteward check`` without errors.
+    """
+    return load_checked_source(path).policy

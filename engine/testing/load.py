@@ -11,8 +11,7 @@ from typing import Any
 
 from ..clearance.case import Case, load_case, parse_case
 from ..errors import InputError
-from ..policy.analysis import analyze
-from ..policy.loader import Loc, PolicySchemaError, PolicySource, SourceMap, _schema_findings, load_policy_source, load_yaml
+from ..policy.loader import Loc, PolicySource, SourceMap, _schema_findings, load_checked_source, load_yaml
 from ..repair.artifacts import Snapshot, parse_store_document
 from ..repair.events import Event, load_event, parse_event
 from ..repair.store import Store
@@ -77,21 +76,6 @@ def discover(paths: tuple[str, ...] | list[str]) -> list[str]:
     return found
 
 
-def load_checked_policy(path: str | Path) -> PolicySource:
-    """A policy with its source map; schema or analysis errors are an :class:`InputError`."""
-    try:
-        src = load_policy_source(path)
-    except PolicySchemaError as exc:
-        first = exc.findings[0]
-        raise InputError(first.message, file=first.file, line=first.line, col=first.col, field=first.field) from None
-    errors = [f for f in analyze(src) if f.severity == "error"]
-    if errors:
-        first = errors[0]
-        raise InputError(f"the policy has errors (run memsteward check): {first.message}", file=first.file,
-                         line=first.line, col=first.col, field=first.field)
-    return src
-
-
 def _fail(source: SourceMap, loc: Loc, message: str) -> InputError:
     from ..policy.loader import dotted
 
@@ -140,7 +124,7 @@ def load_suite(path: str) -> Suite:
         first = _schema_findings(exc, source)[0]
         raise InputError(first.message, file=first.file, line=first.line, col=first.col, field=first.field) from None
     file = Path(path)
-    policy = load_checked_policy(_resolve_policy(file, spec, source))
+    policy = load_checked_source(_resolve_policy(file, spec, source))
     suite = Suite(path, source, spec, policy, [])
     _check_invariants(suite)
     shared = None
