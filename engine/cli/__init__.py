@@ -3,18 +3,48 @@
 Exit codes (documented in the README): 0 ok; 1 the input was read and has errors /
 violations; 2 bad input (unreadable, unparsable, or naming things that do not exist);
 3 internal error.
+
+Commands are imported on use (:class:`~memsteward.cli.lazy.LazyGroup`): ``COMMANDS`` is the one
+table of names, where each is defined, and the one-line help ``memsteward --help`` prints.
 """
 
 from __future__ import annotations
 
-import importlib
-
 import click
 
 from .. import __version__
+from .lazy import LazyCommand, LazyGroup
+
+COMMANDS: dict[str, LazyCommand] = {
+    "audit": LazyCommand(".audit_cmds:audit",
+                         "Attest what an event did: barrier, withdrawn cascade, republished successors and the "
+                         "support they were built from, failures, the roots' erasure, and checks anyone can "
+                         "re-run."),
+    "check": LazyCommand(".policy_cmds:check", "Validate policies and analyse them with Z3."),
+    "clear": LazyCommand(".clear_cmds:clear",
+                         "Clear harmful memories from one query's context (MeClear, Algorithm 1)."),
+    "compare": LazyCommand(".policy_cmds:compare",
+                           "Compare two policies' mode maps cell by cell (Z3 finds one example per difference)."),
+    "demo": LazyCommand(".demo:demo",
+                        "Run memsteward end to end on the bundled policies and data (no network needed)."),
+    "recover": LazyCommand(".repair_cmds:recover_cmd",
+                           "Roll forward an event interrupted by a crash (no-op when none is pending)."),
+    "repair": LazyCommand(".repair_cmds:repair",
+                          "Apply a delete / correct / migrate EVENT: barrier, repair, validate, republish."),
+    "schema": LazyCommand(".policy_cmds:schema",
+                          "Print the JSON Schema of the policy language (for editor autocompletion)."),
+    "store": LazyCommand(".store_cmds:store_group",
+                         "Create, inspect, export and copy a memsteward store (SQLite file, postgresql://… URL, "
+                         "or a .json export read into memory)."),
+    "test": LazyCommand(".test_cmds:test_cmd",
+                        "Run the declared test cases (*_test.yaml) of policies through the real engine."),
+    "verify": LazyCommand(".verify_cmds:verify",
+                          "Prove the guarantees of the spec catalog with Z3 (bounded, sizes reported)."),
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(cls=LazyGroup, lazy=COMMANDS, package=__name__,
+             context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="memsteward")
 def main() -> None:
     """memsteward — declarative governance of agent memory.
@@ -23,19 +53,3 @@ def main() -> None:
     migrate event (MemoRepair) and how harmful memories are cleared from one query's
     context (MeClear). Start with `memsteward demo`, then `memsteward check policies/*.yaml`.
     """
-
-
-# Each module registers its commands on `main` when imported.
-_COMMAND_MODULES = [
-    "policy_cmds",
-    "store_cmds",
-    "repair_cmds",
-    "demo",
-    "verify_cmds",
-    "clear_cmds",
-    "audit_cmds",
-    "test_cmds",
-]
-
-for _name in _COMMAND_MODULES:
-    importlib.import_module(f"{__name__}.{_name}")

@@ -7,11 +7,10 @@ import sys
 import click
 
 from ..errors import EXIT_FINDINGS
-from . import main
 from .common import emit_json, handle_errors, terminal
 
 
-@main.command()
+@click.command()
 @click.option("--store", "store_path", required=True, type=click.Path(dir_okay=False),
               help="SQLite store or postgresql://…[?schema=NAME] (the audit log lives there).")
 @click.option("--event", "event_id", type=click.IntRange(1, 2**63 - 1), default=None, help="Event id (default: the latest event).")

@@ -9,7 +9,6 @@ from pathlib import Path
 import click
 
 from ..errors import InputError
-from . import main
 from .common import deadline_option, emit_json, handle_errors, policy_with_deadline
 from .demo import bundled
 
@@ -69,7 +68,7 @@ def _methods(text: str) -> list[str]:
     return names
 
 
-@main.command("clear")
+@click.command("clear")
 @click.option("--policy", "policy", type=click.Path(dir_okay=False), default=None,
               help="Policy YAML (default: the bundled default policy).")
 @click.option("--case", "case", type=click.Path(dir_okay=False), default=None,

@@ -12,7 +12,6 @@ import click
 from ..policy.analysis import analyze
 from ..policy.compare import compare
 from ..policy.loader import load_policy_source
-from . import main
 from .common import handle_errors
 
 
@@ -91,7 +90,7 @@ SECTIONS: list[tuple[str, str]] = [
 ]
 
 
-@main.command()
+@click.command()
 @handle_errors
 def demo() -> None:
     """Run memsteward end to end on the bundled policies and data (no network needed)."""

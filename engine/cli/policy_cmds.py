@@ -14,11 +14,10 @@ from ..policy.compare import settings_diff
 from ..policy.findings import Finding
 from ..policy.loader import PolicySchemaError, load_policy_source
 from ..policy.model import Policy
-from . import main
 from .common import emit_json, handle_errors
 
 
-@main.command()
+@click.command()
 @click.option("--tests", is_flag=True, help="Print the schema of test files (*_test.yaml) instead.")
 @handle_errors
 def schema(tests: bool) -> None:
@@ -34,7 +33,7 @@ def schema(tests: bool) -> None:
     click.echo(json.dumps(doc, indent=2))
 
 
-@main.command()
+@click.command()
 @click.argument("policies", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the findings as a JSON list of objects.")
 @click.option("--strict", is_flag=True, help="Treat warnings (dead or vacuous rules) as errors.")
@@ -85,7 +84,7 @@ def _load_strict(path: str):
         raise InputError(first.message, file=first.file, line=first.line, col=first.col, field=first.field) from None
 
 
-@main.command()
+@click.command()
 @click.argument("old", type=click.Path(dir_okay=False))
 @click.argument("new", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the differences as JSON.")

@@ -15,7 +15,6 @@ from ..repair.execute import recover
 from ..repair.operators import operators_for
 from ..repair.plan import TransitionPlan
 from ..repair.store import Store
-from . import main
 from .common import FiniteFloat, deadline_option, emit_json, handle_errors, policy_with_deadline, terminal
 
 
@@ -51,7 +50,7 @@ def _ids(ids) -> str:
     return shown + (f" … (+{len(ids) - 12})" if len(ids) > 12 else "")
 
 
-@main.command()
+@click.command()
 @click.option("--policy", "policy_path", required=True, type=click.Path(), help="Policy YAML.")
 @click.option("--store", "store_path", required=True, help="SQLite store, postgresql://…[?schema=NAME], or a .json export (in memory).")
 @click.option("--event", "event_path", required=True, type=click.Path(), help="Event JSON file.")
@@ -94,7 +93,7 @@ def repair(policy_path: str, store_path: str, event_path: str, dry_run: bool, as
                        "(import it with `memsteward store import` to keep changes)")
 
 
-@main.command("recover")
+@click.command("recover")
 @click.option("--store", "store_path", required=True, help="SQLite store or postgresql://…[?schema=NAME].")
 @click.option("--json", "as_json", is_flag=True)
 @deadline_option

@@ -12,11 +12,10 @@ from ..jsonio import parse_json, read_text
 from ..repair.artifacts import parse_store_document, read_json
 from ..repair.store import Store
 from ..repair.writes import MAX_CONTENT_BYTES, parse_put
-from . import main
 from .common import emit_json, handle_errors, terminal
 
 
-@main.group("store")
+@click.group("store")
 def store_group() -> None:
     """Create, inspect, export and copy a memsteward store (SQLite file, postgresql://… URL, or a .json export read into memory)."""
 

@@ -16,7 +16,6 @@ from ..testing.load import Suite, discover, load_suite
 from ..testing.properties import MAX_EXAMPLES, run_properties, save_failure
 from ..testing.report import as_json, junit_xml, render_text, safe
 from ..testing.run import CaseResult, run_case
-from . import main
 from .common import emit_json, handle_errors
 
 
@@ -39,7 +38,7 @@ def _render_coverage(cov: PolicyCoverage, echo) -> None:
             echo(f"  {safe(cov.file)}:{i.line}: region not reached: {i.name}, e.g. {safe(i.note)}")
 
 
-@main.command("test")
+@click.command("test")
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--json", "as_json_flag", is_flag=True, help="Print results (and coverage) as JSON.")
 @click.option("--junit", "junit_path", type=click.Path(dir_okay=False), default=None,

@@ -8,11 +8,10 @@ import click
 
 from ..errors import EXIT_FINDINGS, InputError
 from ..jsonio import read_json
-from . import main
 from .common import emit_json, handle_errors
 
 
-@main.command()
+@click.command()
 @click.option("--guarantee", "-g", "ids", multiple=True, metavar="ID",
               type=click.Choice(["G1", "G2", "G3", "G4", "G5", "G6"], case_sensitive=False),
               help="Prove only this guarantee (repeatable). Default: all.")

@@ -272,20 +272,30 @@ def load_checked_source(path: str | Path) -> PolicySource:
     """A policy with its source map, refused unless it passes ``memsteward check`` without errors.
 
     Any schema or analysis error is an :class:`InputError` naming the first one's file, line and field.
+    A clean verdict is remembered (:mod:`memsteward.policy.verdicts`): the same policy under the
+    same allow-lists and code is not analysed (nor Z3 imported) again.
     """
-    from .analysis import analyze  # local: analysis imports z3
+    from .endpoints import EndpointRules
+    from .verdicts import passed_before, remember_passed, verdict_key
 
     try:
         src = load_policy_source(path)
     except PolicySchemaError as exc:
         first = exc.findings[0]
         raise InputError(first.message, file=first.file, line=first.line, col=first.col, field=first.field) from None
-    errors = [f for f in analyze(src) if f.severity == "error"]
+    rules = EndpointRules.from_environment()
+    key = verdict_key(src.policy, rules)
+    if passed_before(key):
+        return src
+    from .analysis import analyze  # local: analysis imports z3
+
+    errors = [f for f in analyze(src, rules) if f.severity == "error"]
     if errors:
         first = errors[0]
         more = f"and {len(errors) - 1} more; " if len(errors) > 1 else ""
         raise InputError(f"the policy has errors: {first.message} ({more}run memsteward check)", file=first.file,
                          line=first.line, col=first.col, field=first.field)
+    remember_passed(key)
     return src
 
 

@@ -29,14 +29,13 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Callable, Collection, Iterable, Sequence
 
-import networkx as nx
-
 from .candidates import Candidate
 
 SELECTORS: tuple[str, ...] = ("mincut", "greedy", "repair_all", "remove_all", "no_action")
 BACKENDS: tuple[str, ...] = ("networkx", "ortools")
 BUDGET_EXACT_LIMIT = 20
 INT64_SAFE = 1 << 62
+SMALL_CUT_ARCS = 1024  # up to this many arcs the OR-Tools network is built arc by arc (no numpy import)
 
 
 @dataclass(frozen=True)
@@ -111,6 +110,8 @@ def _scaled(candidates: Sequence[Candidate], tradeoff: float, extra: Fraction) -
 
 
 def _cut_networkx(candidates: Sequence[Candidate], ints: dict[str, int]) -> frozenset[str]:
+    import networkx as nx  # local: the reference backend only (CLI start-up imports no networkx)
+
     plus = {c.id for c in candidates}
     g = nx.DiGraph()
     s, t = ("__source__",), ("__sink__",)
@@ -140,11 +141,10 @@ def _cut_networkx(candidates: Sequence[Candidate], ints: dict[str, int]) -> froz
 
 
 def _cut_ortools(candidates: Sequence[Candidate], ints: dict[str, int]) -> frozenset[str]:
-    import numpy as np
-    from ortools.graph.python import max_flow
-
     if not candidates:
         return frozenset()
+    from ortools.graph.python import max_flow  # local: imported only when there is something to select
+
     plus = {c.id for c in candidates}
     index = {c.id: k + 2 for k, c in enumerate(candidates)}
     s, t = 0, 1
@@ -163,8 +163,14 @@ def _cut_ortools(candidates: Sequence[Candidate], ints: dict[str, int]) -> froze
         for j in _prereqs_in_plus(c, plus):
             tails.append(k), heads.append(index[j]), caps.append(inf)
     smf = max_flow.SimpleMaxFlow()
-    smf.add_arcs_with_capacity(np.asarray(tails, dtype=np.int32), np.asarray(heads, dtype=np.int32),
-                               np.asarray(caps, dtype=np.int64))
+    if len(tails) <= SMALL_CUT_ARCS:  # one call per arc: a small event's cut needs no numpy (CLI start-up)
+        for arc in zip(tails, heads, caps):
+            smf.add_arc_with_capacity(*arc)
+    else:
+        import numpy as np
+
+        smf.add_arcs_with_capacity(np.asarray(tails, dtype=np.int32), np.asarray(heads, dtype=np.int32),
+                                   np.asarray(caps, dtype=np.int64))
     status = smf.solve(s, t)
     if status != smf.OPTIMAL:
         raise RuntimeError(f"OR-Tools max flow failed with status {status}")
@@ -288,6 +294,8 @@ def enumerate_closures(candidates: Sequence[Candidate], budget: float | None = N
 
 
 def _topo(by_id: dict[str, Candidate]) -> list[str]:
+    import networkx as nx
+
     g = nx.DiGraph()
     g.add_nodes_from(by_id)
     g.add_edges_from((j, c.id) for c in by_id.values() for j in c.prerequisites if j in by_id)

@@ -25,13 +25,14 @@ import hashlib
 import random
 import re
 import sqlite3
+import sys
 import time
 from typing import Any, Callable, Iterator, Sequence, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ..errors import InputError
 
-__all__ = ["DB_ERRORS", "PG_SCHEMA", "SCHEMA_VERSION", "SQLITE_SCHEMA", "PgConnection", "connect_postgres",
+__all__ = ["db_errors", "PG_SCHEMA", "SCHEMA_VERSION", "SQLITE_SCHEMA", "PgConnection", "connect_postgres",
            "is_postgres_url", "redact", "retrying", "translate"]
 
 SCHEMA_VERSION = 1
@@ -114,15 +115,20 @@ SQLSTATE_RETRY = frozenset({"40001", "40P01"})  # serialization_failure, deadloc
 RETRY_ATTEMPTS, RETRY_BASE, RETRY_CAP = 6, 0.02, 1.0
 
 
-def _db_errors() -> tuple[type[BaseException], ...]:
-    try:
-        import psycopg
-    except ImportError:
-        return (sqlite3.Error,)
-    return (sqlite3.Error, psycopg.Error)
+def db_errors() -> tuple[type[BaseException], ...]:
+    """The store errors (not a candidate's fault: ``execute.guarded`` lets them through), as an
+    ``except`` clause: sqlite3's, and psycopg's once psycopg is imported (it is imported only to
+    open a PostgreSQL store, so a SQLite command never pays for it; before that no psycopg error
+    can be raised)."""
+    psycopg = sys.modules.get("psycopg")
+    return (sqlite3.Error,) if psycopg is None else (sqlite3.Error, psycopg.Error)
 
 
-DB_ERRORS = _db_errors()  # store errors: not a candidate's fault (execute.guarded lets them through)
+def __getattr__(name: str) -> Any:
+    """``DB_ERRORS`` (the former constant): :func:`db_errors` at the time of the access."""
+    if name == "DB_ERRORS":
+        return db_errors()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 T = TypeVar("T")
 

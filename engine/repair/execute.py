@@ -23,7 +23,7 @@ from .operators import OperatorError, OperatorRegistry, RepairContext, Successor
 from .oracles import OracleInput, OracleRegistry, validate
 from .plan import StepResult, TransitionPlan, compute_plan
 from .schemas import interface_problem
-from .dialect import DB_ERRORS
+from .dialect import db_errors
 from .store import Store
 
 T = TypeVar("T")
@@ -46,7 +46,7 @@ def guarded(stage: str, fn: Callable[[], T]) -> T:
     and the event completes (G5). Store errors are not the candidate's fault and propagate."""
     try:
         return fn()
-    except (*DB_ERRORS, StepFailure):
+    except (*db_errors(), StepFailure):
         raise
     except OperatorError as exc:
         raise StepFailure(printable(str(exc))[:MAX_DETAIL_CHARS], stage) from None

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import re
 import zlib
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 DIM = 128
 STEPS = 300
@@ -27,6 +28,8 @@ def tokens(text: str) -> list[str]:
 
 def features(text: str, dim: int = DIM) -> np.ndarray:
     """Hashed unigram counts (crc32, so identical across processes), L2-normalised, plus a bias."""
+    import numpy as np  # local: only the ``param`` operator and its oracles need numpy (CLI start-up)
+
     x = np.zeros(dim + 1)
     for tok in tokens(text):
         x[zlib.crc32(tok.encode()) % dim] += 1.0
@@ -48,6 +51,8 @@ def examples_of(contents: Sequence[Any]) -> list[Example]:
 
 def train(examples: Sequence[Example], dim: int = DIM) -> dict[str, Any]:
     """Fit softmax regression (deterministic: fixed order, zero init, fixed steps)."""
+    import numpy as np
+
     labels = sorted({y for _, y in examples})
     if not labels:
         raise ValueError("no training examples")
@@ -67,6 +72,8 @@ def train(examples: Sequence[Example], dim: int = DIM) -> dict[str, Any]:
 
 
 def predict(params: dict[str, Any], text: str) -> str:
+    import numpy as np
+
     W = np.asarray(params["weights"], dtype=float)
     scores = features(text, int(params["dim"])) @ W
     return str(params["labels"][int(np.argmax(scores))])

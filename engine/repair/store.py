@@ -37,7 +37,7 @@ from typing import Any, Collection, Iterator, Mapping, Sequence
 from ..errors import EventHeld, InputError, WriteRefused
 from .artifacts import SERVABLE_STATES, Artifact, Edge, Snapshot, parse_store_document, read_json
 from .auditchain import GENESIS, row_hash, seal, signing_key
-from .dialect import DB_ERRORS, SQLITE_SCHEMA, PgConnection, connect_postgres, is_postgres_url, redact, retrying
+from .dialect import SQLITE_SCHEMA, db_errors, PgConnection, connect_postgres, is_postgres_url, redact, retrying
 from .writes import Write, canonical_json, content_digest, prepare
 
 __all__ = ["Store", "content_digest", "digest"]
@@ -777,7 +777,7 @@ class Store:
             raw.execute("VACUUM FULL versions")
             raw.execute("VACUUM FULL tombstones")
             vacuumed = True
-        except DB_ERRORS:
+        except db_errors():
             vacuumed = False
         finally:
             raw.execute("SET lock_timeout = 0")

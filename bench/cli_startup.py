@@ -1,0 +1,157 @@
+"""Command-line start-up (issue 11): what a command costs before it does its work.
+
+Rows, each against the bare interpreter (``python -c pass``) measured in the same run:
+
+* ``memsteward --help`` (commands listed from a static table, no command module imported);
+* ``memsteward repair --dry-run`` of a delete on a tiny store (a record and its summary), with the
+  policy's clean ``check`` verdict remembered (:mod:`memsteward.policy.verdicts`, the usual case)
+  and with an empty verdict cache (the first run of a policy: Z3 analysis included);
+* the same dry run on the bundled demo store, whose cascade retrains a neural skill (numpy).
+
+Timed with hyperfine when it is installed (``-N``, warm-up runs), else by repeated runs; the mean
+wall time and the mean CPU time (user + system: what the command costs when it has a core to
+itself on this shared machine) are reported. The heavy libraries each command imported are read
+from a ``-X importtime`` run of the same command.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Sequence
+
+from .common import table, write_section
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HEAVY = ("z3", "networkx", "ortools", "numpy", "scipy", "hypothesis", "psycopg", "pydantic", "yaml")
+
+
+def _tiny_store(tmp: str, exe: str) -> tuple[str, str]:
+    store_json = os.path.join(tmp, "store.json")
+    with open(store_json, "w") as fh:
+        json.dump({"artifacts": [{"id": "r1", "kind": "record", "content": {"text": "Alice likes tea."}},
+                                 {"id": "s1", "kind": "summary", "content": "Alice likes tea."}],
+                   "edges": [{"src": "r1", "dst": "s1"}]}, fh)
+    db = os.path.join(tmp, "tiny.db")
+    subprocess.run([exe, "store", "import", store_json, "--store", db], check=True, capture_output=True)
+    event = os.path.join(tmp, "event.json")
+    with open(event, "w") as fh:
+        json.dump({"type": "delete", "roots": ["r1"]}, fh)
+    return db, event
+
+
+def _demo_store(tmp: str, exe: str) -> tuple[str, str]:
+    data = os.path.join(ROOT, "engine", "data", "repair")
+    db = os.path.join(tmp, "demo.db")
+    subprocess.run([exe, "store", "import", os.path.join(data, "store.json"), "--store", db], check=True,
+                   capture_output=True)
+    return db, os.path.join(data, "event-delete.json")
+
+
+def _hyperfine(cmds: dict[str, list[str]], runs: int, env: dict[str, str], prepare: dict[str, str]) -> dict:
+    out: dict[str, dict[str, float]] = {}
+    with tempfile.NamedTemporaryFile(suffix=".json") as res:
+        for name, cmd in cmds.items():
+            args = ["hyperfine", "-N", "--warmup", "2", "--runs", str(runs), "--export-json", res.name]
+            if name in prepare:
+                args += ["--prepare", prepare[name]]
+            subprocess.run([*args, subprocess.list2cmdline(cmd)], check=True, capture_output=True, env=env)
+            r = json.load(open(res.name))["results"][0]
+            out[name] = {"wall": r["mean"], "cpu": r["user"] + r["system"], "sd": r["stddev"]}
+    return out
+
+
+def _repeated(cmds: dict[str, list[str]], runs: int, env: dict[str, str], prepare: dict[str, str]) -> dict:
+    out: dict[str, dict[str, float]] = {}
+    for name, cmd in cmds.items():
+        walls, cpus = [], []
+        for k in range(runs + 2):
+            if name in prepare:
+                subprocess.run(prepare[name], shell=True, check=True, env=env)
+            before = os.times()
+            t = time.perf_counter()
+            subprocess.run(cmd, check=True, capture_output=True, env=env)
+            wall = time.perf_counter() - t
+            after = os.times()
+            if k >= 2:  # two warm-up runs, as with hyperfine
+                walls.append(wall)
+                cpus.append(after.children_user - before.children_user + after.children_system
+                            - before.children_system)
+        mean = sum(walls) / len(walls)
+        sd = (sum((w - mean) ** 2 for w in walls) / max(1, len(walls) - 1)) ** 0.5
+        out[name] = {"wall": mean, "cpu": sum(cpus) / len(cpus), "sd": sd}
+    return out
+
+
+def _imported(cmd: Sequence[str], env: dict[str, str]) -> list[str]:
+    """The heavy top-level packages a command imports (from ``-X importtime``)."""
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "memsteward", *cmd[1:]], capture_output=True,
+                          text=True, env=env)
+    names = {line.rsplit("|", 1)[-1].strip().split(".")[0] for line in proc.stderr.splitlines()
+             if line.startswith("import time:")}
+    return sorted(n for n in HEAVY if n in names)
+
+
+def run(quick: bool = False) -> None:
+    exe = os.path.join(os.path.dirname(sys.executable), "memsteward")
+    runs = 10 if quick else 30
+    policy = os.path.join(ROOT, "policies", "default.yaml")
+    with tempfile.TemporaryDirectory(prefix="memsteward-startup-") as tmp:
+        cache = os.path.join(tmp, "cache")
+        env = {**os.environ, "MEMSTEWARD_CACHE_DIR": cache}
+        tiny, tiny_event = _tiny_store(tmp, exe)
+        demo, demo_event = _demo_store(tmp, exe)
+        dry = [exe, "repair", "--policy", policy, "--store", tiny, "--event", tiny_event, "--dry-run"]
+        cmds = {
+            "bare": [sys.executable, "-c", "pass"],
+            "help": [exe, "--help"],
+            "dry": dry,
+            "cold": dry,
+            "demo": [exe, "repair", "--policy", policy, "--store", demo, "--event", demo_event, "--dry-run"],
+        }
+        prepare = {"cold": f"rm -rf {cache}"}
+        tool = "hyperfine" if shutil.which("hyperfine") else "repeated runs"
+        timings = (_hyperfine if tool == "hyperfine" else _repeated)(cmds, runs, env, prepare)
+        subprocess.run(dry, check=True, capture_output=True, env=env)  # a remembered verdict for the warm rows
+        imports = {name: _imported(cmd, env) for name, cmd in cmds.items() if name not in ("bare", "cold")}
+        shutil.rmtree(cache, ignore_errors=True)
+        imports["cold"] = _imported(dry, env)
+    load = os.getloadavg()[0]
+    bare = timings["bare"]
+    labels = {"help": "`memsteward --help`",
+              "dry": "`repair --dry-run`, tiny store (record + summary), verdict remembered",
+              "cold": "same, first run of the policy (Z3 `check` runs, verdict cache empty)",
+              "demo": "`repair --dry-run`, bundled demo store (retrains a neural skill)"}
+    rows = [["`python -c pass` (reference)", f"{bare['wall'] * 1e3:.0f} ± {bare['sd'] * 1e3:.0f}",
+             f"{bare['cpu'] * 1e3:.0f}", "—", "—", "—"]]
+    for name, label in labels.items():
+        t = timings[name]
+        rows.append([label, f"{t['wall'] * 1e3:.0f} ± {t['sd'] * 1e3:.0f}", f"{t['cpu'] * 1e3:.0f}",
+                     f"{(t['wall'] - bare['wall']) * 1e3:.0f}", f"{(t['cpu'] - bare['cpu']) * 1e3:.0f}",
+                     ", ".join(imports[name]) or "none"])
+    md = (
+        "## Command-line start-up (`bench/cli_startup.py`)\n\n"
+        "What a command costs before it does its work (issue 11 target: `memsteward --help` and `repair "
+        "--dry-run` on a tiny store ≤ 0.3 s over the bare interpreter; ≈ 1.0 s before this work, when "
+        "`import memsteward` loaded the whole engine and every command module). Commands are imported on "
+        "use (`memsteward.cli.lazy.LazyGroup`), the package's names on first access (PEP 562), Z3 only "
+        "for `check`/`verify` or a policy's first run (the clean verdict is remembered, "
+        "`memsteward.policy.verdicts`), OR-Tools only when selecting (numpy only for cuts over "
+        "1,024 arcs), networkx only in the reference paths, psycopg only for PostgreSQL stores.\n\n"
+        f"Timed with {tool}: {runs} runs after 2 warm-ups, mean ± sd; the reference row is the same "
+        f"interpreter in the same run. Load average {load:.1f} on {os.cpu_count()} cores (shared machine): "
+        "the CPU columns (user + system of the command) are what it costs with a core to itself.\n\n"
+        + table(["command", "wall ms", "CPU ms", "wall over bare, ms", "CPU over bare, ms",
+                 "heavy libraries imported"], rows) + "\n"
+    )
+    write_section("cli_startup", md)
+    print(md)
+
+
+if __name__ == "__main__":
+    run(quick="--quick" in sys.argv)

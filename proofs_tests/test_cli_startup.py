@@ -1,0 +1,184 @@
+"""Start-up (issue 11): a command imports only what it uses.
+
+Real child processes report what they imported (``-X importtime``); no timing is asserted here (the
+times are in bench/cli_startup.py). Also: the static command table of ``memsteward --help`` says
+what the commands' own docstrings say, the package's lazy names resolve, and a remembered
+``check`` verdict is used only for the same policy, allow-lists and code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+import memsteward
+from memsteward.cli import COMMANDS, main
+from memsteward.errors import InputError
+from memsteward.policy import verdicts
+from memsteward.policy.endpoints import EndpointRules
+from memsteward.policy.loader import load_checked_source
+
+ROOT = Path(__file__).resolve().parent.parent
+POLICY = ROOT / "policies" / "default.yaml"
+HEAVY = {"z3", "networkx", "ortools", "numpy", "scipy", "hypothesis", "psycopg", "pydantic", "yaml"}
+
+
+def imported(args: list[str], env: dict[str, str], cwd: Path) -> set[str]:
+    """Every module a real ``python -X importtime -m memsteward ARGS`` process imported."""
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "memsteward", *args], capture_output=True,
+                          text=True, env=env, cwd=cwd, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
+
+
+def tops(modules: set[str]) -> set[str]:
+    return {m.split(".")[0] for m in modules}
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    return {**os.environ, verdicts.CACHE_VAR: str(tmp_path / "cache")}
+
+
+def test_help_imports_no_command_module_and_no_heavy_library(env, tmp_path):
+    mods = imported(["--help"], env, tmp_path)
+    assert "memsteward.cli" in mods  # the probe does see our own modules
+    assert not tops(mods) & HEAVY, sorted(tops(mods) & HEAVY)
+    assert not {m for m in mods if m.endswith("_cmds") or m.startswith("memsteward.repair")}, sorted(mods)
+    assert "memsteward.api" not in mods
+
+
+def tiny_store(tmp_path: Path, env: dict[str, str]) -> tuple[str, str]:
+    doc = {"artifacts": [{"id": "r1", "kind": "record", "content": {"text": "Alice likes tea."}},
+                         {"id": "r2", "kind": "record", "content": {"text": "Alice lives in Paris."}},
+                         {"id": "s1", "kind": "summary", "content": "Alice likes tea. Alice lives in Paris."}],
+           "edges": [{"src": "r1", "dst": "s1"}, {"src": "r2", "dst": "s1"}]}
+    (tmp_path / "s.json").write_text(json.dumps(doc))
+    (tmp_path / "e.json").write_text(json.dumps({"type": "delete", "roots": ["r1"]}))
+    db = str(tmp_path / "tiny.db")
+    subprocess.run([sys.executable, "-m", "memsteward", "store", "import", str(tmp_path / "s.json"), "--store", db],
+                   check=True, capture_output=True, env=env, timeout=120)
+    return db, str(tmp_path / "e.json")
+
+
+def test_repair_dry_run_imports_z3_only_on_a_policys_first_run(env, tmp_path):
+    db, event = tiny_store(tmp_path, env)
+    args = ["repair", "--policy", str(POLICY), "--store", db, "--event", event, "--dry-run"]
+    first = tops(imported(args, env, tmp_path))
+    assert "z3" in first  # nothing remembered yet: the policy is checked (with Z3) before it runs
+    second = imported(args, env, tmp_path)
+    assert "memsteward.repair.execute" in second and "pydantic" in tops(second)
+    assert "ortools" in tops(second)  # the summary's regeneration is a candidate: the cut runs on OR-Tools
+    assert not tops(second) & {"z3", "networkx", "numpy", "scipy", "hypothesis", "psycopg"}, sorted(tops(second))
+    assert not {m for m in second if m.startswith(("memsteward.testing", "memsteward.clearance.attribution",
+                                                   "memsteward.policy.analysis", "memsteward.specs"))}
+
+
+def test_check_still_uses_z3(env, tmp_path):
+    assert "z3" in tops(imported(["check", str(POLICY)], env, tmp_path))
+
+
+def test_command_table_matches_the_commands():
+    ctx = click.Context(main)
+    assert set(COMMANDS) == set(main.list_commands(ctx))
+    for name, entry in COMMANDS.items():
+        command = main.load(name)
+        assert command.name == name or command.callback.__name__ in entry.target, name
+        real = command.short_help or command.help or ""
+        for limit in (30, 45, 60, 80, 300):
+            shown = click.Command(name, help=entry.short_help).get_short_help_str(limit)
+            assert shown == click.Command(name, help=real).get_short_help_str(limit), (name, limit)
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_every_command_loads_and_prints_its_help(name):
+    result = CliRunner().invoke(main, [name, "--help"])
+    assert result.exit_code == 0, result.output
+    assert f"Usage: main {name}" in result.output or f"Usage: memsteward {name}" in result.output
+
+
+def test_main_help_lists_every_command(env, tmp_path):
+    out = subprocess.run([sys.executable, "-m", "memsteward", "--help"], capture_output=True, text=True, env=env,
+                         cwd=tmp_path, timeout=60).stdout
+    listed = [line.split()[0] for line in out.split("Commands:", 1)[1].splitlines() if line.strip()]
+    assert listed == sorted(COMMANDS)
+    assert "Validate policies and analyse them with Z3." in out
+
+
+def test_unknown_command_is_a_usage_error():
+    result = CliRunner().invoke(main, ["nope"])
+    assert result.exit_code == 2 and "No such command" in result.output
+
+
+def test_package_names_are_loaded_on_first_access():
+    code = ("import sys, memsteward; assert 'memsteward.api' not in sys.modules; "
+            "assert 'memsteward.repair.store' not in sys.modules; "
+            "s = memsteward.open_store(); assert 'memsteward.api' in sys.modules; "
+            "assert set(memsteward.__all__) <= set(dir(memsteward)); print('ok')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "ok", out.stderr
+    for name in memsteward.__all__:
+        assert getattr(memsteward, name) is not None
+    assert memsteward.Store is memsteward.repair.store.Store
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        memsteward.nope  # noqa: B018
+
+
+# ----------------------------------------------------------------------------- remembered verdicts
+
+def test_a_clean_verdict_is_remembered_and_reused(monkeypatch, tmp_path):
+    monkeypatch.setenv(verdicts.CACHE_VAR, str(tmp_path / "cache"))
+    src = load_checked_source(POLICY)
+    key = verdicts.verdict_key(src.policy, EndpointRules.from_environment())
+    assert verdicts.passed_before(key)
+    calls = []
+    import memsteward.policy.analysis as analysis
+    monkeypatch.setattr(analysis, "analyze", lambda *a, **k: calls.append(1) or [])
+    load_checked_source(POLICY)
+    assert calls == []  # remembered: not analysed again
+
+
+def test_a_verdict_is_not_reused_under_other_allow_lists(monkeypatch, tmp_path):
+    monkeypatch.setenv(verdicts.CACHE_VAR, str(tmp_path / "cache"))
+    src = load_checked_source(POLICY)
+    wide = EndpointRules(("OPENAI_API_KEY", "MEMSTEWARD_*", "HOME"), ("example.org",))
+    assert verdicts.verdict_key(src.policy, wide) != verdicts.verdict_key(src.policy, EndpointRules())
+    monkeypatch.setenv("MEMSTEWARD_ALLOWED_KEY_ENVS", "HOME")
+    calls = []
+    import memsteward.policy.analysis as analysis
+    real = analysis.analyze
+    monkeypatch.setattr(analysis, "analyze", lambda *a, **k: calls.append(1) or real(*a, **k))
+    load_checked_source(POLICY)
+    assert calls == [1]
+
+
+def test_a_policy_with_errors_is_refused_every_time(monkeypatch, tmp_path):
+    monkeypatch.setenv(verdicts.CACHE_VAR, str(tmp_path / "cache"))
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(POLICY.read_text().replace("tradeoff: 0.3", "tradeoff: -0.3", 1))
+    assert bad.read_text() != POLICY.read_text()
+    load_checked_source(POLICY)  # one clean verdict remembered
+    for _ in range(2):
+        with pytest.raises(InputError, match="the policy has errors"):
+            load_checked_source(bad)
+    assert len(list((tmp_path / "cache" / "checked").iterdir())) == 1
+
+
+def test_an_untrusted_cache_directory_is_ignored(monkeypatch, tmp_path):
+    monkeypatch.setenv(verdicts.CACHE_VAR, str(tmp_path / "cache"))
+    src = load_checked_source(POLICY)
+    key = verdicts.verdict_key(src.policy, EndpointRules.from_environment())
+    d = tmp_path / "cache" / "checked"
+    assert (d / key).is_file() and verdicts.passed_before(key)
+    d.chmod(0o777)  # anyone could plant a marker: not trusted
+    assert not verdicts.passed_before(key)
+    d.chmod(0o700)
+    monkeypatch.setenv(verdicts.CACHE_VAR, "")  # no cache at all
+    assert verdicts.cache_dir() is None and not verdicts.passed_before(key)
