@@ -18,7 +18,7 @@ from pathlib import Path
 from .common import table, write_section
 
 ROOT = Path(__file__).resolve().parent.parent
-TEST = "proofs_tests/test_specs_stateful.py::test_barrier_isolation_state_machine"
+TEST = "proofs_tests/test_specs_stateful.py::test_barrier_isolation_state_machine[sqlite]"
 LABELS = {
     "machines": "machines run (Hypothesis examples, with replays)",
     "events": "events started (delete / correct / migrate)",

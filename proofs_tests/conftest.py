@@ -16,7 +16,9 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 #     pytestmark = pytest.mark.usefixtures("store_backend")
 # and every `Store()` it makes (an in-memory SQLite store) becomes, under the "postgres" param, a
 # PostgreSQL store on a fresh schema of MEMSTEWARD_PG_DSN, closed and dropped after the test.
-# New tests take `store_factory` (a fresh empty store per call) or `pg_url` (a fresh schema's URL).
+# New tests take `store_factory` (a fresh empty store per call), `store_at` (a store location per
+# backend: a SQLite file path or a fresh schema's URL, for tests that go through `Store.open`, the CLI
+# or child processes) or `pg_url` (a fresh schema's URL).
 # Without MEMSTEWARD_PG_DSN the postgres params skip with that reason; CI (.ci/run) always sets it,
 # and a DSN that is set but unreachable is an error, never a skip.
 
@@ -26,7 +28,7 @@ import pytest
 
 PG_DSN_ENV = "MEMSTEWARD_PG_DSN"
 BACKENDS = ["sqlite", "postgres"]
-PG_EXAMPLES, MAX_OPEN = 6, 4
+PG_EXAMPLES, MAX_OPEN = 15, 4
 
 
 def pg_dsn() -> str:
@@ -132,4 +134,69 @@ def store_factory(request, tmp_path):
         return
     schemas = _PgSchemas(pg_dsn())
     yield schemas.store
+    schemas.cleanup()
+
+
+class StoreLocations:
+    """``store_at(name)``: where the test's store called ``name`` lives on this backend — a SQLite
+    file in tmp_path, or the URL of a fresh PostgreSQL schema (the same name gives the same place).
+    ``fingerprint(loc)`` changes with any committed write (file bytes, or every row of every table)."""
+
+    def __init__(self, backend: str, tmp_path, schemas: "_PgSchemas | None") -> None:
+        self.backend, self.tmp_path, self.schemas, self.made = backend, tmp_path, schemas, {}
+
+    def __call__(self, name: str = "store") -> str:
+        if name not in self.made:
+            self.made[name] = (str(self.tmp_path / f"{name}.db") if self.schemas is None else self.schemas.url())
+        return self.made[name]
+
+    fingerprint = staticmethod(lambda loc: store_fingerprint(loc))
+    exists = staticmethod(lambda loc: store_exists(loc))
+
+
+def store_fingerprint(loc: str) -> str:
+    """Changes with any committed write: the SQLite file and WAL bytes, or every row of every table
+    of a PostgreSQL store (read without opening it as a store, so reading changes nothing)."""
+    import hashlib
+    from pathlib import Path
+
+    if not loc.startswith("postgresql://"):
+        wal = Path(loc + "-wal")
+        return (hashlib.sha256(Path(loc).read_bytes()).hexdigest() + "/"
+                + hashlib.sha256(wal.read_bytes() if wal.exists() else b"").hexdigest())
+    import psycopg
+
+    dsn, schema = loc.rsplit("?schema=", 1)
+    h = hashlib.sha256()
+    with psycopg.connect(dsn, autocommit=True) as con:
+        tables = [t for (t,) in con.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = %s "
+                                            "ORDER BY 1", (schema,))]
+        for table in tables:
+            rows = con.execute(f'SELECT * FROM "{schema}"."{table}"').fetchall()
+            h.update(f"{table}:{sorted(map(repr, rows))}".encode())
+    return h.hexdigest()
+
+
+def store_exists(loc: str) -> bool:
+    """Whether anything exists at a store location (a file, or a PostgreSQL schema)."""
+    from pathlib import Path
+
+    if not loc.startswith("postgresql://"):
+        return Path(loc).exists()
+    import psycopg
+
+    dsn, schema = loc.rsplit("?schema=", 1)
+    with psycopg.connect(dsn, autocommit=True) as con:
+        return con.execute("SELECT COUNT(*) FROM information_schema.schemata WHERE schema_name = %s",
+                           (schema,)).fetchone()[0] > 0
+
+
+@pytest.fixture(params=BACKENDS)
+def store_at(request, tmp_path):
+    """Per backend, store locations by name (see :class:`StoreLocations`)."""
+    if request.param == "sqlite":
+        yield StoreLocations("sqlite", tmp_path, None)
+        return
+    schemas = _PgSchemas(pg_dsn())
+    yield StoreLocations("postgres", tmp_path, schemas)
     schemas.cleanup()

@@ -1,4 +1,4 @@
-"""Hostile stores and events (issue 17, item 1): validate before the barrier, and nothing an input
+"""Hostile stores and events (issue 17, item 1), on both store backends: validate before the barrier, and nothing an input
 can contain makes an event unfinishable.
 
 * malformed migrate interfaces and fields only an operator reads are refused at the door (event
@@ -12,7 +12,6 @@ can contain makes an event unfinishable.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
@@ -31,6 +30,8 @@ from memsteward.repair.plan import compute_plan
 from memsteward.repair.schemas import PARAM_TYPES
 from memsteward.repair.store import Store
 
+from conftest import store_exists, store_fingerprint
+
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "engine" / "data" / "repair"
 POLICY = str(ROOT / "policies" / "tool-agent.yaml")
@@ -38,17 +39,13 @@ STORE_DOC = json.loads((DATA / "store.json").read_text())
 VALID_MIGRATE = json.loads((DATA / "event-migrate.json").read_text())
 
 
-def fingerprint(db: Path) -> tuple[str, str]:
-    """Bytes of the database and its WAL (absent ≡ empty): any committed write changes one."""
-    wal = Path(str(db) + "-wal")
-    return (hashlib.sha256(db.read_bytes()).hexdigest(),
-            hashlib.sha256(wal.read_bytes() if wal.exists() else b"").hexdigest())
+fingerprint = store_fingerprint  # SQLite file + WAL bytes, or every row of the PostgreSQL schema
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Path:
-    path = tmp_path / "store.db"
-    store = Store.open(str(path), create=True)
+def db(store_at) -> str:
+    path = store_at("store")
+    store = Store.open(path, create=True)
     store.import_snapshot(parse_store_document(STORE_DOC, "store.json"))
     store.close()  # the last close checkpoints the WAL: the fingerprint starts from one file
     return path
@@ -66,7 +63,7 @@ def _one_error(result, file: str, field: str) -> str:
     return lines[0]
 
 
-def _next_event_succeeds(db: Path, tmp_path: Path) -> None:
+def _next_event_succeeds(db: str, tmp_path: Path) -> None:
     ev = tmp_path / "next.json"
     ev.write_text(json.dumps(VALID_MIGRATE))
     result = _run(["repair", "--policy", POLICY, "--store", str(db), "--event", str(ev), "--json"])
@@ -98,7 +95,7 @@ BAD_INTERFACES = {
 
 
 @pytest.mark.parametrize("name", sorted(BAD_INTERFACES))
-def test_malformed_interface_is_refused_before_the_barrier(db: Path, tmp_path: Path, name: str):
+def test_malformed_interface_is_refused_before_the_barrier(db: str, tmp_path: Path, name: str):
     iface, field = BAD_INTERFACES[name]
     ev = tmp_path / "e.json"
     ev.write_text(json.dumps({"type": "migrate", "roots": ["api-weather-v1"], "interface": iface}))
@@ -108,7 +105,7 @@ def test_malformed_interface_is_refused_before_the_barrier(db: Path, tmp_path: P
     _next_event_succeeds(db, tmp_path)
 
 
-def test_issue_repro_repair_then_recover(db: Path, tmp_path: Path):
+def test_issue_repro_repair_then_recover(db: str, tmp_path: Path):
     """The issue's repro: once exit 3 and a wedged store; now exit 2, and recover has nothing to do."""
     ev = tmp_path / "e.json"
     ev.write_text('{"type":"migrate","roots":["api-weather-v1"],"interface":{"tools":{"forecast":5}}}')
@@ -149,18 +146,18 @@ BAD_FIELDS = {
 
 
 @pytest.mark.parametrize("name", sorted(BAD_FIELDS))
-def test_import_refuses_fields_operators_cannot_read(db: Path, tmp_path: Path, name: str):
+def test_import_refuses_fields_operators_cannot_read(db: str, store_at, tmp_path: Path, name: str):
     path, value, field = BAD_FIELDS[name]
     doc = json.loads(json.dumps(STORE_DOC))
     _set(path, value)(doc)
     index = next(k for k, a in enumerate(doc["artifacts"]) if a["id"] == path[0])
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(doc, indent=1))
-    fresh = tmp_path / "fresh.db"
-    line = _one_error(_run(["store", "import", "--store", str(fresh), str(bad)]), str(bad),
+    fresh = store_at("fresh")
+    line = _one_error(_run(["store", "import", "--store", fresh, str(bad)]), str(bad),
                       f"artifacts[{index}].{field}")
     assert repr(path[0]) in line  # names the artifact id
-    assert not fresh.exists()
+    assert not store_exists(fresh)
     # the same field in a correct event's replacement is refused before the barrier
     if path[0] == "traj-paris":
         rep = dict(next(a for a in doc["artifacts"] if a["id"] == "traj-paris"))
@@ -178,7 +175,7 @@ def test_param_types_match_the_sandbox_oracle():
     assert set(PARAM_TYPES) == set(JSON_TYPES)
 
 
-def _legacy_store(path: Path, mutate) -> None:
+def _legacy_store(path: str, mutate) -> None:
     """A store as an older memsteward wrote it: import without the content/meta schemas."""
     doc = json.loads(json.dumps(STORE_DOC))
     mutate(doc)
@@ -189,8 +186,8 @@ def _legacy_store(path: Path, mutate) -> None:
     store.close()
 
 
-def test_legacy_bad_field_is_refused_before_anything_is_withdrawn(tmp_path: Path):
-    db = tmp_path / "legacy.db"
+def test_legacy_bad_field_is_refused_before_anything_is_withdrawn(store_at, tmp_path: Path):
+    db = store_at("legacy")
     _legacy_store(db, _set(["neural-prefs", "content", "dim"], 10**8))
     ev = tmp_path / "e.json"
     ev.write_text('{"type": "delete", "roots": ["p2"]}')  # neural-prefs is in C(p2)
@@ -203,7 +200,7 @@ def test_legacy_bad_field_is_refused_before_anything_is_withdrawn(tmp_path: Path
     _next_event_succeeds(db, tmp_path)
 
 
-def test_recover_completes_an_event_wedged_by_an_older_version(db: Path, tmp_path: Path):
+def test_recover_completes_an_event_wedged_by_an_older_version(db: str, tmp_path: Path):
     """An older memsteward let a malformed κ_e through to the barrier (exit 3, recover exit 3, the
     cascade withdrawn for good). Re-create that state through the store API; recover completes it."""
     store = Store.open(str(db))
@@ -237,7 +234,7 @@ class Exploding:
         raise ZeroDivisionError("boom \x1b[31m")
 
 
-def test_unexpected_operator_exception_fails_only_its_candidate(db: Path):
+def test_unexpected_operator_exception_fails_only_its_candidate(db: str):
     store = Store.open(str(db))
     policy = load_policy_source(POLICY).policy
     ops = default_operators()
@@ -265,7 +262,7 @@ def test_neural_dim_bound_keeps_retraining_small():
     assert neural_problem(dict(small, dim=9))[0] == "content.weights"
 
 
-def test_event_values_beyond_bounds_are_bad_input(db: Path, tmp_path: Path):
+def test_event_values_beyond_bounds_are_bad_input(db: str, tmp_path: Path):
     cases = {
         "1e400": ('{"type": "delete", "roots": ["p1"], "x": 1e400}', None),
         "surrogate-root": ('{"type": "delete", "roots": ["\\ud800"]}', None),

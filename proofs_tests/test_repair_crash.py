@@ -1,4 +1,4 @@
-"""Crash safety (G5 under failure): a real child process running `repair` is SIGKILLed at a
+"""Crash safety (G5 under failure), on both backends (SQLite file, PostgreSQL schema): a real child process running `repair` is SIGKILLed at a
 randomised point (MEMSTEWARD_CRASH_AT=N makes it kill itself at its N-th store checkpoint — before,
 inside or after a transaction — or the parent kills it after a random delay). Afterwards no
 artifact of C(F) is servable at its invalidated version, no version is lost, and
@@ -50,14 +50,14 @@ def _checkpoints(event: str) -> int:
     return n
 
 
-def _fresh_db(tmp: Path, name: str) -> Path:
-    db = tmp / f"{name}.db"
+def _fresh_db(store_at, name: str) -> str:
+    db = store_at(name)
     subprocess.run([MEMGOV, "store", "import", "--store", str(db), str(DATA / "store.json")],
                    check=True, capture_output=True, cwd=ROOT)
     return db
 
 
-def _child(db: Path, event: str, crash_at: int | None) -> subprocess.Popen:
+def _child(db: str, event: str, crash_at: int | None) -> subprocess.Popen:
     env = dict(os.environ)
     if crash_at:
         env["MEMSTEWARD_CRASH_AT"] = str(crash_at)
@@ -66,7 +66,7 @@ def _child(db: Path, event: str, crash_at: int | None) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
-def _final_state(db: Path) -> dict:
+def _final_state(db: str) -> dict:
     s = Store.open(str(db))
     out = {"artifacts": s.dump_state()["artifacts"], "versions": s.dump_state()["versions"]}
     s.close()
@@ -77,7 +77,7 @@ def _versions(s: Store) -> set[tuple[str, int]]:
     return {(i, v) for i in s.states() for v, _, _ in s.versions(i)}
 
 
-def _check_after_crash(db: Path, before: dict, before_versions: set) -> None:
+def _check_after_crash(db: str, before: dict, before_versions: set) -> None:
     s = Store.open(str(db))
     try:
         assert before_versions <= _versions(s)  # no version lost
@@ -94,8 +94,8 @@ def _check_after_crash(db: Path, before: dict, before_versions: set) -> None:
 
 
 @pytest.mark.parametrize("event", ["delete", "correct", "migrate"])
-def test_killed_repair_recovers_to_uninterrupted_result(tmp_path, event):
-    ref_db = _fresh_db(tmp_path, "ref")
+def test_killed_repair_recovers_to_uninterrupted_result(store_at, event):
+    ref_db = _fresh_db(store_at, "ref")
     proc = _child(ref_db, event, None)
     assert proc.wait(timeout=120) == 0, proc.stderr.read().decode()
     expected = _final_state(ref_db)
@@ -106,7 +106,7 @@ def test_killed_repair_recovers_to_uninterrupted_result(tmp_path, event):
     # transaction (its last three checkpoints: mid-publication, before and after its COMMIT)
     points = [1, 2, rng.randint(3, last - 3), rng.randint(last - 2, last - 1)]
     for n, point in enumerate(points + ["delay"]):
-        db = _fresh_db(tmp_path, f"{event}-{n}")
+        db = _fresh_db(store_at, f"{event}-{n}")
         s = Store.open(str(db))
         before, before_versions = s.dump_state(), _versions(s)
         s.close()

@@ -3,6 +3,8 @@
 A unique marker is written into a root and into content derived from it (directly and two hops
 away); after the delete no version row, export or served artifact holds it. The reference is the
 marker itself searched in raw SQL rows and CLI output, independent of the engine's bookkeeping.
+The logical tests run on SQLite and PostgreSQL; the bytes-on-disk tests are SQLite's (PostgreSQL's
+physical step is VACUUM FULL, its files live on the server).
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ def marker_doc() -> dict:
 
 
 def marker_store(path: str = ":memory:") -> Store:
-    store = Store.open(path, create=True)
+    store = Store() if path == ":memory:" else Store.open(path, create=True)  # Store(): per backend (store_backend)
     store.import_snapshot(parse_store_document(marker_doc(), "<test>"))
     return store
 
@@ -60,11 +62,33 @@ def marker_store(path: str = ":memory:") -> Store:
 def _raw_rows(store: Store) -> str:
     """Every cell of every table, as text (the reference: no engine code interprets it)."""
     out = []
-    for (table,) in store.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'"):
+    catalog = ("SELECT name FROM sqlite_master WHERE type = 'table'" if store.backend == "sqlite" else
+               "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()")
+    for (table,) in store.conn.execute(catalog).fetchall():
         out += [repr(r) for r in store.conn.execute(f"SELECT * FROM {table}")]
     return "\n".join(out)
 
 
+BOTH = pytest.mark.usefixtures("store_backend")  # `Store()` is a fresh store of each backend
+
+
+def _tamper(loc: str, sql: str) -> None:
+    """Change a store behind the engine's back (SQLite file or PostgreSQL schema)."""
+    if loc.startswith("postgresql://"):
+        import psycopg
+
+        dsn, schema = loc.rsplit("?schema=", 1)
+        with psycopg.connect(dsn, autocommit=True) as con:
+            con.execute(f'SET search_path TO "{schema}"')
+            con.execute(sql)
+        return
+    con = sqlite3.connect(loc)
+    con.execute(sql)
+    con.commit()
+    con.close()
+
+
+@BOTH
 def test_delete_erases_the_root_and_every_version_derived_from_it():
     store = marker_store()
     policy = load_policy("policies/default.yaml")
@@ -87,6 +111,7 @@ def test_delete_erases_the_root_and_every_version_derived_from_it():
     assert {"sum-home", "sum-digest"} <= set(plan.republished)
 
 
+@BOTH
 def test_erase_rows_chain_the_digest_of_every_erased_version():
     doc = marker_doc()
     store = marker_store()
@@ -103,6 +128,7 @@ def test_erase_rows_chain_the_digest_of_every_erased_version():
                              for r in republish)
 
 
+@BOTH
 def test_tombstone_holds_the_digest_of_the_deleted_root_only():
     doc = marker_doc()
     store = marker_store()
@@ -121,6 +147,7 @@ def test_content_digest_is_sha256_of_canonical_json():
     assert content_digest(content) == hashlib.sha256('{"a":[1,2],"b":"é"}'.encode("utf-8")).hexdigest()
 
 
+@BOTH
 @pytest.mark.parametrize("privacy", [False, True])
 def test_privacy_correction_erases_superseded_content(privacy: bool):
     store = marker_store()
@@ -135,8 +162,10 @@ def test_privacy_correction_erases_superseded_content(privacy: bool):
     assert store.is_tombstoned(content_digest(marker_doc()["artifacts"][0]["content"])) is privacy
 
 
+@BOTH
 def test_migration_erases_nothing():
-    store = Store.open(str(DATA / "store.json"))
+    store = Store()
+    store.import_snapshot(Store.open(str(DATA / "store.json")).snapshot())
     before = {i: store.versions(i) for i in store.states()}
     run_event(store, load_policy("policies/default.yaml"),
               parse_event(json.loads((DATA / "event-migrate.json").read_text()), store.snapshot()))
@@ -155,8 +184,8 @@ def test_privacy_flag_is_for_corrections_only(tmp_path: Path):
 
 
 @pytest.mark.parametrize("event", ["delete", "correct", "migrate"])
-def test_every_shipped_demo_event_passes_its_own_audit(tmp_path: Path, event: str):
-    db = str(tmp_path / "m.db")
+def test_every_shipped_demo_event_passes_its_own_audit(store_at, event: str):
+    db = store_at("m")
     run = CliRunner()
     assert run.invoke(main, ["store", "import", "--store", db, str(DATA / "store.json")]).exit_code == 0
     r = run.invoke(main, ["repair", "--policy", "policies/default.yaml", "--store", db,
@@ -167,8 +196,8 @@ def test_every_shipped_demo_event_passes_its_own_audit(tmp_path: Path, event: st
     assert a.exit_code == 0 and doc["ok"], [c for c in doc["checks"] if not c["ok"]]
 
 
-def test_correction_evidence_names_the_version_the_replacement_got(tmp_path: Path):
-    db = str(tmp_path / "m.db")
+def test_correction_evidence_names_the_version_the_replacement_got(store_at):
+    db = store_at("m")
     run = CliRunner()
     run.invoke(main, ["store", "import", "--store", db, str(DATA / "store.json")])
     run.invoke(main, ["repair", "--policy", "policies/default.yaml", "--store", db,
@@ -181,16 +210,13 @@ def test_correction_evidence_names_the_version_the_replacement_got(tmp_path: Pat
     assert support and all(x["version"] == root_version for x in support)
 
 
-def test_erasure_check_fails_when_a_derived_version_keeps_content(tmp_path: Path):
-    db = str(tmp_path / "m.db")
+def test_erasure_check_fails_when_a_derived_version_keeps_content(store_at):
+    db = store_at("m")
     store = marker_store(db)
     run_event(store, load_policy("policies/default.yaml"),
               parse_event({"type": "delete", "roots": ["r-secret"]}, store.snapshot()))
     store.close()
-    con = sqlite3.connect(db)
-    con.execute("UPDATE versions SET content = '\"restored\"', erased = 0 WHERE id = 'cache-home'")
-    con.commit()
-    con.close()
+    _tamper(db, "UPDATE versions SET content = '\"restored\"', erased = 0 WHERE id = 'cache-home'")
     r = CliRunner().invoke(main, ["audit", "--store", db, "--json"])
     checks = {c["check"]: c for c in json.loads(r.stdout)["checks"]}
     assert r.exit_code == 1 and not checks["erasure"]["ok"] and "cache-home" in checks["erasure"]["detail"]
@@ -323,6 +349,7 @@ def _delete(doc: dict, policy):
     return store, plan
 
 
+@BOTH
 def test_content_scan_finds_an_untracked_copy_and_its_descendants():
     copy = f"Weekly recap. The user {MARKER}. More notes follow."
     store, plan = _delete(_untracked_doc(copy), load_policy("policies/default.yaml"))
@@ -335,6 +362,7 @@ def test_content_scan_finds_an_untracked_copy_and_its_descendants():
     assert [u["id"] for u in att["untracked"]] == ["sum-copied"] and att["ok"]
 
 
+@BOTH
 def test_without_the_content_scan_the_untracked_copy_stays_servable():
     policy = load_policy("policies/default.yaml")
     policy = policy.model_copy(update={"lineage": policy.lineage.model_copy(update={"content_scan": False})})

@@ -1,9 +1,10 @@
-"""One writer per event: two `memsteward recover` processes after a crash publish once.
+"""One writer per event: two `memsteward recover` processes after a crash publish once (both backends).
 
 Real child processes: a repair is SIGKILLed after its barrier, then two recover processes start
-while the test holds the database's write lock, so both have read the unfinished event before
-either can write; the lock is released and they race. The lease (owner row taken under BEGIN
-IMMEDIATE) lets exactly one complete the event; the other exits 0 naming the holder.
+while the test holds the store's write lock (SQLite: BEGIN IMMEDIATE on the file; PostgreSQL: the
+store's advisory lock, held by the test's own session), so both have read the unfinished event
+before either can write; the lock is released and they race. The lease (owner row taken under the
+write lock) lets exactly one complete the event; the other exits 0 naming the holder.
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ def _has_open(pid: int, path: Path) -> bool:
         return False
 
 
-def _crashed_store(tmp_path: Path) -> Path:
-    db = tmp_path / "m.db"
+def _crashed_store(store_at) -> str:
+    db = store_at("m")
     subprocess.run([CLI, "store", "import", "--store", str(db), str(DATA / "store.json")], check=True,
                    capture_output=True, cwd=ROOT)
     env = {**os.environ, "MEMSTEWARD_CRASH_AT": "6"}  # after the barrier, while staging successors
@@ -44,18 +45,49 @@ def _crashed_store(tmp_path: Path) -> Path:
     return db
 
 
-def test_two_concurrent_recovers_publish_once(tmp_path: Path):
-    db = _crashed_store(tmp_path)
-    lock = sqlite3.connect(str(db), isolation_level=None)
-    lock.execute("BEGIN IMMEDIATE")  # both recovers can read, neither can write yet
+class _WriteLock:
+    """The store's write lock, held by the test: BEGIN IMMEDIATE (SQLite) or the advisory lock (PostgreSQL)."""
+
+    def __init__(self, db: str) -> None:
+        self.db = db
+        if db.startswith("postgresql://"):
+            s = Store.open(db)
+            self.key = s.conn.lock_key
+            s.close()
+            import psycopg
+
+            self.conn = psycopg.connect(db.rsplit("?schema=", 1)[0], autocommit=True)
+            self.conn.execute("SELECT pg_advisory_lock(%s)", (self.key,))
+        else:
+            self.key, self.conn = None, sqlite3.connect(db, isolation_level=None)
+            self.conn.execute("BEGIN IMMEDIATE")
+
+    def waiting(self, procs) -> bool:
+        """Whether every process is connected and (PostgreSQL) blocked on the lock."""
+        if self.key is None:
+            return all(_has_open(p.pid, Path(self.db)) for p in procs)
+        (n,) = self.conn.execute("SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted "
+                                 "AND ((classid::bigint << 32) | objid::bigint) = %s", (self.key,)).fetchone()
+        return n == len(procs)
+
+    def release(self) -> None:
+        if self.key is None:
+            self.conn.execute("COMMIT")
+        else:
+            self.conn.execute("SELECT pg_advisory_unlock(%s)", (self.key,))
+        self.conn.close()
+
+
+def test_two_concurrent_recovers_publish_once(store_at):
+    db = _crashed_store(store_at)
+    lock = _WriteLock(db)  # both recovers can read, neither can write yet
     procs = [subprocess.Popen([CLI, "recover", "--store", str(db), "--json"], cwd=ROOT, text=True,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
     deadline = time.monotonic() + 60
-    while not all(_has_open(p.pid, db) for p in procs) and time.monotonic() < deadline:
+    while not lock.waiting(procs) and time.monotonic() < deadline:
         time.sleep(0.05)
     time.sleep(1.0)  # let both read the unfinished event and block on their first write
-    lock.execute("COMMIT")
-    lock.close()
+    lock.release()
     outs = []
     for p in procs:
         out, err = p.communicate(timeout=120)
@@ -76,8 +108,8 @@ def test_two_concurrent_recovers_publish_once(tmp_path: Path):
     assert audit.returncode == 0, [c for c in json.loads(audit.stdout)["checks"] if not c["ok"]]
 
 
-def test_lease_of_a_killed_process_is_taken_over(tmp_path: Path):
-    db = _crashed_store(tmp_path)  # the killed repair's lease is still in the store
+def test_lease_of_a_killed_process_is_taken_over(store_at):
+    db = _crashed_store(store_at)  # the killed repair's lease is still in the store
     s = Store.open(str(db))
     (pid,) = s.conn.execute("SELECT pid FROM event_lease").fetchone()
     s.close()

@@ -3,7 +3,8 @@
 After every event under complete provenance: Leak = 0; nothing of C(F) is served at its
 invalidated version; the executed selection is predecessor-closed and executable-only; a
 failed successor and all its dependents stay withdrawn; no version is lost; deleted roots are
-erased; a dry run leaves the store unchanged.
+erased; a dry run leaves the store unchanged. Every test runs on SQLite and on PostgreSQL
+(``store_backend``: each `Store()` is a fresh schema there, with a smaller Hypothesis budget).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 import networkx as nx
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,6 +24,8 @@ from memsteward.repair.execute import dry_run, run_event
 from memsteward.repair.graph import cascade, influence_graph
 from memsteward.repair.metrics import leak_pct
 from memsteward.repair.store import Store
+
+pytestmark = pytest.mark.usefixtures("store_backend")  # the store suite runs on SQLite and PostgreSQL
 
 WORDS = ["tea", "paris", "jazz", "rain", "berlin", "tofu", "museum", "bike", "sunny", "novel"]
 
@@ -194,7 +198,8 @@ def test_cycle_is_withdrawn_and_non_executable():
 
 def test_failed_validation_keeps_failure_and_dependents_withdrawn():
     # the bundled migrate event: chain-weekend fails the sandbox, sum-weekend depends on it
-    store = Store.open("engine/data/repair/store.json")
+    store = Store()
+    store.import_snapshot(Store.open("engine/data/repair/store.json").snapshot())
     event = parse_event({"type": "migrate", "roots": ["api-weather-v1"],
                          "interface": {"tools": {"get_forecast": {"params": {"city": "string"}}},
                                        "renames": {"forecast": "get_forecast"},

@@ -1,6 +1,6 @@
-"""G5 barrier isolation on the real SQLite store, as a Hypothesis state machine.
+"""G5 barrier isolation on the real store (SQLite file and PostgreSQL schema), as a Hypothesis state machine.
 
-The machine drives a file-backed store through random events (delete / correct / migrate),
+The machine drives a store on each backend through random events (delete / correct / migrate),
 validation failures, crashes (an exception thrown out of the engine mid-event — after n oracle
 calls, or at the n-th store checkpoint, inside or after a transaction — after which the store is
 reopened from disk like a restarted process), recoveries and restarts; choices are weighted so
@@ -42,6 +42,7 @@ _TMP = "/dev/shm" if Path("/dev/shm").is_dir() else None
 
 SETTINGS = settings(max_examples=40, stateful_step_count=10, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+PG_EXAMPLES = 12  # PostgreSQL: each example is a fresh schema on the server (the thresholds scale with it)
 
 
 class SimulatedCrash(BaseException):
@@ -60,10 +61,12 @@ class BarrierMachine(RuleBasedStateMachine):
     """Rules draw their choices so that crashes (about half of the events), rejected successors and
     republications are common, not luck; rules that do not apply are filtered by @precondition."""
 
+    locate = None  # a test sets it to a callable giving a fresh store location (a PostgreSQL schema URL)
+
     def __init__(self) -> None:
         super().__init__()
         self.dir = Path(tempfile.mkdtemp(prefix="memsteward-g5-", dir=_TMP))
-        self.path = str(self.dir / "store.db")
+        self.path = str(self.dir / "store.db") if self.locate is None else type(self).locate()
         self.store: Store | None = None
         self.rejected: dict[int, set[str]] = {}  # event id → successors the oracles rejected
 
@@ -245,16 +248,26 @@ def g5_violation(store: Store, rejected: dict[int, set[str]]) -> str | None:
     return None
 
 
+def _machine(store_at) -> type[BarrierMachine]:
+    """The machine on the fixture's backend: SQLite keeps its tmpfs file, PostgreSQL a fresh schema per example."""
+    if store_at.backend == "sqlite":
+        return BarrierMachine
+    fresh = iter(range(10**9))
+    return type("PgBarrierMachine", (BarrierMachine,), {"locate": staticmethod(lambda: store_at(f"g5-{next(fresh)}"))})
+
+
 @pytest.mark.slow
-def test_barrier_isolation_state_machine():
+def test_barrier_isolation_state_machine(store_at):
     STATS.clear()
-    run_state_machine_as_test(BarrierMachine, settings=SETTINGS)
+    examples = SETTINGS.max_examples if store_at.backend == "sqlite" else PG_EXAMPLES
+    run_state_machine_as_test(_machine(store_at), settings=settings(SETTINGS, max_examples=examples))
     if os.environ.get("MEMSTEWARD_G5_STATS"):  # bench/g5_machine.py reports what a CI run exercised
         Path(os.environ["MEMSTEWARD_G5_STATS"]).write_text(json.dumps(STATS, sort_keys=True))
     # the weights make the hard paths common: a run that never crashes, fails or republishes
-    # would prove little (typical CI run: see bench/RESULTS.md, "G5 state machine")
-    assert STATS.get("crashes mid-event", 0) >= 10 and STATS.get("recoveries", 0) >= 5, STATS
-    assert STATS.get("publications", 0) >= 20 and STATS.get("steps failed", 0) >= 5, STATS
+    # would prove little (typical CI run: see bench/RESULTS.md, "G5 state machine"); per 40 examples
+    scale = examples / 40
+    assert STATS.get("crashes mid-event", 0) >= 10 * scale and STATS.get("recoveries", 0) >= 5 * scale, STATS
+    assert STATS.get("publications", 0) >= 20 * scale and STATS.get("steps failed", 0) >= 5 * scale, STATS
 
 
 # ---------------------------------------------------------------------- mutations

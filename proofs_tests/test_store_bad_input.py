@@ -25,15 +25,15 @@ STORE_DOC = json.loads((DATA / "store.json").read_text())
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Path:
-    path = tmp_path / "store.db"
-    store = Store.open(str(path), create=True)
+def db(store_at) -> str:
+    path = store_at("store")  # a SQLite file or a PostgreSQL schema: the suite runs on both
+    store = Store.open(path, create=True)
     store.import_snapshot(Store.open(str(DATA / "store.json")).snapshot())
     store.close()
     return path
 
 
-def _state(path: Path) -> dict:
+def _state(path: str) -> dict:
     s = Store.open(str(path))
     try:
         return s.dump_state()
@@ -82,7 +82,7 @@ BAD_EVENTS = {
 
 
 @pytest.mark.parametrize("name", sorted(BAD_EVENTS))
-def test_bad_event_leaves_store_unchanged(db: Path, tmp_path: Path, name: str):
+def test_bad_event_leaves_store_unchanged(db: str, tmp_path: Path, name: str):
     text, field, line = BAD_EVENTS[name]
     ev = tmp_path / f"{name}.json"
     ev.write_text(text)
@@ -92,7 +92,7 @@ def test_bad_event_leaves_store_unchanged(db: Path, tmp_path: Path, name: str):
     assert _state(db) == before
 
 
-def test_missing_files_are_bad_input(db: Path, tmp_path: Path):
+def test_missing_files_are_bad_input(db: str, tmp_path: Path):
     ev = tmp_path / "e.json"
     ev.write_text('{"type": "delete", "roots": ["p1"]}')
     before = _state(db)
@@ -131,7 +131,7 @@ BAD_IMPORTS = {
 
 
 @pytest.mark.parametrize("name", sorted(BAD_IMPORTS))
-def test_bad_import_leaves_store_unchanged(db: Path, tmp_path: Path, name: str):
+def test_bad_import_leaves_store_unchanged(db: str, tmp_path: Path, name: str):
     mutate, field = BAD_IMPORTS[name]
     doc = tmp_path / f"{name}.json"
     doc.write_text(_doc_with(mutate))
@@ -144,7 +144,7 @@ def test_bad_import_leaves_store_unchanged(db: Path, tmp_path: Path, name: str):
     _assert_one_error(_run(["repair", "--policy", POLICY, "--store", str(doc), "--event", str(ev)]), str(doc), field)
 
 
-def test_duplicate_id_with_existing_store_and_malformed_import(db: Path, tmp_path: Path):
+def test_duplicate_id_with_existing_store_and_malformed_import(db: str, tmp_path: Path):
     before = _state(db)
     again = tmp_path / "again.json"
     shutil.copy(DATA / "store.json", again)
@@ -162,7 +162,7 @@ def test_duplicate_id_line_is_reported(tmp_path: Path):
                       "artifacts[1].id", 3)
 
 
-def test_erased_root_cannot_be_deleted_twice(db: Path, tmp_path: Path):
+def test_erased_root_cannot_be_deleted_twice(db: str, tmp_path: Path):
     ev = tmp_path / "e.json"
     ev.write_text('{"type": "delete", "roots": ["p1"]}')
     assert _run(["repair", "--policy", POLICY, "--store", str(db), "--event", str(ev)]).exit_code == 0
@@ -171,7 +171,7 @@ def test_erased_root_cannot_be_deleted_twice(db: Path, tmp_path: Path):
     assert _state(db) == before
 
 
-def test_unfinished_event_blocks_new_events(db: Path, tmp_path: Path):
+def test_unfinished_event_blocks_new_events(db: str, tmp_path: Path):
     store = Store.open(str(db))
     policy = load_policy_source(POLICY).policy
     event = parse_event({"type": "delete", "roots": ["p1"]}, store.snapshot())

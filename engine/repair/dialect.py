@@ -275,6 +275,13 @@ def _schema_name(url: str) -> tuple[str, str]:
     return urlunsplit((parts.scheme, parts.netloc, parts.path, rest, parts.fragment)), schema
 
 
+def _check_version(version: int | None, schema: str, shown: str) -> None:
+    if version != SCHEMA_VERSION:
+        raise InputError(f"schema {schema!r} is a memsteward store of schema version {version}; this "
+                         f"release reads version {SCHEMA_VERSION} (copy it with `memsteward store copy` "
+                         "using the release that wrote it)", file=shown, field="schema")
+
+
 def connect_postgres(url: str, create: bool = True) -> PgConnection:
     """Connect, check the schema is memsteward's (or empty) and set it up, under the store's lock.
 
@@ -302,23 +309,18 @@ def connect_postgres(url: str, create: bool = True) -> PgConnection:
         if not tables and not create:
             raise InputError(f"no memsteward store in schema {schema!r} (create one with `memsteward store import`)",
                              file=shown)
-        raw.execute("BEGIN")
-        raw.execute("SELECT pg_advisory_xact_lock(%s)", (conn.lock_key,))
-        raw.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
-        raw.execute(f'SET LOCAL search_path TO "{schema}"')
-        version = None
-        if "memsteward_schema" in tables:
-            row = raw.execute("SELECT version FROM memsteward_schema WHERE one = 1").fetchone()
-            version = None if row is None else int(row[0])
-            if version != SCHEMA_VERSION:
-                raise InputError(f"schema {schema!r} is a memsteward store of schema version {version}; this "
-                                 f"release reads version {SCHEMA_VERSION} (copy it with `memsteward store copy` "
-                                 "using the release that wrote it)", file=shown, field="schema")
-        else:
+        if "memsteward_schema" in tables:  # an existing store: read its version, take no lock
+            row = raw.execute(f'SELECT version FROM "{schema}".memsteward_schema WHERE one = 1').fetchone()
+            _check_version(None if row is None else int(row[0]), schema, shown)
+        else:  # a new store: the schema is created under the store's lock (concurrent creators wait)
+            raw.execute("BEGIN")
+            raw.execute("SELECT pg_advisory_xact_lock(%s)", (conn.lock_key,))
+            raw.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+            raw.execute(f'SET LOCAL search_path TO "{schema}"')
             raw.execute(PG_SCHEMA)
             raw.execute("INSERT INTO memsteward_schema(one, version) VALUES (1, %s) ON CONFLICT DO NOTHING",
                         (SCHEMA_VERSION,))
-        raw.execute("COMMIT")
+            raw.execute("COMMIT")
         raw.execute(f'SET search_path TO "{schema}"')
     except BaseException:
         if not raw.closed:

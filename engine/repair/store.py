@@ -554,8 +554,11 @@ class Store:
                 raise InputError("the store changed while the event was being planned; run it again",
                                  file=self.path)
             event_text, policy_text, plan_text = _dump(plan_doc["event"]), _dump(policy_doc), _dump(plan_doc)
-            (event_id,) = c.execute("INSERT INTO events(type, event, policy, plan, status, created) "
-                                    "VALUES (?,?,?,?,?,?) RETURNING id", (plan_doc["event"]["type"], event_text,
+            # ids count 1, 2, … on both backends (a PostgreSQL identity would skip the ids of
+            # rolled-back barriers; the write lock makes MAX + 1 safe)
+            (event_id,) = c.execute("INSERT INTO events(id, type, event, policy, plan, status, created) "
+                                    "VALUES ((SELECT COALESCE(MAX(id), 0) + 1 FROM events),?,?,?,?,?,?) RETURNING id",
+                                    (plan_doc["event"]["type"], event_text,
                                                                           policy_text, plan_text, "barrier",
                                                                           _now())).fetchone()
             event_id = int(event_id)
