@@ -33,6 +33,19 @@ def _default(o: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
 
+def _lost_connection(exc: BaseException) -> bool:
+    """A psycopg OperationalError (connection lost, server shut down, session terminated) — checked
+    without importing psycopg (a SQLite command never loads it)."""
+    psycopg = sys.modules.get("psycopg")
+    return psycopg is not None and isinstance(exc, psycopg.OperationalError)
+
+
+def _redact(url: str) -> str:
+    from ..repair.dialect import redact
+
+    return redact(url)
+
+
 def handle_errors(fn: F) -> F:
     """Turn :class:`InputError` into one line on stderr and exit code 2 (no traceback)."""
 
@@ -60,6 +73,13 @@ def handle_errors(fn: F) -> F:
         except (click.exceptions.Exit, click.ClickException, SystemExit):
             raise
         except Exception as exc:  # an engine bug: say so plainly, traceback on request
+            if _lost_connection(exc):  # not a bug: the server went away (exit 2, recoverable)
+                store = _redact(str(kwargs.get("store_path") or kwargs.get("src") or "<store>"))
+                first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+                click.echo(InputError(f"the PostgreSQL connection failed: {first} (server restarted, session "
+                                      "terminated or network lost); an event it interrupted is recoverable: run "
+                                      f"`memsteward recover --store {store}`", file=store).render(), err=True)
+                sys.exit(EXIT_BAD_INPUT)
             if os.environ.get("MEMSTEWARD_DEBUG"):
                 traceback.print_exc()
             click.echo(f"memsteward: internal error: {type(exc).__name__}: {printable(str(exc))} "

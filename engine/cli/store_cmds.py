@@ -1,4 +1,4 @@
-"""`memsteward store import|put|export|serve|log|copy`: the provenance store (MemoRepair §2.1)."""
+"""`memsteward store import|put|export|serve|log|copy|migrate`: the provenance store (MemoRepair §2.1)."""
 
 from __future__ import annotations
 
@@ -167,3 +167,29 @@ def copy_cmd(src: str, dst: str, as_json: bool) -> None:
         click.echo(terminal(f"copied {counts['artifacts']} artifacts, {counts['versions']} versions and "
                             f"{counts['audit']} audit rows from {source.path} to {target.path}; audit chain "
                             f"verified on both sides (head {'-' if head is None else head[0]})"))
+
+
+@store_group.command("migrate")
+@click.argument("store_path", metavar="STORE")
+@click.option("--json", "as_json", is_flag=True, help="Report the schema versions (from, to) as JSON.")
+@handle_errors
+def migrate_cmd(store_path: str, as_json: bool) -> None:
+    """Bring STORE (SQLite file or postgresql://…?schema=…) written by an older release to this
+    release's schema version, in one transaction under the store's write lock. Every other command
+    refuses an older store (exit 2, nothing changed) and names this one. Already current: exit 0."""
+    from ..repair.dialect import SCHEMA_VERSION
+
+    if store_path.endswith(".json"):
+        raise InputError("a .json export has no schema version: import it with `memsteward store import`",
+                         file=store_path)
+    store = Store.open(store_path, migrate=True)
+    done = store.migrated
+    doc = {"store": store.path, "from": SCHEMA_VERSION if done is None else done[0], "to": SCHEMA_VERSION,
+           "migrated": done is not None}
+    store.close()
+    if as_json:
+        emit_json(doc)
+    elif done is None:
+        click.echo(terminal(f"{doc['store']} is already at schema version {SCHEMA_VERSION}"))
+    else:
+        click.echo(terminal(f"migrated {doc['store']} from schema version {done[0]} to {done[1]}"))

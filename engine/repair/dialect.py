@@ -21,6 +21,7 @@ erasure, write fencing) live once, in ``store.py``, written in the SQL both back
 from __future__ import annotations
 
 import functools
+import os
 import hashlib
 import random
 import re
@@ -35,7 +36,15 @@ from ..errors import InputError
 __all__ = ["db_errors", "PG_SCHEMA", "SCHEMA_VERSION", "SQLITE_SCHEMA", "PgConnection", "connect_postgres",
            "is_postgres_url", "redact", "retrying", "translate"]
 
-SCHEMA_VERSION = 1
+# Schema versions (``memsteward store migrate`` brings an older store to SCHEMA_VERSION):
+#   1  every store written before versioning (SQLite: no ``memsteward_schema`` table; PostgreSQL: version 1)
+#   2  ``event_lease.session``: the holder's PostgreSQL session (backend pid and start), so a lease held by
+#      a dead process on another host is recognised; SQLite gains the ``memsteward_schema`` table.
+# ANY change to a table or column of either schema (a new table included: `CREATE TABLE IF NOT EXISTS`
+# reaches new stores only) bumps SCHEMA_VERSION and appends one step per backend to MIGRATIONS; a store
+# of an older version is refused (exit 2, nothing changed) until `memsteward store migrate` ran.
+SCHEMA_VERSION = 2
+CORE_TABLES = frozenset({"artifacts", "versions", "edges", "events", "audit"})  # what makes a database a store
 
 SQLITE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS artifacts(
@@ -65,7 +74,8 @@ CREATE TABLE IF NOT EXISTS tombstones(
   digest TEXT PRIMARY KEY, root TEXT NOT NULL, event_id INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS event_lease(
   event_id INTEGER PRIMARY KEY, owner TEXT NOT NULL, host TEXT NOT NULL, pid INTEGER NOT NULL,
-  started TEXT, acquired TEXT NOT NULL);
+  started TEXT, acquired TEXT NOT NULL, session TEXT);
+CREATE TABLE IF NOT EXISTS memsteward_schema(one INTEGER PRIMARY KEY CHECK (one = 1), version INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS edges_dst ON edges(dst);
 CREATE INDEX IF NOT EXISTS plan_steps_artifact ON plan_steps(event_id, artifact_id);
 """
@@ -104,12 +114,50 @@ CREATE TABLE IF NOT EXISTS tombstones(
   digest TEXT COLLATE "C" PRIMARY KEY, root TEXT COLLATE "C" NOT NULL, event_id BIGINT NOT NULL);
 CREATE TABLE IF NOT EXISTS event_lease(
   event_id BIGINT PRIMARY KEY, owner TEXT NOT NULL, host TEXT NOT NULL, pid BIGINT NOT NULL,
-  started TEXT, acquired TEXT NOT NULL);
+  started TEXT, acquired TEXT NOT NULL, session TEXT);
 CREATE INDEX IF NOT EXISTS edges_dst ON edges(dst);
 CREATE INDEX IF NOT EXISTS plan_steps_artifact ON plan_steps(event_id, artifact_id);
 """
 PG_TABLES = frozenset({"memsteward_schema", "artifacts", "versions", "edges", "events", "plan_steps", "audit",
                        "audit_head", "tombstones", "event_lease"})
+
+# Columns added after a table first shipped: (table, column, type). SQLite has no ADD COLUMN IF NOT
+# EXISTS, so its version-1 step adds those a store lacks (stores from before chaining, signing, digests).
+_SQLITE_LATE_COLUMNS = (("audit", "hash", "TEXT"), ("audit_head", "seal", "TEXT"), ("versions", "sha256", "TEXT"),
+                        ("event_lease", "session", "TEXT"))
+
+
+def _sqlite_v1_to_v2(conn: Any) -> str:
+    """Tables a version-1 store may lack (it was written by any earlier release), then late columns."""
+    present = {t: {r[1] for r in conn.execute(f"PRAGMA table_info({t})")} for t, _, _ in _SQLITE_LATE_COLUMNS}
+    adds = [f"ALTER TABLE {t} ADD COLUMN {c} {k};" for t, c, k in _SQLITE_LATE_COLUMNS if present[t] and c not in present[t]]
+    return SQLITE_SCHEMA + "\n".join(adds)
+
+
+def _pg_v1_to_v2(conn: Any) -> str:
+    return "ALTER TABLE event_lease ADD COLUMN IF NOT EXISTS session TEXT"
+
+
+# MIGRATIONS[backend][v - 1](conn) is the SQL that takes a store from version v to v + 1 (it may read
+# the store to decide); the store runs every pending step and the new version in ONE write transaction.
+MIGRATIONS: dict[str, tuple[Callable[[Any], str], ...]] = {
+    "sqlite": (_sqlite_v1_to_v2,),
+    "postgresql": (_pg_v1_to_v2,),
+}
+assert all(len(steps) == SCHEMA_VERSION - 1 for steps in MIGRATIONS.values())
+
+
+def check_version(version: int, schema: str, shown: str, migrate: bool) -> None:
+    """Refuse a store of another schema version (InputError, exit 2) unless it is older and ``migrate``."""
+    if version > SCHEMA_VERSION:
+        raise InputError(f"{schema} is a memsteward store of schema version {version}, written by a newer "
+                         f"release; this release reads version {SCHEMA_VERSION} (upgrade memsteward)",
+                         file=shown, field="schema")
+    if version < SCHEMA_VERSION and not migrate:
+        raise InputError(f"{schema} is a memsteward store of schema version {version}; this release needs "
+                         f"version {SCHEMA_VERSION}: run `memsteward store migrate {shown}` (nothing was changed)",
+                         file=shown, field="schema")
+
 
 SQLSTATE_RETRY = frozenset({"40001", "40P01"})  # serialization_failure, deadlock_detected
 RETRY_ATTEMPTS, RETRY_BASE, RETRY_CAP = 6, 0.02, 1.0
@@ -242,6 +290,11 @@ class PgConnection:
     def __init__(self, raw: Any, schema: str) -> None:
         self.raw = raw
         self.schema = schema
+        self.migrated: tuple[int, int] | None = None  # (from, to) when this open ran `store migrate`
+        # this connection's server session: pid and start time (lease liveness across hosts)
+        pid, start = raw.execute("SELECT pid, backend_start::text FROM pg_stat_activity "
+                                 "WHERE pid = pg_backend_pid()").fetchone()
+        self.session = f"{pid}@{start}"
         # one 63-bit key per store (schema): the advisory lock that serialises its writers
         self.lock_key = int.from_bytes(hashlib.sha256(f"memsteward:{schema}".encode()).digest()[:8], "big") >> 1
 
@@ -259,6 +312,15 @@ class PgConnection:
         self.raw.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
         self.raw.execute("SELECT pg_advisory_xact_lock(%s)", (self.lock_key,))
 
+    def session_alive(self, session: str) -> bool:
+        """Whether the server still runs the session ``pid@start`` (any host's client: the lease's liveness)."""
+        pid, _, start = session.partition("@")
+        if not pid.isdigit():
+            return False
+        row = self.raw.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s AND backend_start::text = %s",
+                               (int(pid), start)).fetchone()
+        return row is not None
+
     def close(self) -> None:
         self.raw.close()
 
@@ -275,14 +337,7 @@ def _schema_name(url: str) -> tuple[str, str]:
     return urlunsplit((parts.scheme, parts.netloc, parts.path, rest, parts.fragment)), schema
 
 
-def _check_version(version: int | None, schema: str, shown: str) -> None:
-    if version != SCHEMA_VERSION:
-        raise InputError(f"schema {schema!r} is a memsteward store of schema version {version}; this "
-                         f"release reads version {SCHEMA_VERSION} (copy it with `memsteward store copy` "
-                         "using the release that wrote it)", file=shown, field="schema")
-
-
-def connect_postgres(url: str, create: bool = True) -> PgConnection:
+def connect_postgres(url: str, create: bool = True, migrate: bool = False) -> PgConnection:
     """Connect, check the schema is memsteward's (or empty) and set it up, under the store's lock.
 
     Raises InputError (exit 2) for a DSN that cannot connect, a missing driver, a schema holding
@@ -295,7 +350,8 @@ def connect_postgres(url: str, create: bool = True) -> PgConnection:
         raise InputError("PostgreSQL stores need psycopg 3: pip install 'memsteward[postgres]'", file=shown) from None
     dsn, schema = _schema_name(url)
     try:
-        raw = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
+        raw = psycopg.connect(dsn, autocommit=True, connect_timeout=10,
+                              application_name=f"memsteward:{os.getpid()}")
     except (psycopg.Error, ValueError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InputError(f"cannot connect to PostgreSQL: {first[:200]}", file=shown) from None
@@ -311,7 +367,18 @@ def connect_postgres(url: str, create: bool = True) -> PgConnection:
                              file=shown)
         if "memsteward_schema" in tables:  # an existing store: read its version, take no lock
             row = raw.execute(f'SELECT version FROM "{schema}".memsteward_schema WHERE one = 1').fetchone()
-            _check_version(None if row is None else int(row[0]), schema, shown)
+            version = 1 if row is None else int(row[0])
+            check_version(version, f"schema {schema!r}", shown, migrate)
+            if version < SCHEMA_VERSION:  # `store migrate`: every step in one transaction, under the write lock
+                raw.execute("BEGIN")
+                raw.execute("SELECT pg_advisory_xact_lock(%s)", (conn.lock_key,))
+                raw.execute(f'SET LOCAL search_path TO "{schema}"')
+                (version,) = raw.execute("SELECT version FROM memsteward_schema WHERE one = 1").fetchone()
+                for step in MIGRATIONS["postgresql"][int(version) - 1:]:
+                    raw.execute(step(raw))
+                raw.execute("UPDATE memsteward_schema SET version = %s WHERE one = 1", (SCHEMA_VERSION,))
+                raw.execute("COMMIT")
+                conn.migrated = (int(version), SCHEMA_VERSION)
         else:  # a new store: the schema is created under the store's lock (concurrent creators wait)
             raw.execute("BEGIN")
             raw.execute("SELECT pg_advisory_xact_lock(%s)", (conn.lock_key,))

@@ -37,7 +37,7 @@ from typing import Any, Collection, Iterator, Mapping, Sequence
 from ..errors import EventHeld, InputError, WriteRefused
 from .artifacts import SERVABLE_STATES, Artifact, Edge, Snapshot, parse_store_document, read_json
 from .auditchain import GENESIS, row_hash, seal, signing_key
-from .dialect import SQLITE_SCHEMA, db_errors, PgConnection, connect_postgres, is_postgres_url, redact, retrying
+from .dialect import CORE_TABLES, MIGRATIONS, SCHEMA_VERSION, SQLITE_SCHEMA, check_version, db_errors, PgConnection, connect_postgres, is_postgres_url, redact, retrying
 from .writes import Write, canonical_json, content_digest, prepare
 
 __all__ = ["Store", "content_digest", "digest"]
@@ -61,9 +61,16 @@ def _process_start(pid: int) -> str | None:
 _OPEN: "weakref.WeakValueDictionary[str, Store]" = weakref.WeakValueDictionary()  # this process's open stores
 
 
-def _alive(owner: str, host: str, pid: int, started: str | None) -> bool:
-    """Whether a lease holder still runs (another host is assumed alive: its lease is never stolen).
-    In this very process, the holder is alive while its Store is open."""
+def _alive(owner: str, host: str, pid: int, started: str | None, session: str | None = None,
+           conn: Any = None) -> bool:
+    """Whether a lease holder still runs. In this very process: while its Store is open. On
+    PostgreSQL: while the server still runs the holder's session (``session``: backend pid and
+    start), on any host — a killed process's session ends with its TCP connection. Otherwise (SQLite,
+    or a lease from before schema version 2) by pid on this host; another host is assumed alive."""
+    if host == socket.gethostname() and pid == os.getpid():
+        return owner in _OPEN
+    if session is not None and conn is not None and hasattr(conn, "session_alive"):
+        return conn.session_alive(session)
     if host != socket.gethostname():
         return True
     if pid == os.getpid():
@@ -105,13 +112,19 @@ def _dump(x: Any) -> str:
 class Store:
     """A memsteward store in one SQLite database (a file path, or ``:memory:``)."""
 
-    def __init__(self, path: str = ":memory:", conn: PgConnection | None = None) -> None:
-        """A SQLite store at ``path``; or, with ``conn``, a PostgreSQL store (use :meth:`open`)."""
+    def __init__(self, path: str = ":memory:", conn: PgConnection | None = None, migrate: bool = False) -> None:
+        """A SQLite store at ``path``; or, with ``conn``, a PostgreSQL store (use :meth:`open`).
+        ``migrate``: bring a store of an older schema version to this release's (else InputError)."""
         self.backend = "sqlite" if conn is None else "postgresql"
         self.path = path if conn is None else redact(path)
         self.conn: Any = sqlite3.connect(path, isolation_level=None, timeout=30.0) if conn is None else conn
+        self.migrated: tuple[int, int] | None = None if conn is None else conn.migrated
         if conn is None:
-            self._setup_sqlite()
+            try:
+                self._setup_sqlite(migrate)
+            except BaseException:
+                self.conn.close()
+                raise
         self._audit_key = signing_key()
         self._crash_at = int(os.environ.get(CRASH_ENV, "0") or 0)
         self.erase_wait = _erase_wait()
@@ -119,29 +132,48 @@ class Store:
         _OPEN[self.owner] = self
         self._checkpoints = 0
 
-    def _setup_sqlite(self) -> None:
-        """PRAGMAs, the schema, and the column migrations of stores written by older releases."""
+    def _setup_sqlite(self, migrate: bool) -> None:
+        """PRAGMAs and the schema: created in an empty database, checked (version, foreign tables)
+        in an existing one — which is changed only by ``migrate`` (one transaction)."""
         self.conn.execute("PRAGMA foreign_keys = ON")
         self.conn.execute("PRAGMA secure_delete = ON")  # freed pages are zeroed (not every build defaults to it)
+        tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        tables.discard("sqlite_sequence")
+        if tables and not CORE_TABLES <= tables:
+            raise InputError(f"the database holds tables that are not a memsteward store "
+                             f"({', '.join(sorted(tables)[:5])})", file=self.path)
+        if tables:
+            row = (self.conn.execute("SELECT version FROM memsteward_schema WHERE one = 1").fetchone()
+                   if "memsteward_schema" in tables else None)
+            version = 1 if row is None else int(row[0])
+            check_version(version, "the database", self.path, migrate)
         if self.path != ":memory:":
             self.conn.execute("PRAGMA journal_mode = WAL")
             self.conn.execute("PRAGMA synchronous = FULL")
-        self.conn.executescript(SCHEMA)
-        if "hash" not in {r[1] for r in self.conn.execute("PRAGMA table_info(audit)")}:
-            self.conn.execute("ALTER TABLE audit ADD COLUMN hash TEXT")  # stores from before chaining
-        if "seal" not in {r[1] for r in self.conn.execute("PRAGMA table_info(audit_head)")}:
-            self.conn.execute("ALTER TABLE audit_head ADD COLUMN seal TEXT")  # stores from before signing
-        if "sha256" not in {r[1] for r in self.conn.execute("PRAGMA table_info(versions)")}:
-            self.conn.execute("ALTER TABLE versions ADD COLUMN sha256 TEXT")  # stores from before erasure digests
+        if not tables:
+            self.conn.executescript(f"BEGIN IMMEDIATE; {SCHEMA} INSERT OR IGNORE INTO memsteward_schema(one, version) "
+                                    f"VALUES (1, {SCHEMA_VERSION}); COMMIT;")
+        elif version < SCHEMA_VERSION:  # `store migrate`: every pending step and the version, in one transaction
+            steps = "".join(step(self.conn) for step in MIGRATIONS["sqlite"][version - 1:])
+            try:
+                self.conn.executescript(f"BEGIN IMMEDIATE; {steps}; INSERT OR REPLACE INTO memsteward_schema(one, "
+                                        f"version) VALUES (1, {SCHEMA_VERSION}); COMMIT;")
+            except BaseException:
+                if self.conn.in_transaction:
+                    self.conn.execute("ROLLBACK")
+                raise
+            self.migrated = (version, SCHEMA_VERSION)
 
     # ------------------------------------------------------------------ opening
 
     @staticmethod
-    def open(path: str, create: bool = False) -> "Store":
+    def open(path: str, create: bool = False, migrate: bool = False) -> "Store":
         """Open a store by path or URL: ``postgresql://…[?schema=name]`` (psycopg 3), a SQLite file
-        (``sqlite:///x.db`` or a plain path), or a ``.json`` export loaded into an in-memory store."""
+        (``sqlite:///x.db`` or a plain path), or a ``.json`` export loaded into an in-memory store.
+        A store of an older schema version is refused (InputError naming ``memsteward store migrate``)
+        unless ``migrate``, which upgrades it in one transaction (``.migrated`` = (from, to))."""
         if is_postgres_url(path):
-            return Store(path, conn=connect_postgres(path, create=create))
+            return Store(path, conn=connect_postgres(path, create=create, migrate=migrate))
         if path.startswith("sqlite:///"):
             path = path[len("sqlite:///"):] or ":memory:"
         if path == ":memory:":
@@ -160,7 +192,7 @@ class Store:
             if head and head != b"SQLite format 3\x00":
                 raise InputError("not a SQLite database or a .json store export", file=path)
         try:
-            return Store(path)
+            return Store(path, migrate=migrate)
         except sqlite3.DatabaseError as exc:
             raise InputError(f"cannot open store: {exc}", file=path) from None
 
@@ -581,11 +613,12 @@ class Store:
 
     def _lease(self, event_id: int) -> None:
         """Record this process as the event's one writer (inside the caller's transaction)."""
-        self.conn.execute("INSERT INTO event_lease(event_id, owner, host, pid, started, acquired) "
-                          "VALUES (?,?,?,?,?,?) ON CONFLICT(event_id) DO UPDATE SET owner = excluded.owner, "
+        self.conn.execute("INSERT INTO event_lease(event_id, owner, host, pid, started, acquired, session) "
+                          "VALUES (?,?,?,?,?,?,?) ON CONFLICT(event_id) DO UPDATE SET owner = excluded.owner, "
                           "host = excluded.host, pid = excluded.pid, started = excluded.started, "
-                          "acquired = excluded.acquired", (event_id, self.owner, socket.gethostname(), os.getpid(),
-                                                   _process_start(os.getpid()), _now()))
+                          "acquired = excluded.acquired, session = excluded.session",
+                          (event_id, self.owner, socket.gethostname(), os.getpid(), _process_start(os.getpid()),
+                           _now(), getattr(self.conn, "session", None)))
 
     def take_event(self, event_id: int) -> bool:
         """Become the one writer of an unfinished event (``recover``): BEGIN IMMEDIATE serialises
@@ -596,9 +629,10 @@ class Store:
             status = self.conn.execute("SELECT status FROM events WHERE id = ?", (event_id,)).fetchone()
             if status is None or status[0] == "done":
                 return False
-            row = self.conn.execute("SELECT owner, host, pid, started, acquired FROM event_lease WHERE event_id = ?",
-                                    (event_id,)).fetchone()
-            if row is not None and row[0] != self.owner and _alive(row[0], row[1], int(row[2]), row[3]):
+            row = self.conn.execute("SELECT owner, host, pid, started, acquired, session FROM event_lease "
+                                    "WHERE event_id = ?", (event_id,)).fetchone()
+            if row is not None and row[0] != self.owner and _alive(row[0], row[1], int(row[2]), row[3], row[5],
+                                                                   self.conn):
                 holder = {"event": event_id, "host": row[1], "pid": int(row[2]), "since": row[4]}
                 raise EventHeld(f"event {event_id} is held by process {row[2]} on {row[1]} since {row[4]}; "
                                 "it completes the event", holder, file=self.path)

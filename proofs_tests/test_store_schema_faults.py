@@ -1,0 +1,236 @@
+"""Schema versions, foreign databases and lost connections, on both backends (``store_at``).
+
+* A store written by an older release (schema version 1) is refused by every command with one line
+  naming ``memsteward store migrate``, exit 2, nothing changed; ``store migrate`` upgrades it in one
+  transaction, after which the next event succeeds. A newer version and a database with foreign
+  tables are refused the same way. References: the bytes / rows of the store (``store_fingerprint``)
+  and the columns of a store created fresh.
+* PostgreSQL: the server terminates a writer's session (``pg_terminate_backend``, the fault a server
+  restart causes, injected without restarting the shared server) in the middle of an event → exit 2
+  with a clear message (not 3), the event not begun or recoverable, ``recover`` ends in the result of
+  an uninterrupted run.
+* Lease liveness across hosts: a lease whose holder's PostgreSQL session is gone is taken over even
+  when it names another host; one whose session lives is respected.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import store_fingerprint
+from memsteward.repair.dialect import SCHEMA_VERSION
+from memsteward.repair.store import Store
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "engine" / "data" / "repair"
+POLICY = str(ROOT / "policies" / "default.yaml")
+CLI = str(Path(sys.executable).with_name("memsteward"))
+
+
+def _run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([CLI, *args], capture_output=True, text=True, cwd=ROOT, timeout=300, env=env)
+
+
+def _sql(loc: str, *statements: str) -> list:
+    """Run statements on the store's database behind the engine's back; the last one's rows."""
+    rows: list = []
+    if loc.startswith("postgresql://"):
+        import psycopg
+
+        dsn, schema = loc.rsplit("?schema=", 1)
+        with psycopg.connect(dsn, autocommit=True) as con:
+            con.execute(f'SET search_path TO "{schema}"')
+            for st in statements:
+                cur = con.execute(st)
+                rows = cur.fetchall() if cur.description else []
+        return rows
+    con = sqlite3.connect(loc, isolation_level=None)
+    for st in statements:
+        rows = con.execute(st).fetchall()
+    con.close()
+    return rows
+
+
+def _columns(loc: str, table: str) -> list[str]:
+    if loc.startswith("postgresql://"):
+        return [c for (c,) in _sql(loc, "SELECT column_name FROM information_schema.columns WHERE "
+                                         f"table_schema = current_schema() AND table_name = '{table}' ORDER BY ordinal_position")]
+    return [r[1] for r in _sql(loc, f"PRAGMA table_info({table})")]
+
+
+def _imported(loc: str) -> str:
+    r = _run("store", "import", "--store", loc, str(DATA / "store.json"))
+    assert r.returncode == 0, r.stderr
+    return loc
+
+
+def _downgrade_to_v1(loc: str) -> None:
+    """The store as release 1 left it: no session column in event_lease; SQLite without the version table."""
+    if loc.startswith("postgresql://"):
+        _sql(loc, "ALTER TABLE event_lease DROP COLUMN session", "UPDATE memsteward_schema SET version = 1")
+    else:
+        _sql(loc, "ALTER TABLE event_lease DROP COLUMN session", "DROP TABLE memsteward_schema")
+
+
+def _one_line_exit_2(r: subprocess.CompletedProcess, *words: str) -> str:
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert "Traceback" not in r.stderr and "internal error" not in r.stderr, r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, r.stderr
+    for w in words:
+        assert w in lines[0], lines[0]
+    return lines[0]
+
+
+def test_older_schema_is_refused_until_migrated(store_at, tmp_path):
+    loc = _imported(store_at("old"))
+    fresh_columns = _columns(loc, "event_lease")
+    _downgrade_to_v1(loc)
+    assert "session" not in _columns(loc, "event_lease")
+    before = store_fingerprint(loc)
+    for args in (["store", "serve", "--store", loc], ["recover", "--store", loc],
+                 ["repair", "--policy", POLICY, "--store", loc, "--event", str(DATA / "event-delete.json")],
+                 ["store", "import", "--store", loc, str(DATA / "store.json")]):
+        _one_line_exit_2(_run(*args), f"memsteward store migrate {loc}", "schema version 1")
+        assert store_fingerprint(loc) == before, args
+    r = _run("store", "migrate", loc, "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == {"store": loc, "from": 1, "to": SCHEMA_VERSION, "migrated": True}
+    assert _columns(loc, "event_lease") == fresh_columns  # reference: a store created by this release
+    r = _run("store", "migrate", loc)
+    assert r.returncode == 0 and "already at schema version" in r.stdout
+    r = _run("repair", "--policy", POLICY, "--store", loc, "--event", str(DATA / "event-delete.json"))
+    assert r.returncode == 0, r.stderr
+    assert _run("audit", "--store", loc, "--check").returncode == 0
+
+
+def test_newer_schema_and_foreign_tables_are_refused(store_at):
+    loc = _imported(store_at("new"))
+    _sql(loc, "UPDATE memsteward_schema SET version = 99")
+    before = store_fingerprint(loc)
+    for args in (["store", "serve", "--store", loc], ["store", "migrate", loc]):
+        _one_line_exit_2(_run(*args), "schema version 99", "newer release")
+    assert store_fingerprint(loc) == before
+    foreign = store_at("foreign")
+    if foreign.startswith("postgresql://"):
+        import psycopg
+
+        dsn, schema = foreign.rsplit("?schema=", 1)
+        with psycopg.connect(dsn, autocommit=True) as con:
+            con.execute(f'CREATE SCHEMA "{schema}"')
+            con.execute(f'CREATE TABLE "{schema}".users(id INTEGER)')
+    else:
+        _sql(foreign, "CREATE TABLE users(id INTEGER)")
+    before = store_fingerprint(foreign)
+    for args in (["store", "serve", "--store", foreign], ["store", "migrate", foreign],
+                 ["store", "import", "--store", foreign, str(DATA / "store.json")]):
+        _one_line_exit_2(_run(*args), "not a memsteward store")
+    assert store_fingerprint(foreign) == before
+
+
+# ----------------------------------------------------------------------------- PostgreSQL faults
+
+def _pg_exec(pg_schemas, sql: str, args=()) -> list:
+    import psycopg
+
+    with psycopg.connect(pg_schemas.dsn, autocommit=True) as con:
+        cur = con.execute(sql, args)
+        return cur.fetchall() if cur.description else []
+
+
+def _final(loc: str) -> dict:
+    s = Store.open(loc)
+    d = s.dump_state()
+    s.close()
+    return {"artifacts": d["artifacts"], "versions": d["versions"]}
+
+
+def test_terminated_session_mid_event_exits_2_and_is_recoverable(pg_schemas):
+    """The server ends the writer's session (as a restart does) at random points of an event: the
+    CLI exits 2 naming `memsteward recover`, nothing of C(F) is servable, no version is lost, and
+    recover from another process ends exactly where an uninterrupted run ends."""
+    ref = _imported(pg_schemas.url())
+    assert _run("repair", "--policy", POLICY, "--store", ref, "--event", str(DATA / "event-delete.json")).returncode == 0
+    expected = _final(ref)
+    rng = random.Random("pg-terminate")
+    outcomes = []
+    for trigger in ["barrier", "barrier", "delay", "delay"]:
+        loc = _imported(pg_schemas.url())
+        s = Store.open(loc)
+        before = {(i, v) for i in s.states() for v, _, _ in s.versions(i)}
+        s.close()
+        child = subprocess.Popen([CLI, "repair", "--policy", POLICY, "--store", loc, "--event",
+                                  str(DATA / "event-delete.json")], cwd=ROOT, text=True,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        name = f"memsteward:{child.pid}"
+        deadline = time.monotonic() + 60
+        while child.poll() is None and time.monotonic() < deadline:
+            if trigger == "barrier":  # wait until the barrier committed: the event is under way
+                if _sql(loc, "SELECT COUNT(*) FROM events")[0][0]:
+                    break
+            elif _pg_exec(pg_schemas, "SELECT 1 FROM pg_stat_activity WHERE application_name = %s", (name,)):
+                time.sleep(rng.uniform(0.0, 1.0))
+                break
+            time.sleep(0.01)
+        killed = _pg_exec(pg_schemas, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                                      "WHERE application_name = %s", (name,))
+        out, err = child.communicate(timeout=120)
+        if child.returncode == 0:
+            outcomes.append("finished first")
+        else:
+            _one_line_exit_2(subprocess.CompletedProcess([], child.returncode, out, err),
+                             "PostgreSQL connection failed", f"memsteward recover --store {loc}")
+            outcomes.append("terminated")
+        assert killed or child.returncode == 0
+        s = Store.open(loc)
+        assert before <= {(i, v) for i in s.states() for v, _, _ in s.versions(i)}  # no version lost
+        pending = s.unfinished_event()
+        if pending is not None:
+            assert not (set(pending[3]["cascade"]) & {a.id for a in s.serve()})  # the barrier holds
+        began = s.event() is not None
+        s.close()
+        r = _run("recover", "--store", loc)
+        assert r.returncode == 0, r.stderr
+        if began:
+            assert _final(loc) == expected, trigger
+    assert "terminated" in outcomes, outcomes  # the fault really hit an event under way
+
+
+def _crashed(loc: str) -> str:
+    _imported(loc)
+    env = {**os.environ, "MEMSTEWARD_CRASH_AT": "6"}  # after the barrier, while staging successors
+    r = _run("repair", "--policy", POLICY, "--store", loc, "--event", str(DATA / "event-delete.json"), env=env)
+    assert r.returncode < 0, r.stderr
+    return loc
+
+
+def test_lease_liveness_follows_the_postgres_session_across_hosts(pg_schemas):
+    """The lease names another host (a pid check is impossible there): a lease whose session the
+    server no longer runs is taken over; one whose session is alive makes recover stand down."""
+    import psycopg
+
+    loc = _crashed(pg_schemas.url())
+    holder = psycopg.connect(pg_schemas.dsn, autocommit=True)  # stands for the writer on the other host
+    pid, start = holder.execute("SELECT pid, backend_start::text FROM pg_stat_activity "
+                                "WHERE pid = pg_backend_pid()").fetchone()
+    _sql(loc, f"UPDATE event_lease SET host = 'other-host.example', pid = 4242, session = '{pid}@{start}'")
+    r = _run("recover", "--store", loc, "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["recovered"] is False, r.stdout
+    assert json.loads(r.stdout)["held_by"]["host"] == "other-host.example"
+    holder.close()  # the other host's process dies: the server ends its session
+    for _ in range(100):
+        if not _pg_exec(pg_schemas, "SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,)):
+            break
+        time.sleep(0.05)
+    r = _run("recover", "--store", loc, "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["recovered"] is True, r.stdout
+    assert Store.open(loc).unfinished_event() is None
