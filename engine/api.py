@@ -20,10 +20,11 @@ if TYPE_CHECKING:
     from .clearance.case import Case
     from .clearance.plan import ClearancePlan
     from .policy.findings import Finding
+    from .repair.executors import Executor
     from memsteward.specs.certificates import Clause
 
 __all__ = ["apply_event", "attest", "bundled_path", "check_policy", "clear_context", "load_policy",
-           "open_store", "verify_plan"]
+           "open_store", "recover_event", "verify_plan"]
 
 
 def bundled_path(*parts: str) -> Path:
@@ -94,15 +95,21 @@ def open_store(path: str | Path = ":memory:", create: bool = True) -> Store:
 
 
 def apply_event(store: Store, policy: Policy, event: Event | Mapping[str, Any], *, dry_run: bool = False,
-                selector: str = "mincut", backend: str = "networkx") -> TransitionPlan:
+                selector: str = "mincut", backend: str = "networkx",
+                executor: "Executor | str | None" = None) -> TransitionPlan:
     """Apply a delete / correct / migrate event (MemoRepair Algorithm 1): barrier, repair,
     validate, publish. With ``dry_run`` the plan is executed on an in-memory copy and the store
-    is untouched. ``event`` is an :class:`Event` or its JSON object.
+    is untouched. ``event`` is an :class:`Event` or its JSON object. ``executor`` runs the
+    candidates' operators and oracles: ``"sequential"`` (None), ``"pool[:N]"``, ``"ray[:N]"``,
+    ``"ray://host:port[:N]"`` or an executor object (:mod:`memsteward.repair.executors`).
 
     Raises
     ------
     InputError
-        the event names unknown or erased artifacts, or the store has an unfinished event.
+        the event names unknown or erased artifacts, the store has an unfinished event, or the
+        executor is malformed or cannot be reached (nothing changed).
+    WorkerLost
+        a worker died mid-task: the event is unfinished, :func:`recover_event` completes it.
 
     Examples
     --------
@@ -120,8 +127,20 @@ def apply_event(store: Store, policy: Policy, event: Event | Mapping[str, Any], 
     """
     from .repair.execute import dry_run as simulate, run_event
 
+    from .repair.executors import executor_from
+
+    runner = executor_from(executor)  # a malformed executor is refused before anything is read
     ev = event if isinstance(event, Event) else parse_event(dict(event), store)
-    return (simulate if dry_run else run_event)(store, policy, ev, selector, backend)
+    return (simulate if dry_run else run_event)(store, policy, ev, selector, backend, executor=runner)
+
+
+def recover_event(store: Store, executor: "Executor | str | None" = None) -> TransitionPlan | None:
+    """Roll an interrupted event forward (``memsteward recover``); None when nothing is pending.
+    ``executor`` as for :func:`apply_event`."""
+    from .repair.execute import recover
+    from .repair.executors import executor_from
+
+    return recover(store, executor=executor_from(executor))
 
 
 def clear_context(case: Case | Mapping[str, Any] | str | Path, policy: Policy | None = None,

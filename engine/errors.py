@@ -61,3 +61,15 @@ class EventHeld(InputError):
     def __init__(self, message: str, holder: dict, file: str = "<store>") -> None:
         super().__init__(message, file=file, field="event")
         self.holder = holder
+
+
+class WorkerLost(Exception):
+    """An executor's worker died mid-task (killed, out of memory, its node lost). The event is
+    left unfinished, exactly like a crash of the whole process: run ``memsteward recover``.
+    Exit code 3 (not bad input: nothing was wrong with what the user gave)."""
+
+    exit_code = 3
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message

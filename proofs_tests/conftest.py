@@ -200,3 +200,23 @@ def store_at(request, tmp_path):
     schemas = _PgSchemas(pg_dsn())
     yield StoreLocations("postgres", tmp_path, schemas)
     schemas.cleanup()
+
+
+# ----------------------------------------------------------------------------- Ray
+# One real local Ray instance per session (2 CPUs, no dashboard), started by the first test that
+# asks for it; its workers can import this folder (test operators are shipped by reference).
+# Ray is installed by `make test` (the `ray` extra): a missing Ray is an error, never a skip.
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    import sys
+
+    import ray
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    if not ray.is_initialized():
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+                 runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join([here, *sys.path])}})
+    yield
+    ray.shutdown()

@@ -10,6 +10,12 @@ event's cascade is servable only as a successor that event validated and publish
 prerequisites; while an event is unfinished nothing of its cascade is servable; erased roots never
 are; rejected successors never are — and that every version of every deleted root is erased and
 the audit chain verifies. Seeded mutations of the engine are each caught by the same machine.
+
+Events and recoveries run sequentially or with several workers whose staging interleaves
+(:class:`Interleaved`: each candidate's work runs in its own thread and parks before every store
+write, ``stage`` and ``record_step``; the machine draws which parked worker writes next), so the
+states G5 is checked in include several successors staged at once by different workers, and
+crashes that strike one worker while others are parked mid-task (the whole "process" dies).
 """
 
 from __future__ import annotations
@@ -18,10 +24,12 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, Phase, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (RuleBasedStateMachine, initialize, invariant, precondition, rule,
                                  run_state_machine_as_test)
@@ -32,10 +40,11 @@ from memsteward.repair.artifacts import SERVABLE_STATES, parse_store_document
 from memsteward.repair.auditchain import first_broken
 from memsteward.repair.events import parse_event
 from memsteward.repair.execute import recover, run_event
+from memsteward.repair.executors import Serialized, Shared
 from memsteward.repair.oracles import ORACLES, Report
 from memsteward.repair.store import Store
 
-from test_repair_pipeline import policy, stores
+from test_repair_pipeline import WORDS, policy, stores
 
 # A real file-backed store; on tmpfs when the machine has one (fsync-heavy, the disk is shared).
 _TMP = "/dev/shm" if Path("/dev/shm").is_dir() else None
@@ -47,6 +56,149 @@ PG_EXAMPLES = 12  # PostgreSQL: each example is a fresh schema on the server (th
 
 class SimulatedCrash(BaseException):
     """Thrown out of the engine mid-event: the process 'dies' with whatever was committed."""
+
+
+GATED = ("stage", "record_step")  # the writes a worker makes into the shared store
+
+
+class _Worker(threading.Thread):
+    def __init__(self, session: "_InterleavedSession", key: str, task: Any) -> None:
+        super().__init__(daemon=True)
+        self.session, self.key, self.task = session, key, task
+        self.parked = False  # waiting at a gate for its turn
+        self.go = threading.Event()
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.finished = False
+        self.staged = False
+
+    def gate(self) -> None:
+        cv = self.session.cv
+        with cv:
+            self.parked = True
+            cv.notify_all()
+        self.go.wait()
+        self.go.clear()
+        if self.session.aborted:
+            raise SimulatedCrash()  # the process died while this worker waited
+
+    def run(self) -> None:
+        sh = self.session.shared
+        try:
+            self.result = sh.fn(_GatedStore(self.session.store, self), sh.payload, self.task)
+        except BaseException as exc:  # noqa: BLE001 — reported to the coordinator
+            self.error = exc
+        with self.session.cv:
+            self.finished = True
+            self.session.cv.notify_all()
+
+
+class _GatedStore:
+    """The worker's view of the shared store: parks before each write until the machine picks it."""
+
+    def __init__(self, store: Any, worker: _Worker) -> None:
+        self._store, self._worker = store, worker
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._store, name)
+        if name not in GATED:
+            return value
+
+        def gated(*args: Any, **kwargs: Any) -> Any:
+            self._worker.gate()
+            out = value(*args, **kwargs)
+            self._worker.staged = name == "stage"  # holds a staged, not yet recorded, successor
+            return out
+        return gated
+
+
+class _InterleavedSession:
+    def __init__(self, shared: Shared, workers: int, draw) -> None:
+        self.shared, self.capacity, self.draw = shared, workers, draw
+        self.store = Serialized(shared.store)
+        self.cv = threading.Condition()
+        self.workers: list[_Worker] = []
+        self.aborted = False
+
+    def submit(self, key: str, mode: str, task: Any) -> None:
+        w = _Worker(self, key, task)
+        self.workers.append(w)
+        w.start()
+
+    def _quiescent(self) -> list[_Worker]:
+        with self.cv:
+            self.cv.wait_for(lambda: all(w.parked or w.finished for w in self.workers))
+            return sorted(self.workers, key=lambda w: w.key)
+
+    def next_done(self) -> tuple[str, Any]:
+        while True:
+            live = self._quiescent()
+            pick = live[self.draw(st.integers(0, len(live) - 1), label="next worker to write")]
+            if pick.finished:
+                self.workers.remove(pick)
+                if pick.error is not None:
+                    raise pick.error
+                return pick.key, pick.result
+            _count("writes while another worker holds a staged successor",
+                   any(w.staged and not w.finished for w in live if w is not pick))
+            with self.cv:
+                pick.parked = False
+            pick.go.set()
+            with self.cv:
+                self.cv.wait_for(lambda: pick.parked or pick.finished)
+            if pick.finished and isinstance(pick.error, SimulatedCrash):
+                _count("crashes with other workers mid-task", len(self.workers) > 1)
+                raise pick.error  # the process dies: no other worker writes again
+
+    def close(self) -> None:
+        self.aborted = True
+        for w in self.workers:
+            w.go.set()
+        for w in self.workers:
+            w.join()
+        self.workers.clear()
+
+
+class Interleaved:
+    """Several workers at once, their store writes in an order the machine draws."""
+
+    name = "interleaved"
+
+    def __init__(self, workers: int, draw) -> None:
+        self.workers, self._draw = workers, draw
+
+    def open(self, shared: Shared) -> _InterleavedSession:
+        return _InterleavedSession(shared, self.workers, self._draw)
+
+
+@st.composite
+def wide_stores(draw):
+    """A store whose derived artifacts mostly hang off the few records directly: wide cascades with
+    many candidates that are not each other's prerequisites (room for workers to stage at once)."""
+    n_rec = draw(st.integers(1, 3))
+    arts = [{"id": f"r{k}", "kind": "record",
+             "content": {"text": f"{WORDS[k]} fact {k}. {WORDS[k + 3]} too.", "label": "ab"[k % 2]}}
+            for k in range(n_rec)]
+    edges = []
+    for k in range(draw(st.integers(2, 8))):
+        ident = f"d{k}"
+        shape = draw(st.sampled_from(["summary", "summary", "cache", "prompt", "chain"]))
+        art = {"id": ident, "kind": "skill" if shape in ("prompt", "chain") else shape, "content": "derived text.",
+               "meta": {"transform": "texts", "age_days": 0} if shape == "cache" else {}}
+        if shape in ("prompt", "chain"):
+            art["arch"] = shape
+        if shape == "chain":
+            art["content"] = {"goal": "g", "calls": [{"tool": "t", "args": {}}]}
+        arts.append(art)
+        pool = [f"r{j}" for j in range(n_rec)] + ([f"d{k - 1}"] if k and draw(st.integers(0, 4)) == 0 else [])
+        for p in sorted(set(draw(st.lists(st.sampled_from(pool), min_size=1, max_size=2)))):
+            edges.append({"src": p, "dst": ident, "type": "influence"})
+    return {"artifacts": arts, "edges": edges}
+
+
+def _executor(data):
+    workers = data.draw(st.sampled_from([1, 2, 3, 4]), label="workers")
+    return None if workers == 1 else Interleaved(workers, data.draw)
 
 
 # What the machine exercised, summed over a run (bench/g5_machine.py reports it in RESULTS.md).
@@ -81,7 +233,7 @@ class BarrierMachine(RuleBasedStateMachine):
             self.store.close()
         shutil.rmtree(self.dir, ignore_errors=True)
 
-    @initialize(doc=stores())
+    @initialize(doc=st.one_of(stores(), wide_stores(), wide_stores(), wide_stores()))
     def load(self, doc) -> None:
         self.store = Store.open(self.path, create=True)
         self.store.import_snapshot(parse_store_document(doc, "<machine>"))
@@ -100,7 +252,9 @@ class BarrierMachine(RuleBasedStateMachine):
             _count("restarts between events")
         snap = self.store.snapshot()
         live = self._live()
-        roots = sorted(set(data.draw(st.lists(st.sampled_from(live), min_size=1, max_size=2), label="roots")))
+        records = [i for i in live if snap.artifacts[i].kind == "record"]
+        pick_from = records if records and data.draw(st.booleans(), label="roots among records") else live
+        roots = sorted(set(data.draw(st.lists(st.sampled_from(pick_from), min_size=1, max_size=2), label="roots")))
         etype = data.draw(st.sampled_from(["delete", "correct", "migrate"]), label="type")
         doc = {"type": etype, "roots": roots}
         if etype == "correct":
@@ -123,9 +277,12 @@ class BarrierMachine(RuleBasedStateMachine):
         next_id = (self.store.event()["id"] + 1) if self.store.event() else 1
         self.rejected[next_id] = set(reject)
         _count("events")
+        executor = _executor(data)
+        _count("events with interleaved workers", executor is not None)
+        selector = data.draw(st.sampled_from(["mincut", "mincut", "repair_all"]), label="selector")
         try:
-            run_event(self.store, policy(), parse_event(doc, snap), "mincut", "networkx",
-                      oracles=_oracles(reject, crash_after))
+            run_event(self.store, policy(), parse_event(doc, snap), selector, "networkx",
+                      oracles=_oracles(reject, crash_after), executor=executor)
         except SimulatedCrash:
             _count("crashes mid-event")
             self._restart()
@@ -133,10 +290,10 @@ class BarrierMachine(RuleBasedStateMachine):
             _count("events refused (bad input)")  # nothing may have changed (checked by the invariants)
 
     @precondition(lambda self: self.store.unfinished_event() is not None)
-    @rule()
-    def recover_interrupted(self) -> None:
+    @rule(data=st.data())
+    def recover_interrupted(self, data) -> None:
         event_id = self.store.unfinished_event()[0]
-        recover(self.store, oracles=_oracles(self.rejected.get(event_id, set()), None))
+        recover(self.store, oracles=_oracles(self.rejected.get(event_id, set()), None), executor=_executor(data))
         _count("recoveries")
 
     @precondition(lambda self: self.store.unfinished_event() is None and not self._live())
@@ -268,6 +425,57 @@ def test_barrier_isolation_state_machine(store_at):
     scale = examples / 40
     assert STATS.get("crashes mid-event", 0) >= 10 * scale and STATS.get("recoveries", 0) >= 5 * scale, STATS
     assert STATS.get("publications", 0) >= 20 * scale and STATS.get("steps failed", 0) >= 5 * scale, STATS
+    # concurrent staging is exercised, not just possible: workers interleave around staged successors
+    assert STATS.get("events with interleaved workers", 0) >= 10 * scale, STATS
+
+
+WIDE = {"artifacts": [{"id": "r0", "kind": "record", "content": {"text": "tea fact 0. rain too.", "label": "a"}},
+                      {"id": "r1", "kind": "record", "content": {"text": "jazz fact 1. bike too.", "label": "b"}}]
+        + [{"id": f"d{k}", "kind": "summary", "content": "derived text.", "meta": {}} for k in range(6)],
+        "edges": [{"src": "r0", "dst": f"d{k}", "type": "influence"} for k in range(6)]
+        + [{"src": "r1", "dst": "d5", "type": "influence"}, {"src": "d0", "dst": "d5", "type": "influence"},
+           {"src": "d1", "dst": "d4", "type": "influence"}]}
+
+
+def test_concurrent_staging_interleavings_keep_g5(tmp_path_factory):
+    """Six successors of one correction (two with a prerequisite), three workers whose stage /
+    record writes interleave as drawn, oracles rejecting some, the process 'dying' at a drawn
+    point: G5 holds in the crashed state and after recovery (with its own interleaving), the
+    audit chain verifies, and the result is the sequential run's."""
+    STATS.clear()
+    given(data=st.data())(settings(SETTINGS, max_examples=40)(
+        lambda data: _wide_interleaving(tmp_path_factory, data)))()
+    # the point is exercised, not just possible: writes while another worker held a staged
+    # successor, and crashes that struck with other workers mid-task
+    assert STATS.get("writes while another worker holds a staged successor", 0) >= 20, STATS
+    assert STATS.get("crashes with other workers mid-task", 0) >= 5, STATS
+
+
+def _wide_interleaving(tmp_path_factory, data) -> None:
+    tmp = tmp_path_factory.mktemp("g5wide")
+    ref, store = Store.open(str(tmp / "ref.db"), create=True), Store.open(str(tmp / "s.db"), create=True)
+    for s in (ref, store):
+        s.import_snapshot(parse_store_document(WIDE, "<wide>"))
+    event = {"type": "correct", "roots": ["r0"], "replacements": [
+        {"id": "r0", "kind": "record", "content": {"text": "tea fact 9. rain again.", "label": "a"}}]}
+    reject = data.draw(st.sets(st.sampled_from([f"d{k}" for k in range(6)]), max_size=2), label="reject")
+    rejected = {1: set(reject)}
+    expected = run_event(ref, policy(), parse_event(event, ref), "repair_all", "networkx", oracles=_oracles(reject, None))
+    crash_after = data.draw(st.one_of(st.none(), st.integers(0, 5)), label="crash after n validations")
+    try:
+        run_event(store, policy(), parse_event(event, store), "repair_all", "networkx",
+                  oracles=_oracles(reject, crash_after), executor=Interleaved(3, data.draw))
+    except SimulatedCrash:
+        assert g5_violation(store, rejected) is None
+        store.close()
+        store = Store.open(str(tmp / "s.db"))
+        plan = recover(store, oracles=_oracles(reject, None), executor=Interleaved(3, data.draw))
+        assert plan is not None and plan.republished == expected.republished
+    assert g5_violation(store, rejected) is None
+    assert first_broken(store.audit_rows(), store.audit_head()) is None
+    assert store.states() == ref.states()
+    store.close()
+    ref.close()
 
 
 # ---------------------------------------------------------------------- mutations
@@ -292,11 +500,11 @@ def _skip_dependent_of_failure(monkeypatch):
     """A candidate runs even when a prerequisite failed (its successor ignores the failure)."""
     real = execute_mod.resume
 
-    def resume(store, event_id, pol, plan, operators=None, oracles=None):
+    def resume(store, event_id, pol, plan, operators=None, oracles=None, executor=None):
         stripped = plan.replace(candidates=tuple(c.__class__(c.id, c.kind, c.arch, c.mode, c.operator, (),
                                                              c.executable, c.value, c.cost, c.reason)
                                                  for c in plan.candidates))
-        return real(store, event_id, pol, stripped, operators, oracles)
+        return real(store, event_id, pol, stripped, operators, oracles, executor)
     monkeypatch.setattr(execute_mod, "resume", resume)
 
 

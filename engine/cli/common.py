@@ -12,7 +12,7 @@ from typing import Any, Callable, TypeVar
 
 import click
 
-from ..errors import EXIT_BAD_INPUT, InputError, printable
+from ..errors import EXIT_BAD_INPUT, InputError, WorkerLost, printable
 from .paths import FiniteFloat, check_paths
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -67,6 +67,9 @@ def handle_errors(fn: F) -> F:
             click.echo(InputError(f"cannot read or write: {exc.strerror or exc}", file=str(where)).render(),
                        err=True)
             sys.exit(EXIT_BAD_INPUT)
+        except WorkerLost as exc:  # a worker died mid-event: like a crash, the event is recoverable
+            click.echo(f"memsteward: {printable(exc.message)}", err=True)
+            sys.exit(exc.exit_code)
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
             sys.exit(130)
@@ -88,6 +91,13 @@ def handle_errors(fn: F) -> F:
 
     return wrapper  # type: ignore[return-value]
 
+
+executor_option = click.option(
+    "--executor", "executor", default="sequential", show_default=True,
+    metavar="sequential|pool[:N]|ray[:N]|ray://HOST:PORT[:N]",
+    help="Where operators and oracles run: sequential, a local pool of N workers (threads; processes "
+         "for param retraining), or Ray (memsteward[ray]); N ≤ 256. A successor starts only after its "
+         "prerequisites validated; publication stays one transaction.")
 
 MAX_DEADLINE = 86400.0
 

@@ -15,7 +15,9 @@ from ..repair.execute import recover
 from ..repair.operators import operators_for
 from ..repair.plan import TransitionPlan
 from ..repair.store import Store
-from .common import FiniteFloat, deadline_option, emit_json, handle_errors, policy_with_deadline, terminal
+from ..repair.executors import parse_executor
+from .common import (FiniteFloat, deadline_option, emit_json, executor_option, handle_errors, policy_with_deadline,
+                     terminal)
 
 
 def describe_plan(plan: TransitionPlan, echo: Callable[[str], None] = click.echo) -> None:
@@ -62,16 +64,19 @@ def _ids(ids) -> str:
 @click.option("--tradeoff", type=FiniteFloat(0.0, 1e12), default=None, help="Override the policy's λ.")
 @click.option("--budget", type=FiniteFloat(0.0, 1e15), default=None, help="Override the policy's hard budget β.")
 @deadline_option
+@executor_option
 @handle_errors
 def repair(policy_path: str, store_path: str, event_path: str, dry_run: bool, as_json: bool,
            selector: str, backend: str, tradeoff: float | None, budget: float | None,
-           deadline: float | None) -> None:
+           deadline: float | None, executor: str) -> None:
     """Apply a delete / correct / migrate EVENT: barrier, repair, validate, republish.
 
     Exit 0 when the event was applied (failed validations — and operators that failed, e.g. a
     model endpoint that is down or answers garbage — are reported in the plan and keep their
-    successors withdrawn); 2 on bad input, with the store unchanged.
+    successors withdrawn); 2 on bad input (an unreachable Ray address included), with the store
+    unchanged; 3 when a worker died mid-event (the event is unfinished: run `memsteward recover`).
     """
+    runner = parse_executor(executor)
     policy = policy_with_deadline(load_policy(policy_path), deadline)
     if tradeoff is not None or budget is not None:
         sel = policy.selection.model_copy(update={
@@ -79,7 +84,8 @@ def repair(policy_path: str, store_path: str, event_path: str, dry_run: bool, as
         policy = policy.model_copy(update={"selection": sel})
     store = open_store(store_path, create=False)
     event = load_event(event_path, store)
-    plan = apply_event(store, policy, event, dry_run=dry_run, selector=selector, backend=backend)
+    plan = apply_event(store, policy, event, dry_run=dry_run, selector=selector, backend=backend,
+                       executor=runner)
     if as_json:
         doc = plan.to_json()
         doc["dry_run"] = dry_run
@@ -97,15 +103,18 @@ def repair(policy_path: str, store_path: str, event_path: str, dry_run: bool, as
 @click.option("--store", "store_path", required=True, help="SQLite store or postgresql://…[?schema=NAME].")
 @click.option("--json", "as_json", is_flag=True)
 @deadline_option
+@executor_option
 @handle_errors
-def recover_cmd(store_path: str, as_json: bool, deadline: float | None) -> None:
+def recover_cmd(store_path: str, as_json: bool, deadline: float | None, executor: str) -> None:
     """Roll forward an event interrupted by a crash (no-op when none is pending).
 
     One writer per event: the process that runs an event holds a lease on it in the store. If
     another live process holds it, recover does nothing, says which process (host, pid, since
     when) and exits 0; a lease left by a killed process is taken over. The event's recorded
-    policy applies; `--deadline` bounds each of its model calls.
+    policy applies; `--deadline` bounds each of its model calls; `--executor` runs the rest of its
+    candidates (exit 2 for a malformed or unreachable executor, nothing changed).
     """
+    runner = parse_executor(executor)
     store = Store.open(store_path)
     operators = None
     pending = store.unfinished_event() if deadline is not None else None
@@ -113,7 +122,7 @@ def recover_cmd(store_path: str, as_json: bool, deadline: float | None) -> None:
         recorded = policy_with_deadline(Policy.model_validate(pending[2]), deadline)
         operators = operators_for(recorded)
     try:
-        plan = recover(store, operators)
+        plan = recover(store, operators, executor=runner)
     except EventHeld as held:  # another live process is completing the event: do nothing, say who
         if as_json:
             emit_json({"recovered": False, "plan": None, "held_by": held.holder})

@@ -8,7 +8,9 @@ step is recorded in the store, so :func:`recover` can roll an interrupted event 
 
 from __future__ import annotations
 
+import heapq
 import json
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping, TypeVar
 
 from ..errors import InputError, printable
@@ -18,6 +20,7 @@ from .artifacts import SERVABLE_STATES, Artifact, Snapshot, artifact_field_probl
 from .candidates import Candidate
 from .erasure import fingerprints
 from .events import Event
+from .executors import Executor, LocalPool, Shared, executor_from, locator_of, prepare
 from .scope import is_retained, neighbourhood
 from .operators import OperatorError, OperatorRegistry, RepairContext, Successor, operators_for
 from .oracles import OracleInput, OracleRegistry, validate
@@ -97,36 +100,53 @@ def root_successors(event: Event, snapshot: Snapshot) -> dict[str, Artifact]:
 
 
 def run_event(store: Store, policy: Policy, event: Event, selector: str = "mincut", backend: str = "networkx",
-              operators: OperatorRegistry | None = None, oracles: OracleRegistry | None = None) -> TransitionPlan:
-    """Plan (pure) and execute one event on a store."""
+              operators: OperatorRegistry | None = None, oracles: OracleRegistry | None = None,
+              executor: Executor | str | None = None) -> TransitionPlan:
+    """Plan (pure) and execute one event on a store; ``executor`` runs the candidates' work
+    (:mod:`.executors`; None: sequential)."""
+    executor = executor_from(executor)
     if store.unfinished_event() is not None:
         raise InputError("the store has an unfinished event; run `memsteward recover` first", file=store.path)
     operators = operators or operators_for(policy)
     generation = store.generation()
     plan = compute_plan(policy, store, event, selector, backend, operators)
-    return execute(store, policy, plan, operators, oracles, generation)
+    return execute(store, policy, plan, operators, oracles, generation, executor)
 
 
 def execute(store: Store, policy: Policy, plan: TransitionPlan, operators: OperatorRegistry | None = None,
-            oracles: OracleRegistry | None = None, generation: int | None = None) -> TransitionPlan:
+            oracles: OracleRegistry | None = None, generation: int | None = None,
+            executor: Executor | str | None = None) -> TransitionPlan:
     """Barrier (one transaction), then :func:`resume`. *No action* changes nothing.
 
     ``generation`` (from :meth:`Store.generation` when the plan was computed) makes the barrier
-    refuse a plan computed from a store another process has changed since.
+    refuse a plan computed from a store another process has changed since. The executor is
+    reached (a Ray cluster connected) before the barrier: if it cannot be, nothing is withdrawn.
     """
+    executor = executor_from(executor)
     if plan.selector == "no_action":
         return plan.replace(status="done", withdrawn=(), republished=())
     check_inputs(store, plan)
+    if executor.name == "ray" and locator_of(store) is None:
+        raise InputError("the ray executor needs a store its workers can open (a SQLite file or "
+                         "postgresql://…), not an in-memory store", file=store.path, field="executor")
+    prepare(executor)
     roots = Snapshot(store.artifacts_of(plan.event.roots), ())
     event_id = store.barrier(plan.to_json(), policy_document(policy), root_successors(plan.event, roots),
                              generation)
-    return resume(store, event_id, policy, plan, operators, oracles)
+    return resume(store, event_id, policy, plan, operators, oracles, executor)
 
 
 def recover(store: Store, operators: OperatorRegistry | None = None,
-            oracles: OracleRegistry | None = None) -> TransitionPlan | None:
+            oracles: OracleRegistry | None = None, executor: Executor | str | None = None) -> TransitionPlan | None:
     """Roll an interrupted event forward from its recorded plan and steps (None: nothing to do)."""
+    executor = executor_from(executor)
+    getattr(executor, "check", lambda: None)()  # an unreachable Ray address: exit 2 even with nothing to do
     found = store.unfinished_event()
+    if found is not None and executor.name == "ray" and locator_of(store) is None:
+        raise InputError("the ray executor needs a store its workers can open (a SQLite file or "
+                         "postgresql://…), not an in-memory store", file=store.path, field="executor")
+    if found is not None:
+        prepare(executor)
     if found is None:
         for event_id in store.pending_physical_erasure():  # killed between publication and the file step
             store.erase_physically(event_id, [], scanned=False)
@@ -135,7 +155,7 @@ def recover(store: Store, operators: OperatorRegistry | None = None,
     if not store.take_event(event_id):  # one writer per event: a live holder makes this raise EventHeld
         return None  # completed meanwhile by the process that held it
     policy = Policy.model_validate(policy_doc)
-    return resume(store, event_id, policy, TransitionPlan.from_json(plan_doc), operators, oracles)
+    return resume(store, event_id, policy, TransitionPlan.from_json(plan_doc), operators, oracles, executor)
 
 
 def _interface(parents: list[str], event: Event, available: Mapping[str, Artifact]) -> dict[str, Any]:
@@ -232,11 +252,40 @@ def _checked(successor: Successor) -> Successor:
     return successor
 
 
+@dataclass(frozen=True)
+class EventWork:
+    """What every candidate's work in one event shares (sent once per worker)."""
+
+    event_id: int
+    policy: Policy
+    operators: OperatorRegistry
+    oracles: OracleRegistry | None
+
+
+@dataclass(frozen=True)
+class CandidateTask:
+    """One candidate's work: its post-event context and the step recorded so far."""
+
+    candidate: Candidate
+    ctx: RepairContext
+    step: tuple
+
+
+def run_task(store: Store, work: EventWork, task: CandidateTask) -> tuple[StepResult, Artifact | None]:
+    """A worker's unit (:mod:`.executors`): π_i, stage z_i, oracles, record — into the shared store."""
+    return _run_step(store, work.event_id, work.policy, task.candidate, task.ctx, task.step, work.operators,
+                     work.oracles)
+
+
 def resume(store: Store, event_id: int, policy: Policy, plan: TransitionPlan,
-           operators: OperatorRegistry | None = None, oracles: OracleRegistry | None = None) -> TransitionPlan:
-    """Alg. 1 lines 7–8 from whatever steps the store already records (idempotent): run S_ρ in
-    topological order; a candidate whose prerequisite did not validate is blocked (never run)."""
+           operators: OperatorRegistry | None = None, oracles: OracleRegistry | None = None,
+           executor: Executor | str | None = None) -> TransitionPlan:
+    """Alg. 1 lines 7–8 from whatever steps the store already records (idempotent): run S_ρ
+    respecting E^req[S_ρ] — candidate i is handed to the executor only once every prerequisite
+    j ∈ P̄_i has a recorded outcome; if one did not validate, i is blocked (never run). With the
+    sequential executor this is exactly plan order. Publication waits for every candidate."""
     operators = operators or operators_for(policy)
+    executor = executor_from(executor)
     snap = neighbourhood(store, plan.cascade)
     parents_of: dict[str, list[str]] = {}
     for src, dst in snap.influence_edges():
@@ -247,27 +296,59 @@ def resume(store: Store, event_id: int, policy: Policy, plan: TransitionPlan,
     successors: dict[str, Artifact] = {}
     results: dict[str, StepResult] = {}
     for i in plan.order:
-        c = by_id[i]
         st, version, report = steps[i]
         if st in ("validated", "failed", "blocked"):  # recorded before an interruption
-            results[i] = StepResult(i, c.mode, st, version, tuple(report or ()))
+            results[i] = StepResult(i, by_id[i].mode, st, version, tuple(report or ()))
             if st == "validated" and version is not None:
                 successors[i] = store.version_of(i, version)  # type: ignore[assignment]
+    position = {i: k for k, i in enumerate(plan.order)}
+    waiting: dict[str, int] = {}
+    dependents: dict[str, list[str]] = {}
+    ready: list[int] = []
+    for i in plan.order:
+        if i in results:
             continue
-        missing = [j for j in c.prerequisites if j not in successors]
-        if missing:
-            results[i] = _fail(store, event_id, c, "blocked", f"prerequisite {missing[0]} not validated",
-                               "prerequisites")
-            continue
-        try:
-            ctx = guarded("context", lambda: build_context(store, snap, plan, c, parents_of.get(i, []),
-                                                           successors, affected))
-        except StepFailure as exc:
-            results[i] = _fail(store, event_id, c, "failed", exc.detail, exc.stage)
-            continue
-        results[i], staged = _run_step(store, event_id, policy, c, ctx, steps[i], operators, oracles)
-        if staged is not None:
-            successors[i] = staged
+        deps = {j for j in by_id[i].prerequisites if j in position and j not in results}
+        waiting[i] = len(deps)
+        for j in deps:
+            dependents.setdefault(j, []).append(i)
+        if not deps:
+            heapq.heappush(ready, position[i])
+
+    def settle(i: str) -> None:
+        for k in dependents.get(i, ()):
+            waiting[k] -= 1
+            if waiting[k] == 0:
+                heapq.heappush(ready, position[k])
+
+    session = executor.open(Shared(run_task, EventWork(event_id, policy, operators, oracles), store,
+                                   locator_of(store)))
+    in_flight = 0
+    try:
+        while ready or in_flight:
+            while ready and in_flight < session.capacity:
+                i = plan.order[heapq.heappop(ready)]
+                c = by_id[i]
+                missing = [j for j in c.prerequisites if j not in successors]
+                try:
+                    if missing:
+                        raise StepFailure(f"prerequisite {missing[0]} not validated", "prerequisites")
+                    ctx = guarded("context", lambda: build_context(store, snap, plan, c, parents_of.get(i, []),
+                                                                   successors, affected))
+                except StepFailure as exc:
+                    results[i] = _fail(store, event_id, c, "blocked" if missing else "failed", exc.detail, exc.stage)
+                    settle(i)
+                    continue
+                session.submit(i, c.mode, CandidateTask(c, ctx, steps[i]))
+                in_flight += 1
+            if in_flight:
+                i, (results[i], staged) = session.next_done()
+                in_flight -= 1
+                if staged is not None:
+                    successors[i] = staged
+                settle(i)
+    finally:
+        session.close()
     return _publish(store, event_id, plan, [results[i] for i in plan.order])
 
 
@@ -309,10 +390,15 @@ def _publish(store: Store, event_id: int, plan: TransitionPlan, results: list[St
 
 
 def dry_run(store: Store, policy: Policy, event: Event, selector: str = "mincut", backend: str = "networkx",
-            operators: OperatorRegistry | None = None, oracles: OracleRegistry | None = None) -> TransitionPlan:
-    """Plan and execute on an in-memory copy: the full report, the real store untouched."""
+            operators: OperatorRegistry | None = None, oracles: OracleRegistry | None = None,
+            executor: Executor | str | None = None) -> TransitionPlan:
+    """Plan and execute on an in-memory copy: the full report, the real store untouched. The
+    copy lives in this process only, so a Ray executor runs as a local pool of its size."""
+    executor = executor_from(executor)
+    if executor.name == "ray":
+        executor = LocalPool(executor.workers)
     copy = store.copy_in_memory()
     try:
-        return run_event(copy, policy, event, selector, backend, operators, oracles)
+        return run_event(copy, policy, event, selector, backend, operators, oracles, executor)
     finally:
         copy.close()

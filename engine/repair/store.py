@@ -117,7 +117,10 @@ class Store:
         ``migrate``: bring a store of an older schema version to this release's (else InputError)."""
         self.backend = "sqlite" if conn is None else "postgresql"
         self.path = path if conn is None else redact(path)
-        self.conn: Any = sqlite3.connect(path, isolation_level=None, timeout=30.0) if conn is None else conn
+        self.url = path  # what an executor's worker process opens (may carry a password: never printed)
+        # one connection may serve several executor threads, one call at a time (executors.Serialized)
+        self.conn: Any = (sqlite3.connect(path, isolation_level=None, timeout=30.0, check_same_thread=False)
+                          if conn is None else conn)
         self.migrated: tuple[int, int] | None = None if conn is None else conn.migrated
         if conn is None:
             try:
@@ -638,6 +641,14 @@ class Store:
                                 "it completes the event", holder, file=self.path)
             self._lease(event_id)
         return True
+
+    def act_for(self, owner: str) -> None:
+        """Write as the lease holder ``owner``: an executor's worker process staging and validating
+        for the coordinator that holds the event (:mod:`memsteward.repair.executors`). Once
+        ``recover`` takes the event over, the lease names another owner and this store's writes
+        are refused (fencing), like the coordinator's own."""
+        _OPEN.pop(self.owner, None)
+        self.owner = owner
 
     def _check_lease(self, event_id: int) -> None:
         row = self.conn.execute("SELECT owner, host, pid, acquired FROM event_lease WHERE event_id = ?",
