@@ -157,10 +157,32 @@ def run_case(case: Case, spec: ClearanceSpec, methods: Sequence[str] = METHODS,
     return [outcome(plan, case.faults, case.structure, full, clean) for plan in plans]
 
 
+_WORKER_EVALUATOR: dict[str, Evaluator] = {}  # per worker process: one client for all its cases
+
+
+def _case_task(job: tuple[Case, ClearanceSpec, tuple[str, ...]]) -> list[CaseOutcome]:
+    """One case as an executor task (module-level: shipped by reference). Its own coalition
+    cache (:func:`run_case`); a case without its own game uses the policy's evaluator, made once
+    per worker process."""
+    case, spec, methods = job
+    evaluator = None
+    if case.game is None:
+        key = spec.evaluator.model_dump_json()
+        if key not in _WORKER_EVALUATOR:
+            _WORKER_EVALUATOR[key] = from_policy(spec.evaluator)
+        evaluator = _WORKER_EVALUATOR[key]
+    return run_case(case, spec, methods, evaluator)
+
+
 def run_cohort(cases: Iterable[Case], spec: ClearanceSpec, methods: Sequence[str] = METHODS,
                progress: Callable[[Iterable[Case]], Iterator[Case]] | None = None,
-               evaluator: Evaluator | None = None) -> list[CaseOutcome]:
-    """Every method on every case (``progress`` wraps the iteration, e.g. tqdm)."""
+               evaluator: Evaluator | None = None, executor: Any = None) -> list[CaseOutcome]:
+    """Every method on every case (``progress`` wraps the iteration, e.g. tqdm). With an
+    ``executor`` (:mod:`memsteward.repair.executors`, e.g. Ray) each case is one task with its own
+    shared coalition cache, results in case order — the same outcomes as the local run."""
+    if executor is not None and getattr(executor, "name", "sequential") != "sequential":
+        jobs = [(case, spec, tuple(methods)) for case in cases]
+        return [o for outcomes in executor.map(_case_task, jobs) for o in outcomes]
     out: list[CaseOutcome] = []
     shared = evaluator  # the policy's evaluator (one client for the whole cohort), made lazily
     for case in (progress(cases) if progress else cases):

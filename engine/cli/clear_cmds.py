@@ -97,9 +97,12 @@ def _methods(text: str) -> list[str]:
                    "resumes without repeating a call; other methods / τ / κ re-score for free.")
 @click.option("--replay", is_flag=True,
               help="With --archive: replay only; a request not in the archive is an error, not a call.")
+@click.option("--executor", "executor", default="sequential", show_default=True, metavar="sequential|ray[:N]|ray://HOST:PORT[:N]",
+              help="With --cohort: run each case as a Ray task (memsteward[ray]), at most N at once; "
+                   "each case keeps its own coalition cache, the results are the local run's.")
 @handle_errors
 def clear(policy, case, cohort, method, methods, synthetic, locomo, limit, k, seed, out, as_json, deadline,
-          archive, replay):
+          archive, replay, executor):
     """Clear harmful memories from one query's context (MeClear, Algorithm 1).
 
     \b
@@ -116,6 +119,7 @@ def clear(policy, case, cohort, method, methods, synthetic, locomo, limit, k, se
     modes = [x is not None for x in (case, cohort, synthetic, locomo)]
     if sum(modes) != 1:
         raise click.UsageError("give exactly one of --case, --cohort, --synthetic-cohort, --locomo")
+    runner = _cohort_executor(executor, cohort is not None, archive)
     if synthetic is not None:
         _synthetic(synthetic, seed, k, out)
     elif locomo is not None:
@@ -123,8 +127,26 @@ def clear(policy, case, cohort, method, methods, synthetic, locomo, limit, k, se
     elif case is not None:
         _one(policy, case, method, as_json, models)
     else:
-        _cohort(policy, cohort, _methods(methods), as_json, models, limit)
+        _cohort(policy, cohort, _methods(methods), as_json, models, limit, runner)
     models.report()
+
+
+def _cohort_executor(text: str, cohort: bool, archive: str | None):
+    """``--executor`` for ``clear``: sequential, or Ray for a cohort (bad input: exit 2)."""
+    from ..repair.executors import parse_executor
+
+    runner = parse_executor(text)
+    if runner.name == "sequential":
+        return None
+    if runner.name != "ray":
+        raise InputError("clear takes --executor sequential or ray[:N] / ray://HOST:PORT[:N] (a model "
+                         "endpoint's calls already run concurrently within each case)", file="--executor")
+    if not cohort:
+        raise InputError("--executor ray applies to --cohort only", file="--executor")
+    if archive is not None:
+        raise InputError("--archive is a local directory: it cannot be combined with --executor ray",
+                         file="--executor")
+    return runner
 
 
 def _need_out(out: str | None) -> str:
@@ -193,7 +215,7 @@ def _one(policy: str | None, path: str, method: str, as_json: bool, models: _Mod
 
 
 def _cohort(policy: str | None, path: str, methods: list[str], as_json: bool, models: _Models,
-            limit: int | None) -> None:
+            limit: int | None, executor=None) -> None:
     from itertools import islice
 
     from tqdm import tqdm
@@ -207,8 +229,11 @@ def _cohort(policy: str | None, path: str, methods: list[str], as_json: bool, mo
     if not cases:
         raise InputError("the cohort has no cases", file=path)
     bar = lambda it: tqdm(it, total=len(cases), desc="clear", unit="case", file=sys.stderr)  # noqa: E731
-    evaluator = models.evaluator(spec) if any(c.game is None for c in cases) else None
-    outcomes = run_cohort(cases, spec, methods, progress=bar, evaluator=evaluator)
+    if executor is not None:  # each case a Ray task; the policy's evaluator is made in the workers
+        outcomes = run_cohort(cases, spec, methods, executor=executor)
+    else:
+        evaluator = models.evaluator(spec) if any(c.game is None for c in cases) else None
+        outcomes = run_cohort(cases, spec, methods, progress=bar, evaluator=evaluator)
     rows = summary_table(outcomes)
     notes, diffs = cohort_notes(outcomes), cohort_differences(outcomes)
     evaluator_name = _evaluator_name(spec, cases)
