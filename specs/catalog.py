@@ -79,6 +79,8 @@ PROPERTIES: dict[str, tuple[str, ...]] = {
            "proofs_tests/test_repair_pipeline.py::test_barrier_isolation_and_closure_after_every_event"),
     "G5": ("proofs_tests/test_specs_stateful.py::test_barrier_isolation_state_machine",
            "proofs_tests/test_specs_stateful.py::test_state_machine_catches_engine_mutation",
+           "proofs_tests/test_specs_stateful.py::test_concurrent_staging_interleavings_keep_g5",
+           "proofs_tests/test_repair_executors.py::test_a_worker_killed_mid_task_leaves_the_event_recoverable",
            "proofs_tests/test_repair_pipeline.py::test_any_validation_failure_keeps_itself_and_dependents_withdrawn",
            "proofs_tests/test_repair_crash.py::test_killed_repair_recovers_to_uninterrupted_result"),
     "G6": ("proofs_tests/test_repair_erasure.py::test_delete_erases_the_root_and_every_version_derived_from_it",
