@@ -76,3 +76,22 @@ def test_paper_endpoints():
              Candidate("b", "summary", None, "regen", "op", ("a",), True, 2.0, 1.0)]
     assert closure.max_weight_closure(cands, 0.0).selected == closure.repair_all(cands, 0.0).selected
     assert closure.max_weight_closure(cands, 1e6).selected == frozenset()
+
+
+@given(candidate_families(max_size=14), TRADEOFFS,
+       st.sampled_from([Fraction(0), Fraction(1, 3), Fraction(5, 2**20), Fraction(7, 10)]))
+def test_integer_scaling_equals_the_rational_definition(cands, lam, extra):
+    """_scaled / objective use one common denominator; the reference is the per-candidate rational
+    p_i = w_i − (λ + extra) c_i (Fraction of each float's repr) and the lcm of its reduced denominators."""
+    exact = [Fraction(repr(float(c.value))) - (Fraction(repr(float(lam))) + extra) * Fraction(repr(float(c.cost)))
+             for c in cands]
+    scale = 1
+    for p in exact:
+        scale = scale * p.denominator // __import__("math").gcd(scale, p.denominator)
+    ints, got_scale = closure._scaled(cands, lam, extra)
+    assert got_scale == scale
+    assert ints == {c.id: int(p * scale) for c, p in zip(cands, exact)}
+    chosen = {c.id for k, c in enumerate(cands) if k % 2 == 0}
+    want = sum((p for c, p in zip(cands, exact) if c.id in chosen), Fraction(0)) if extra == 0 else None
+    if want is not None:
+        assert closure.objective(cands, chosen, lam) == want

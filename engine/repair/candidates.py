@@ -19,14 +19,14 @@ within C(F), hence of E^req), or when no registered operator can run on it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Collection, Mapping
+from typing import Any, Collection, Mapping
 
 from ..policy.domain import Cell, decide
 from ..policy.model import Policy
 from .artifacts import SERVABLE_STATES, Artifact
 from .events import Event
-from .operators import OperatorRegistry, operators_for
-from .scope import Scope, is_retained, order_and_cycles
+from .operators import Operator, OperatorRegistry, operators_for
+from .scope import Scope, order_and_cycles
 
 
 @dataclass(frozen=True)
@@ -62,14 +62,21 @@ class Assignment:
 
 def meta_cell_values(policy: Policy, artifact: Artifact) -> dict[str, float]:
     """The numeric metadata the artifact's kind declares (declared default when absent)."""
-    spec = policy.kinds.get(artifact.kind)  # type: ignore[call-overload]
-    if spec is None:
-        return {}
-    out: dict[str, float] = {}
-    for name, mf in spec.meta.items():
-        v = artifact.meta.get(name)
-        out[name] = float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else mf.default
-    return out
+    return dict(_meta_key(_meta_fields(policy, artifact.kind), artifact.meta))
+
+
+def _meta_fields(policy: Policy, kind: str) -> tuple[tuple[str, float], ...]:
+    """(name, declared default) of every numeric metadata field of ``kind`` (none for unknown kinds)."""
+    spec = policy.kinds.get(kind)  # type: ignore[call-overload]
+    return () if spec is None else tuple((name, mf.default) for name, mf in spec.meta.items())
+
+
+def _meta_key(fields: tuple[tuple[str, float], ...], meta: Mapping[str, Any]) -> tuple[tuple[str, float], ...]:
+    out = []
+    for name, default in fields:
+        v = meta.get(name)
+        out.append((name, float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else default))
+    return tuple(out)
 
 
 def assign(policy: Policy, scope: Scope, event: Event, operators: OperatorRegistry | None = None,
@@ -78,43 +85,67 @@ def assign(policy: Policy, scope: Scope, event: Event, operators: OperatorRegist
 
     ``ordering`` is a parents-first order of C(F) and its cyclic members; by default
     :func:`~memsteward.repair.scope.order_and_cycles` (the networkx reference passes its own).
+    One pass over C(F) in that order; Φ_μ is evaluated once per distinct cell (a cascade of 10^5
+    members has a few dozen), operators are looked up once per (mode, kind, arch).
     """
     operators = operators or operators_for(policy)
     affected = scope.cascade
     artifacts = scope.artifacts
     states = scope.states
+    all_parents = scope.parents
     roots = frozenset(event.roots)
     desc = affected - roots
     reps = event.replacement_ids
+    correct = event.type == "correct"
+    sufficient = policy.support.sufficient
     order, cyclic = ordering if ordering is not None else order_and_cycles(scope)
+    fields: dict[str, tuple[tuple[str, float], ...]] = {}
+    decided: dict[tuple, tuple[Cell, str]] = {}
     modes: dict[str, str] = {}
     cells: dict[str, Cell] = {}
-    for i in (n for n in order if n not in roots):
+    for i in order:
+        if i in roots:
+            continue
         art = artifacts[i]
-        parents = scope.parents[i]
-        kept = [p for p in parents if is_retained(p, affected, event.type, reps)
-                and (p in reps or states[p] in SERVABLE_STATES)]
-        repairable = [p for p in parents if p in desc and modes.get(p, "remove") != "remove"]
-        support = policy.support.sufficient(len(kept) + len(repairable), len(parents))
-        forget = [p for p in parents if not is_retained(p, affected, event.type, reps)]
-        partitions = art.kind == "skill" and art.arch == "neural" and bool(forget) and bool(kept)
-        cell = Cell(art.kind, art.arch, event.type, "sufficient" if support else "insufficient",
-                    partitions, meta_cell_values(policy, art))
-        cells[i] = cell
+        parents = all_parents[i]
+        kept = repairable = forget = 0
+        for p in parents:
+            # Ret(e) membership (is_retained): outside C(F), or a correction's replacement
+            if (correct and p in reps) or p not in affected:
+                if p in reps or states[p] in SERVABLE_STATES:
+                    kept += 1
+            else:
+                forget += 1
+            if p in desc and modes.get(p, "remove") != "remove":
+                repairable += 1
+        kind = art.kind
+        if kind not in fields:
+            fields[kind] = _meta_fields(policy, kind)
+        support = "sufficient" if sufficient(kept + repairable, len(parents)) else "insufficient"
+        partitions = kind == "skill" and art.arch == "neural" and forget > 0 and kept > 0
+        key = (kind, art.arch, support, partitions, _meta_key(fields[kind], art.meta))
+        hit = decided.get(key)
+        if hit is None:
+            cell = Cell(kind, art.arch, event.type, support, partitions, dict(key[4]))
+            hit = decided[key] = (cell, decide(policy, cell) or "remove")
+        cells[i] = hit[0]
         # an erased artifact (deleted by an earlier event) is never repaired: that would resurrect it
-        modes[i] = "remove" if art.state == "erased" else (decide(policy, cell) or "remove")
+        modes[i] = "remove" if art.state == "erased" else hit[1]
     plus = frozenset(i for i, m in modes.items() if m != "remove")
+    found: dict[tuple[str, str, str | None], Operator | None] = {}
     candidates = []
     for i in sorted(plus):
-        candidates.append(_candidate(policy, artifacts[i], modes[i], scope.parents[i], desc, plus, cyclic,
-                                     operators))
+        art = artifacts[i]
+        key3 = (modes[i], art.kind, art.arch)
+        if key3 not in found:
+            found[key3] = operators.find(*key3)
+        candidates.append(_candidate(policy, art, modes[i], all_parents[i], desc, plus, cyclic, found[key3]))
     return Assignment(modes, tuple(candidates), cells)
 
 
 def _candidate(policy: Policy, art: Artifact, mode: str, parents: tuple[str, ...], desc: frozenset[str],
-               plus: frozenset[str], cyclic: frozenset[str], operators: OperatorRegistry) -> Candidate:
+               plus: frozenset[str], cyclic: frozenset[str], op: Operator | None) -> Candidate:
     prereqs = () if mode == "param" else tuple(sorted(p for p in parents if p in desc))
-    op = operators.find(mode, art.kind, art.arch)
     reason = ""
     missing = [p for p in prereqs if p not in plus]
     if missing:
@@ -125,12 +156,13 @@ def _candidate(policy: Policy, art: Artifact, mode: str, parents: tuple[str, ...
         reason = f"no operator registered for mode {mode}"
     else:
         reason = op.check(art) or ""
+    meta = art.meta
     return Candidate(
         id=art.id, kind=art.kind, arch=art.arch, mode=mode,
         operator=op.name if op is not None else "",
         prerequisites=prereqs, executable=not reason,
-        value=policy.value_of(art.kind, mode, dict(art.meta)),
-        cost=policy.cost_of(art.kind, mode, dict(art.meta)),
+        value=policy.value_of(art.kind, mode, meta),  # type: ignore[arg-type]  (read only)
+        cost=policy.cost_of(art.kind, mode, meta),  # type: ignore[arg-type]
         reason=reason,
     )
 

@@ -78,7 +78,24 @@ def _profit(value: float, cost: float, lam: Fraction) -> Fraction:
 
 def objective(candidates: Iterable[Candidate], selected: Collection[str], tradeoff: float) -> Fraction:
     """Eq. 1: Repair(x) − λ·Cost(x) of a selection (exact)."""
-    return sum((profit(c, tradeoff) for c in candidates if c.id in selected), Fraction(0))
+    nums, den = _numerators([c for c in candidates if c.id in selected], exact(tradeoff))
+    return Fraction(sum(nums), den)
+
+
+def _numerators(candidates: Sequence[Candidate], lam: Fraction) -> tuple[list[int], int]:
+    """p_i = w_i − λ c_i over one common denominator D: (P_1 … P_n, D) with p_i = P_i / D.
+
+    Integer arithmetic per candidate (rationals only per distinct denominator):
+    D = lcm(den w_i, den λ · den c_i), P_i = num w_i · D/den w_i − num λ · num c_i · D/(den λ · den c_i).
+    """
+    ws = [exact(c.value) for c in candidates]
+    cs = [exact(c.cost) for c in candidates]
+    ln, ld = lam.numerator, lam.denominator
+    den = 1
+    for d in {w.denominator for w in ws} | {ld * c.denominator for c in cs}:
+        den = den * d // math.gcd(den, d)
+    return [w.numerator * (den // w.denominator) - ln * c.numerator * (den // (ld * c.denominator))
+            for w, c in zip(ws, cs)], den
 
 
 def is_feasible(candidates: Sequence[Candidate], selected: Collection[str]) -> bool:
@@ -98,12 +115,13 @@ def _prereqs_in_plus(c: Candidate, plus: Collection[str]) -> list[str]:
 
 
 def _scaled(candidates: Sequence[Candidate], tradeoff: float, extra: Fraction) -> tuple[dict[str, int], int]:
-    profits = {c.id: profit(c, tradeoff, extra) for c in candidates}
-    scale = 1
-    for p in profits.values():
-        scale = scale * p.denominator // math.gcd(scale, p.denominator)
-    ints = {i: int(p * scale) for i, p in profits.items()}
-    return ints, scale
+    """Integer capacities p_i · L, L the lcm of the p_i's reduced denominators (the smallest integer
+    scaling). With p_i = P_i / D (:func:`_numerators`), p_i reduces to denominator D / gcd(P_i, D), and
+    the lcm of such divisors of D is D / gcd(D, P_1, …, P_n): no rational per candidate."""
+    lam = (tradeoff if isinstance(tradeoff, Fraction) else exact(tradeoff)) + extra
+    nums, den = _numerators(candidates, lam)
+    g = math.gcd(den, *nums)
+    return {c.id: n // g for c, n in zip(candidates, nums)}, den // g
 
 
 # --------------------------------------------------------------------------- min cut backends

@@ -9,9 +9,11 @@ same plan with ``executed``, ``republished`` and ``withdrawn`` filled in.
 from __future__ import annotations
 
 import dataclasses
+import gc
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from ..jsonio import bounded_fraction
 from ..policy.model import Policy
@@ -152,7 +154,26 @@ def compute_plan(policy: Policy, source: Provenance, event: Event, selector: str
     those artifacts are read (:func:`~memsteward.repair.scope.read_scope`), so the cost grows with
     the cascade, not with the store.
     """
-    return plan_from_scope(policy, event_scope(policy, source, event), event, selector, backend, operators)
+    with paused_gc():
+        return plan_from_scope(policy, event_scope(policy, source, event), event, selector, backend, operators)
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a plan is computed.
+
+    Planning allocates a few objects per member of C(F) and frees nothing cyclic, but every 700
+    allocations start a collection and the full ones rescan the growing heap: at |C(F)| ≈ 10^5 this
+    made planning superlinear (bench/sections/repair_scale.md). Reference counting still frees
+    everything; the collector runs again afterwards.
+    """
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def event_scope(policy: Policy, source: Provenance, event: Event) -> Scope:

@@ -49,15 +49,6 @@ class Scope:
     states: Mapping[str, str]  # the state of every member of C(F) and of every parent of one
     untracked: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # content-scan matches
 
-    def children_within(self) -> dict[str, list[str]]:
-        """E^inf restricted to C(F), as child lists (parents outside C(F) dropped)."""
-        out: dict[str, list[str]] = {i: [] for i in self.cascade}
-        for i, ps in self.parents.items():
-            for p in ps:
-                if p in out:
-                    out[p].append(i)
-        return out
-
 
 def read_scope(source: Provenance, roots: Sequence[str]) -> Scope:
     """C(F), pa(C(F)), the members' artifacts and the parents' states in four indexed reads (§2.1)."""
@@ -178,17 +169,25 @@ def order_and_cycles(scope: Scope) -> tuple[list[str], frozenset[str]]:
     and the members of directed cycles, self-loops included."""
     ids = sorted(scope.cascade)
     pos = {i: k for k, i in enumerate(ids)}
-    children = scope.children_within()
-    succ = [[pos[c] for c in children[i]] for i in ids]
+    succ: list[list[int]] = [[] for _ in ids]
+    for i, ps in scope.parents.items():
+        k = pos[i]
+        for p in ps:
+            j = pos.get(p)
+            if j is not None:
+                succ[j].append(k)
     order: list[str] = []
     cyclic: set[str] = set()
     for comp in reversed(strong_components(succ)):
+        if len(comp) == 1:
+            k = comp[0]
+            order.append(ids[k])
+            if k in succ[k]:
+                cyclic.add(ids[k])
+            continue
         members = sorted(ids[k] for k in comp)
         order.extend(members)
-        if len(comp) > 1:
-            cyclic.update(members)
-        elif comp[0] in succ[comp[0]]:
-            cyclic.add(members[0])
+        cyclic.update(members)
     return order, frozenset(cyclic)
 
 

@@ -109,6 +109,14 @@ def _dump(x: Any) -> str:
     return json.dumps(x, sort_keys=True, separators=(",", ":"))
 
 
+_decode = json.JSONDecoder().decode
+
+
+def _load(text: str | None) -> Any:
+    """Stored JSON text → value (NULL and the common ``null`` without the decoder)."""
+    return None if text is None or text == "null" else _decode(text)
+
+
 class Store:
     """A memsteward store in one SQLite database (a file path, or ``:memory:``)."""
 
@@ -323,16 +331,16 @@ class Store:
 
     def parent_edges(self, ids: Collection[str]) -> list[tuple[str, str]]:
         """Every influence edge (u, v) with v ∈ ``ids`` (through the ``edges_dst`` index)."""
-        return [(u, v) for u, v in self.conn.execute(
+        return [tuple(r) for r in self.conn.execute(
             "SELECT e.src, e.dst FROM json_each(?) j CROSS JOIN edges e ON e.dst = j.value "
-            "WHERE e.type = 'influence'", (json.dumps(list(ids)),))]
+            "WHERE e.type = 'influence'", (json.dumps(list(ids)),)).fetchall()]
 
     def artifacts_of(self, ids: Collection[str]) -> dict[str, Artifact]:
         """The current version of each of ``ids`` that exists (by primary key)."""
         q = ("SELECT a.id, a.kind, a.arch, a.version, a.state, v.content, v.meta FROM json_each(?) j "
              "CROSS JOIN artifacts a ON a.id = j.value JOIN versions v ON v.id = a.id AND v.version = a.version")
-        return {i: Artifact(i, k, ar, ver, None if c is None else json.loads(c), json.loads(m), st)
-                for i, k, ar, ver, st, c, m in self.conn.execute(q, (json.dumps(list(ids)),))}
+        return {i: Artifact(i, k, ar, ver, _load(c), _load(m), st)
+                for i, k, ar, ver, st, c, m in self.conn.execute(q, (json.dumps(list(ids)),)).fetchall()}
 
     def servable_contents(self) -> Iterator[tuple[str, Any]]:
         """(id, content) of every servable artifact, streamed (the content scan of lineage)."""
