@@ -67,19 +67,30 @@ def _median_time(fn: Any, repeats: int) -> tuple[float, Any]:
 
 
 def build_worker(n: int, folder: str) -> dict[str, Any]:
-    """Write the store of size n to ``folder/store.db`` and pick the big and the small event."""
+    """Stream the store of size n to ``folder/store.db`` in batches (10^7 does not fit in memory as
+    one snapshot) and pick the big and the small event."""
     from memsteward.repair.store import Store
 
-    from .repair_traces import scale_snapshot
+    from .repair_traces import scale_batches, scale_event
 
-    t = time.perf_counter()
-    snap, ev = scale_snapshot(n, seed=0, event_share=0.3)
-    gen_s = time.perf_counter() - t
     path = os.path.join(folder, "store.db")
     store = Store(path)
-    t = time.perf_counter()
-    store.import_snapshot(snap)
-    import_s = time.perf_counter() - t
+    store.conn.execute("PRAGMA cache_size = -1000000")  # 1 GB page cache for the bulk load only
+    gen_s = import_s = 0.0
+    n_arts = n_edges = 0
+    batches = scale_batches(n, seed=0)
+    while True:
+        t = time.perf_counter()
+        batch = next(batches, None)
+        gen_s += time.perf_counter() - t
+        if batch is None:
+            break
+        t = time.perf_counter()
+        store.import_snapshot(batch)
+        import_s += time.perf_counter() - t
+        n_arts += len(batch.artifacts)
+        n_edges += len(batch.edges)
+    ev = scale_event(n, 0.3)
     small = None
     for k in range(24 * max(1, n // 100)):
         reach = store.reach([f"traj-{k}"])
@@ -87,8 +98,9 @@ def build_worker(n: int, folder: str) -> dict[str, Any]:
             small = {"type": "delete", "roots": [f"traj-{k}"]}
             break
     store.close()
-    meta = {"n": n, "artifacts": len(snap.artifacts), "edges": len(snap.edges), "event": ev, "small": small,
-            "generate_s": gen_s, "import_s": import_s, "db_mb": os.path.getsize(path) / 2**20}
+    meta = {"n": n, "artifacts": n_arts, "edges": n_edges, "event": ev, "small": small,
+            "generate_s": gen_s, "import_s": import_s, "db_mb": os.path.getsize(path) / 2**20,
+            "build_peak_mb": _peak_mb()}
     with open(os.path.join(folder, "meta.json"), "w") as fh:
         json.dump(meta, fh)
     return {k: v for k, v in meta.items() if k not in ("event", "small")}
@@ -114,6 +126,7 @@ def plan_worker(folder: str, repeats: int) -> dict[str, Any]:
     event = event_from_dict(meta["event"])
     store = Store(os.path.join(folder, "store.db"))
     plan_s, plan = _median_time(lambda: compute_plan(policy, store, event, "mincut", "ortools"), repeats)
+    plan_peak = _peak_mb()  # planning alone; the phase breakdown and the floor below hold more at once
     t0 = time.perf_counter()
     scope = read_scope(store, event.roots)
     t1 = time.perf_counter()
@@ -160,7 +173,8 @@ def plan_worker(folder: str, repeats: int) -> dict[str, Any]:
         if policy.lineage.content_scan:  # the scan reads every servable artifact: time provenance alone too
             off = policy.model_copy(update={"lineage": policy.lineage.model_copy(update={"content_scan": False})})
             out["small_noscan_s"] = _median_time(lambda: compute_plan(off, store, small, "mincut", "ortools"), 21)[0]
-    out["peak_mb"] = _peak_mb()
+    out["peak_mb"] = plan_peak
+    out["worker_peak_mb"] = _peak_mb()
     return out
 
 
@@ -236,7 +250,11 @@ def barrier_worker(n_desc: int, repeats: int) -> dict[str, Any]:
             floors.append(time.perf_counter() - t)
             st.close()
             os.remove(copy)
+    from memsteward.repair.store import _dump
+
+    encode_s = _median_time(lambda: _dump(doc), repeats)[0]  # the plan JSON, encoded before the write lock
     return {"barrier": len(plan.barrier), "withdrawn": withdrawn, "barrier_s": statistics.median(times),
+            "encode_s": encode_s, "plan_mb": len(_dump(doc)) / 2**20,
             "barrier_all": times, "floor_s": statistics.median(floors), "steps": len(plan.order),
             "peak_mb": _peak_mb()}
 

@@ -29,7 +29,7 @@ import hashlib
 import math
 import random
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from memsteward.repair import neural
 from memsteward.repair.artifacts import Artifact, Edge, Snapshot
@@ -405,7 +405,28 @@ def drop_edges(store: Mapping[str, Any], p: float, salt: str) -> dict[str, Any]:
 
 def scale_snapshot(n: int, seed: int = 0, event_share: float = 0.1) -> tuple[Snapshot, dict[str, Any]]:
     """A tool-agent-shaped store of about ``n`` artifacts (no bulky content) and a migrate event
-    over ``event_share`` of its APIs, so |C(F)| is roughly ``event_share`` of the store.
+    over ``event_share`` of its APIs, so |C(F)| is roughly ``event_share`` of the store: every batch
+    of :func:`scale_batches` in one snapshot."""
+    arts: dict[str, Artifact] = {}
+    edges: list[Edge] = []
+    for batch in scale_batches(n, seed):
+        arts.update((a.id, a) for a in batch.artifacts.values())
+        edges += batch.edges
+    return Snapshot(arts, tuple(dict.fromkeys(edges))), scale_event(n, event_share)
+
+
+def scale_event(n: int, event_share: float) -> dict[str, Any]:
+    """The migration of the first ``event_share`` of the APIs of :func:`scale_batches` (n)."""
+    u = max(1, n // 100)
+    iface = {"tools": {"t": {"params": {"q": "string"}, "required": ["q"]}}}
+    roots = [f"api-{k}" for k in range(max(1, round(event_share * u)))]
+    return {"type": "migrate", "roots": roots, "interface": {r: iface for r in roots} if len(roots) > 1 else iface}
+
+
+def scale_batches(n: int, seed: int = 0, batch: int = 200_000) -> Iterator[Snapshot]:
+    """The store of :func:`scale_snapshot` as snapshots of about ``batch`` artifacts each, in
+    creation order (an edge's source is always in the same or an earlier batch), so a store of
+    10^7 artifacts can be written to disk without holding it in memory.
 
     Per 100 artifacts: 1 API, 24 trajectories, 20 cached outputs (low value, so mostly negative
     profit), 20 chains (API + 1–3 trajectories), 15 prompt skills (2–3 caches, popular ones more
@@ -415,39 +436,56 @@ def scale_snapshot(n: int, seed: int = 0, event_share: float = 0.1) -> tuple[Sna
     u = max(1, n // 100)
     arts: dict[str, Artifact] = {}
     edges: list[Edge] = []
-    iface = {"tools": {"t": {"params": {"q": "string"}, "required": ["q"]}}}
 
-    def add(ident: str, kind: str, arch: str | None = None, **meta: Any) -> None:
+    def add(ident: str, kind: str, arch: str | None = None, **meta: Any) -> Iterator[Snapshot]:
+        nonlocal arts, edges
         arts[ident] = Artifact(ident, kind, arch, 1, None, meta)
+        if len(arts) >= batch:
+            yield flush()
+
+    def flush() -> Snapshot:
+        nonlocal arts, edges
+        out = Snapshot(arts, tuple(dict.fromkeys(edges)))
+        arts, edges = {}, []
+        return out
 
     for k in range(u):
-        add(f"api-{k}", "record")
+        yield from add(f"api-{k}", "record")
     for k in range(24 * u):
-        add(f"traj-{k}", "record")
+        yield from add(f"traj-{k}", "record")
     for k in range(20 * u):
-        add(f"cache-{k}", "cache", transform="texts", calls=1, value=0.3, cost=_cost(rng, 1.0))
+        cost = _cost(rng, 1.0)
         edges.append(Edge(f"traj-{rng.randrange(24 * u)}", f"cache-{k}"))
+        yield from add(f"cache-{k}", "cache", transform="texts", calls=1, value=0.3, cost=cost)
     for k in range(20 * u):
-        add(f"chain-{k}", "skill", "chain", value=round(3 * rng.paretovariate(2), 2), cost=_cost(rng, 1.5))
+        meta = {"value": round(3 * rng.paretovariate(2), 2), "cost": _cost(rng, 1.5)}
         edges.append(Edge(f"api-{k % u}", f"chain-{k}"))
         for t in {rng.randrange(24 * u) for _ in range(rng.choice((1, 2, 3)))}:
             edges.append(Edge(f"traj-{t}", f"chain-{k}"))
+        yield from add(f"chain-{k}", "skill", "chain", **meta)
     for k in range(15 * u):
-        add(f"prompt-{k}", "skill", "prompt", value=round(3 * rng.paretovariate(2), 2), cost=_cost(rng, 1.5))
+        meta = {"value": round(3 * rng.paretovariate(2), 2), "cost": _cost(rng, 1.5)}
         for c in {int(20 * u * rng.random() ** 3) for _ in range(rng.choice((2, 3)))}:
             edges.append(Edge(f"cache-{c}", f"prompt-{k}"))
-    pool = [f"chain-{k}" for k in range(20 * u)] + [f"prompt-{k}" for k in range(15 * u)]
+        yield from add(f"prompt-{k}", "skill", "prompt", **meta)
+    n_chain, n_prompt = 20 * u, 15 * u
     for k in range(15 * u):
-        add(f"sum-{k}", "summary", value=round(rng.paretovariate(2), 2), cost=_cost(rng, 1.5))
-        for x in {rng.choice(pool) for _ in range(2)}:
+        meta = {"value": round(rng.paretovariate(2), 2), "cost": _cost(rng, 1.5)}
+        for x in {_pool(rng.randrange(n_chain + n_prompt), n_chain) for _ in range(2)}:
             edges.append(Edge(x, f"sum-{k}"))
+        yield from add(f"sum-{k}", "summary", **meta)
     for k in range(5 * u):
-        add(f"digest-{k}", "summary", value=round(rng.paretovariate(2), 2), cost=_cost(rng, 1.5))
+        meta = {"value": round(rng.paretovariate(2), 2), "cost": _cost(rng, 1.5)}
         for x in {rng.randrange(15 * u) for _ in range(2)}:
             edges.append(Edge(f"sum-{x}", f"digest-{k}"))
-    roots = [f"api-{k}" for k in range(max(1, round(event_share * u)))]
-    event = {"type": "migrate", "roots": roots, "interface": {r: iface for r in roots} if len(roots) > 1 else iface}
-    return Snapshot(arts, tuple(dict.fromkeys(edges))), event
+        yield from add(f"digest-{k}", "summary", **meta)
+    if arts:
+        yield flush()
+
+
+def _pool(k: int, n_chain: int) -> str:
+    """The k-th of [chain-0 … chain-(n_chain−1), prompt-0 …] without building the list."""
+    return f"chain-{k}" if k < n_chain else f"prompt-{k - n_chain}"
 
 
 def barrier_snapshot(n_desc: int) -> tuple[Snapshot, dict[str, Any]]:

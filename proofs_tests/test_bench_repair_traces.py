@@ -44,3 +44,20 @@ def test_scale_and_barrier_instances():
     snap, ev = barrier_snapshot(100)
     g = influence_graph(snap.artifacts.keys(), snap.influence_edges())
     assert len(cascade(g, ev["roots"])) == 101
+
+
+def test_scale_batches_stream_the_same_store():
+    """The streamed batches (bench repair_scale at 10^7) make up exactly the scale snapshot, and every
+    edge's source was emitted no later than the batch holding the edge."""
+    from bench.repair_traces import scale_batches
+
+    snap, _ = scale_snapshot(1000, seed=1)
+    seen: set[str] = set()
+    arts, edges = {}, []
+    for batch in scale_batches(1000, seed=1, batch=170):
+        assert len(batch.artifacts) <= 170
+        seen |= set(batch.artifacts)
+        assert all(e.src in seen and e.dst in batch.artifacts for e in batch.edges)
+        arts.update(batch.artifacts)
+        edges += batch.edges
+    assert arts == dict(snap.artifacts) and sorted(edges, key=repr) == sorted(snap.edges, key=repr)

@@ -164,3 +164,22 @@ def test_audit_row_hash_is_sha256_of_the_compact_json_array(prev, seq, at, event
     except UnicodeEncodeError:  # lone surrogates cannot be stored either way
         return
     assert row_hash(prev, seq, at, event_id, action, artifact_id, detail) == want
+
+
+@given(st.integers(1, 2**40), st.text(), st.one_of(st.none(), st.integers(0, 2**62)), st.text(),
+       st.lists(st.one_of(st.none(), st.text()), max_size=6), st.text())
+def test_barrier_chain_equals_row_by_row_hashing(seq, at, event_id, action, ids, detail):
+    """chain_same (the barrier's one-pass hashing of its withdraw rows) equals row_hash row by row."""
+    import hashlib
+
+    from memsteward.repair.auditchain import chain_same, row_hash
+
+    prev = hashlib.sha256(repr((seq, at)).encode("utf-8", "surrogatepass")).hexdigest()
+    try:
+        want, last = [], prev
+        for k, i in enumerate(ids):
+            last = row_hash(last, seq + k, at, event_id, action, i, detail)
+            want.append(last)
+    except UnicodeEncodeError:  # lone surrogates cannot be stored either way
+        return
+    assert chain_same(prev, seq, at, event_id, action, ids, detail) == want

@@ -56,6 +56,22 @@ def row_hash(prev: str, seq: int, at: str, event_id: int | None, action: str, ar
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
+def chain_same(prev: str, seq: int, at: str, event_id: int | None, action: str,
+               artifact_ids: Sequence[str | None], detail: str) -> list[str]:
+    """:func:`row_hash` of rows seq, seq+1, … that differ only in ``artifact_id`` (a barrier's
+    withdraw rows), continuing from ``prev``: the shared fields are encoded once, not per row."""
+    middle = ",%s,%s,%s," % (_string(at), "null" if event_id is None else "%d" % event_id, _string(action))
+    tail = ",%s]" % _string(detail)
+    sha256 = hashlib.sha256
+    out = []
+    for k, artifact_id in enumerate(artifact_ids):
+        prev = sha256(("[%s,%d%s%s%s" % (_string(prev), seq + k, middle,
+                                         "null" if artifact_id is None else _string(artifact_id), tail)
+                       ).encode("utf-8")).hexdigest()
+        out.append(prev)
+    return out
+
+
 def chain(rows: Iterable[Sequence[Any]], prev: str = GENESIS) -> list[str]:
     """Hashes for rows (seq, at, event_id, action, artifact_id, detail), continuing from ``prev``."""
     out = []

@@ -36,7 +36,7 @@ from typing import Any, Collection, Iterator, Mapping, Sequence
 
 from ..errors import EventHeld, InputError, WriteRefused
 from .artifacts import SERVABLE_STATES, Artifact, Edge, Snapshot, parse_store_document, read_json
-from .auditchain import GENESIS, row_hash, seal, signing_key
+from .auditchain import GENESIS, chain_same, row_hash, seal, signing_key
 from .dialect import CORE_TABLES, MIGRATIONS, SCHEMA_VERSION, SQLITE_SCHEMA, check_version, db_errors, PgConnection, connect_postgres, is_postgres_url, redact, retrying
 from .writes import Write, canonical_json, content_digest, prepare
 
@@ -240,13 +240,27 @@ class Store:
 
     def _append_audit(self, rows: Sequence[tuple[str, int | None, str, str | None, str]]) -> None:
         """Append (at, event_id, action, artifact_id, detail) rows, each chained to the last hash."""
-        last = self.conn.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
-        seq, prev = (0, GENESIS) if last is None else (int(last[0]), last[1] or GENESIS)
+        seq, prev = self._audit_tail()
         out = []
         for at, event_id, action, artifact_id, detail in rows:
             seq += 1
             prev = row_hash(prev, seq, at, event_id, action, artifact_id, detail)
             out.append((seq, at, event_id, action, artifact_id, detail, prev))
+        self._write_audit(out)
+
+    def _append_withdrawals(self, event_id: int, ids: Sequence[str]) -> None:
+        """One chained ``withdraw`` row per id, all at one time, hashed in one pass (:func:`chain_same`)."""
+        seq, prev = self._audit_tail()
+        at = _now()
+        hashes = chain_same(prev, seq + 1, at, event_id, "withdraw", ids, "{}")
+        self._write_audit([(seq + 1 + k, at, event_id, "withdraw", i, "{}", h)
+                           for k, (i, h) in enumerate(zip(ids, hashes))])
+
+    def _audit_tail(self) -> tuple[int, str]:
+        last = self.conn.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
+        return (0, GENESIS) if last is None else (int(last[0]), last[1] or GENESIS)
+
+    def _write_audit(self, out: Sequence[tuple[int, str, int | None, str, str | None, str, str]]) -> None:
         self.conn.executemany("INSERT INTO audit(seq, at, event_id, action, artifact_id, detail, hash) "
                               "VALUES (?,?,?,?,?,?,?)", out)
         if out:
@@ -275,8 +289,13 @@ class Store:
 
     @retrying
     def import_snapshot(self, snap: Snapshot, file: str = "<input>") -> None:
-        """Add artifacts and edges in one transaction; clashing ids or dangling edges are errors."""
-        existing = {r[0] for r in self.conn.execute("SELECT id FROM artifacts")}
+        """Add artifacts and edges in one transaction; clashing ids or dangling edges are errors.
+
+        Only the ids the snapshot names are looked up, so importing a store in batches costs what
+        each batch holds (an edge may name an artifact of an earlier batch)."""
+        named = set(snap.artifacts).union(*((e.src, e.dst) for e in snap.edges))
+        existing = {r[0] for r in self.conn.execute("SELECT id FROM artifacts WHERE id IN (SELECT value FROM "
+                                                    "json_each(?))", (json.dumps(sorted(named)),))}
         clash = sorted(existing & set(snap.artifacts))
         if clash:
             raise InputError(f"duplicate artifact id {clash[0]!r} (already in the store)", file=file)
@@ -590,20 +609,20 @@ class Store:
         store since, or left an event unfinished, nothing is written (InputError).
         """
         barrier = list(plan_doc["barrier"])
+        # encoded before the write lock is taken: the transaction holds it for the writes only
+        event_text, policy_text, plan_text = _dump(plan_doc["event"]), _dump(policy_doc), _dump(plan_doc)
         with self.transaction() as c:
             if self.unfinished_event() is not None:
                 raise InputError("the store has an unfinished event; run `memsteward recover` first", file=self.path)
             if generation is not None and self.generation() != generation:
                 raise InputError("the store changed while the event was being planned; run it again",
                                  file=self.path)
-            event_text, policy_text, plan_text = _dump(plan_doc["event"]), _dump(policy_doc), _dump(plan_doc)
             # ids count 1, 2, … on both backends (a PostgreSQL identity would skip the ids of
             # rolled-back barriers; the write lock makes MAX + 1 safe)
             (event_id,) = c.execute("INSERT INTO events(id, type, event, policy, plan, status, created) "
                                     "VALUES ((SELECT COALESCE(MAX(id), 0) + 1 FROM events),?,?,?,?,?,?) RETURNING id",
-                                    (plan_doc["event"]["type"], event_text,
-                                                                          policy_text, plan_text, "barrier",
-                                                                          _now())).fetchone()
+                                    (plan_doc["event"]["type"], event_text, policy_text, plan_text, "barrier",
+                                     _now())).fetchone()
             event_id = int(event_id)
             self._lease(event_id)
             c.executemany("INSERT INTO plan_steps(event_id, seq, artifact_id, mode, status) VALUES (?,?,?,?,?)",
@@ -618,8 +637,7 @@ class Store:
                                 "event_sha256": digest(event_text), "policy_sha256": digest(policy_text),
                                 "plan_sha256": digest(plan_text),
                                 "withdrawn": len(barrier)})
-            at = _now()  # one transaction, one time: the withdraw rows are hashed in one pass
-            self._append_audit([(at, event_id, "withdraw", i, "{}") for i in barrier])
+            self._append_withdrawals(event_id, barrier)  # one transaction, one time, one hashing pass
         return event_id
 
     def _lease(self, event_id: int) -> None:
