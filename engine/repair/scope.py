@@ -193,22 +193,26 @@ def order_and_cycles(scope: Scope) -> tuple[list[str], frozenset[str]]:
 
 def lexicographic_topological_order(nodes: Collection[str], edges: Iterable[tuple[str, str]]) -> tuple[str, ...]:
     """The topological order that always takes the smallest available id (Kahn with a heap);
-    the same sequence as ``networkx.lexicographical_topological_sort``. ValueError on a cycle."""
-    indegree = {n: 0 for n in nodes}
-    succ: dict[str, list[str]] = {n: [] for n in nodes}
+    the same sequence as ``networkx.lexicographical_topological_sort``. ValueError on a cycle.
+    Ids are ranked once, so the heap compares integers."""
+    ids = sorted(set(nodes))
+    rank = {n: k for k, n in enumerate(ids)}
+    indegree = [0] * len(ids)
+    succ: list[list[int]] = [[] for _ in ids]
     for u, v in edges:
-        succ[u].append(v)
-        indegree[v] += 1
-    heap = [n for n, d in indegree.items() if d == 0]
-    heapq.heapify(heap)
+        k = rank[v]
+        succ[rank[u]].append(k)
+        indegree[k] += 1
+    heap = [k for k, d in enumerate(indegree) if d == 0]  # ascending: already a heap
     out: list[str] = []
+    pop, push = heapq.heappop, heapq.heappush
     while heap:
-        u = heapq.heappop(heap)
-        out.append(u)
+        u = pop(heap)
+        out.append(ids[u])
         for v in succ[u]:
             indegree[v] -= 1
             if indegree[v] == 0:
-                heapq.heappush(heap, v)
-    if len(out) != len(indegree):
+                push(heap, v)
+    if len(out) != len(ids):
         raise ValueError("the requirement graph has a cycle")
     return tuple(out)
