@@ -165,7 +165,9 @@ def plan_worker(folder: str, repeats: int) -> dict[str, Any]:
     out = {"n": meta["n"], "artifacts": meta["artifacts"], "cascade": len(plan.cascade),
            "candidates": len(plan.candidates), "selected": len(plan.selection.selected), "plan_s": plan_s,
            "scope_s": t1 - t0, "candidates_s": t2 - t1, "selection_s": t3 - t2, "order_s": t4 - t3,
-           "floor_s": floor_s, "digest": _digest(plan), "repeats": repeats}
+           "floor_s": floor_s, "repeats": repeats,
+           # compared with the reference's; above REF_LIMIT there is none (and the JSON would take GBs)
+           "digest": _digest(plan) if meta["n"] <= REF_LIMIT else None}
     del plan, scope, asg, sel
     if meta["small"]:
         small = event_from_dict(meta["small"])
