@@ -398,17 +398,25 @@ def run(quick: bool = False) -> str:
     start = time.perf_counter()
     load_start = os.getloadavg()
     sizes = [1_000, 10_000] if quick else SIZES
-    built, plans, refs = {}, {}, {}
+    built, plans, refs, failed = {}, {}, {}, {}
     bar = progress(len(sizes) * 3, "planning scale")
     with tempfile.TemporaryDirectory(prefix="memsteward-scale-") as tmp:
         for n in sizes:
             folder = os.path.join(tmp, str(n))
             os.makedirs(folder)
-            built[n] = _spawn(["--worker", "build", str(n), folder], timeout=4 * 3600)
-            bar.update(1)
             reps = 3 if n <= 100_000 else 1
-            plans[n] = _spawn(["--worker", "plan", folder, str(reps)], timeout=3600)
-            bar.update(1)
+            try:
+                built[n] = _spawn(["--worker", "build", str(n), folder], timeout=4 * 3600)
+                bar.update(1)
+                plans[n] = _spawn(["--worker", "plan", folder, str(reps)], timeout=3600)
+                bar.update(1)
+            except (RuntimeError, subprocess.TimeoutExpired) as exc:
+                if n <= REF_LIMIT:
+                    raise
+                failed[n] = str(exc)[-400:]  # reported in the section; the smaller sizes stand
+                built.pop(n, None)
+                shutil.rmtree(folder)
+                continue
             if n <= REF_LIMIT:
                 refs[n] = _spawn(["--worker", "reference", folder, str(reps), "0"], timeout=3600)
             bar.update(1)
@@ -418,7 +426,8 @@ def run(quick: bool = False) -> str:
     boot = startup(3 if quick else 5)
     ov = overlapping((0,) if quick else (0, 1, 2), 6 if quick else 30, 1 if quick else 3)
     loads = (load_start, os.getloadavg())
-    raw = {"sizes": sizes, "built": built, "plans": plans, "refs": refs, "barrier": bres, "startup": boot,
+    sizes = [n for n in sizes if n in plans]
+    raw = {"failed": failed, "sizes": sizes, "built": built, "plans": plans, "refs": refs, "barrier": bres, "startup": boot,
            "overlapping": ov, "seconds": time.perf_counter() - start, "loads": loads}
     if not quick:  # the raw measurements, so the section can be re-rendered without re-running (--render)
         with open(RAW, "w") as fh:
@@ -438,6 +447,8 @@ def rerender(raw: dict[str, Any]) -> str:
     built, plans, refs = ({int(k): v for k, v in raw[key].items()} for key in ("built", "plans", "refs"))
     md = render(sizes, built, plans, refs, raw["barrier"], raw["startup"], raw["overlapping"], raw["seconds"],
                 pyplot, save_plot, table, tuple(raw["loads"]))
+    for n, err in raw.get("failed", {}).items():
+        md += f"\n**{int(n):,} artifacts: not measured** (the worker failed: `{err.splitlines()[-1][:200]}`).\n"
     write_section(NAME, md)
     return md
 
