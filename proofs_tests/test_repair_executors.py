@@ -231,3 +231,45 @@ def test_cli_bad_executor_exits_2_and_changes_nothing(tmp_path, executor, messag
     ok = CliRunner().invoke(main, ["repair", "--policy", "policies/default.yaml", "--store", store_path,
                                    "--event", event_path, "--executor", "pool:2", "--json"])
     assert ok.exit_code == 0, ok.output  # the next valid event succeeds
+
+
+# ------------------------------------------------------------------------------ coordinator and threads
+
+
+def _fan_store(chains: int, length: int) -> dict:
+    """``chains`` prerequisite chains c{k}_0 → c{k}_1 → … over one record (wide and deep)."""
+    arts = [{"id": "r0", "kind": "record", "content": {"text": "Alice likes tea. Bob likes jazz.", "label": "a"}}]
+    edges = []
+    for k in range(chains):
+        for j in range(length):
+            ident = f"c{k:02d}_{j}"
+            arts.append({"id": ident, "kind": "summary", "content": "old summary.", "meta": {}})
+            edges.append({"src": "r0", "dst": ident, "type": "influence"})
+            if j:
+                edges.append({"src": f"c{k:02d}_{j - 1}", "dst": ident, "type": "influence"})
+    return {"artifacts": arts, "edges": edges}
+
+
+def test_coordinator_records_blocked_steps_while_threads_stage(tmp_path):
+    """Half the chains fail at their head, so the coordinator records their blocked dependents
+    while worker threads are staging and validating the other chains on the same connection:
+    every write lands in its own transaction, and the result is the sequential run's."""
+    from memsteward.repair.oracles import ORACLES, Report
+
+    heads = {f"c{k:02d}_0" for k in range(0, 16, 2)}
+
+    def reject_heads(name, fn):
+        return lambda spec, x: Report(name, False, "rejected") if x.artifact.id in heads else fn(spec, x)
+    oracles = {name: reject_heads(name, fn) for name, fn in ORACLES.items()}
+    event_doc = {"type": "correct", "roots": ["r0"], "replacements": [
+        {"id": "r0", "kind": "record", "content": {"text": "Alice likes green tea. Bob likes jazz.", "label": "a"}}]}
+    outcomes = {}
+    for name in ("sequential", "pool:8"):
+        store = _store(tmp_path, name.replace(":", "-"), _fan_store(16, 4))
+        plan = run_event(store, repair_policy(), parse_event(event_doc, store), "repair_all", "networkx",
+                         oracles=oracles, executor=name)
+        outcomes[name] = _outcome(store, plan)
+        store.close()
+    statuses = [s["status"] for s in outcomes["sequential"]["plan"]["executed"]]
+    assert statuses.count("blocked") == 24 and statuses.count("republished") == 32
+    assert outcomes["pool:8"] == outcomes["sequential"]

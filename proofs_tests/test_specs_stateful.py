@@ -40,7 +40,7 @@ from memsteward.repair.artifacts import SERVABLE_STATES, parse_store_document
 from memsteward.repair.auditchain import first_broken
 from memsteward.repair.events import parse_event
 from memsteward.repair.execute import recover, run_event
-from memsteward.repair.executors import Serialized, Shared
+from memsteward.repair.executors import Shared
 from memsteward.repair.oracles import ORACLES, Report
 from memsteward.repair.store import Store
 
@@ -115,7 +115,7 @@ class _GatedStore:
 class _InterleavedSession:
     def __init__(self, shared: Shared, workers: int, draw) -> None:
         self.shared, self.capacity, self.draw = shared, workers, draw
-        self.store = Serialized(shared.store)
+        self.store = shared.store  # the coordinator's Serialized store: one lock for it and the workers
         self.cv = threading.Condition()
         self.workers: list[_Worker] = []
         self.aborted = False

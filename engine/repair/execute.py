@@ -20,7 +20,7 @@ from .artifacts import SERVABLE_STATES, Artifact, Snapshot, artifact_field_probl
 from .candidates import Candidate
 from .erasure import fingerprints
 from .events import Event
-from .executors import Executor, LocalPool, Shared, executor_from, locator_of, prepare
+from .executors import Executor, LocalPool, Serialized, Shared, executor_from, locator_of, prepare
 from .scope import is_retained, neighbourhood
 from .operators import OperatorError, OperatorRegistry, RepairContext, Successor, operators_for
 from .oracles import OracleInput, OracleRegistry, validate
@@ -286,6 +286,7 @@ def resume(store: Store, event_id: int, policy: Policy, plan: TransitionPlan,
     sequential executor this is exactly plan order. Publication waits for every candidate."""
     operators = operators or operators_for(policy)
     executor = executor_from(executor)
+    store = Serialized(store)  # type: ignore[assignment]  # one lock for the coordinator and worker threads
     snap = neighbourhood(store, plan.cascade)
     parents_of: dict[str, list[str]] = {}
     for src, dst in snap.influence_edges():

@@ -51,9 +51,9 @@ R = TypeVar("R")
 class Shared:
     """What every task of one event needs. ``fn(store, payload, task)`` is a module-level function
     (shipped by reference); ``payload`` is sent once per worker, not per task; ``store`` is the
-    coordinator's store (used by threads under a lock); ``locator`` = (url, lease owner) lets a
-    worker process open the same store and write as the event's lease holder (None: the store
-    lives in this process only, e.g. an in-memory dry-run copy)."""
+    coordinator's store behind its :class:`Serialized` lock (threads use it as it is); ``locator``
+    = (url, lease owner) lets a worker process open the same store and write as the event's lease
+    holder (None: the store lives in this process only, e.g. an in-memory dry-run copy)."""
 
     fn: Callable[[Any, Any, Any], Any]
     payload: Any
@@ -100,6 +100,8 @@ class Serialized:
     not safe to use from two threads at once, and a transaction must not interleave)."""
 
     def __init__(self, store: Any, lock: threading.RLock | None = None) -> None:
+        if isinstance(store, Serialized):  # already shared: keep its one lock
+            store, lock = store._store, store._lock
         self._store = store
         self._lock = lock or threading.RLock()
 
@@ -193,7 +195,7 @@ class _PoolSession:
     def __init__(self, shared: Shared, workers: int) -> None:
         self.capacity = workers
         self.shared = shared
-        self.store = Serialized(shared.store)
+        self.store = shared.store  # Serialized by the coordinator: its calls and the threads' share one lock
         self.threads = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="memsteward-op")
         self.processes: ProcessPoolExecutor | None = None
         self.use_processes = shared.locator is not None and _picklable(shared.fn, shared.payload)
