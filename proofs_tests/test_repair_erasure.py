@@ -259,6 +259,15 @@ def _assert_marker_gone(db: Path, store: Store) -> None:
     needle = MARKER.encode()
     assert needle not in _file_bytes(db), "marker still in the database file or WAL"
     assert needle[:24] not in _file_bytes(db) and needle[-24:] not in _file_bytes(db)
+    # the lineage index (trigram hashes of current content): no row of the erased text, and no copy of
+    # its keys left on disk either (SQLite stores them as 8-byte big-endian integers)
+    from memsteward.repair.lineage import index_hashes
+
+    keys = index_hashes(MARKER)
+    assert keys and not keys & {int(h) for (h,) in store.conn.execute("SELECT h FROM shingles")}
+    assert store.conn.execute("SELECT COUNT(*) FROM shingles WHERE id = 'r-secret'").fetchone() == (0,)
+    raw = _file_bytes(db)
+    assert not [h for h in keys if h.to_bytes(8, "big", signed=True) in raw], "index keys of the erased text on disk"
     assert MARKER not in json.dumps(store.export()) and MARKER not in json.dumps([a.as_dict() for a in store.serve()])
     r = CliRunner().invoke(main, ["store", "export", "--store", str(db)])
     assert r.exit_code == 0 and MARKER not in r.output

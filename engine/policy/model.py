@@ -393,9 +393,11 @@ class RepairSpec(Strict):
 class LineageSpec(Strict):
     """Finding derivations that provenance does not record (``memsteward.repair.lineage``).
 
-    ``content_scan``: on a delete (or a privacy correction), scan every servable artifact outside
-    C(F) for the roots' text and treat matches as part of the cascade. A match shares at least
-    ``min_shared`` runs of ``shingle_words`` consecutive words with a root.
+    ``content_scan``: on a delete (or a privacy correction), find every servable artifact outside
+    C(F) holding the roots' text and treat matches as part of the cascade. A match shares at least
+    ``min_shared`` runs of ``shingle_words`` consecutive words with a root. The scan reads the
+    store's lineage index (word-trigram hashes written with each write), so ``shingle_words`` is at
+    least 3, the index unit.
     """
 
     content_scan: bool = True

@@ -99,9 +99,26 @@ class Snapshot:
         """The state of each of ``ids`` that exists."""
         return {i: self.artifacts[i].state for i in ids if i in self.artifacts}
 
-    def servable_contents(self) -> list[tuple[str, Any]]:
-        """(id, content) of every servable artifact."""
-        return [(i, a.content) for i, a in self.artifacts.items() if a.state in SERVABLE_STATES]
+    @cached_property
+    def _shingle_index(self) -> dict[int, list[str]]:
+        """The lineage index of the servable artifacts (trigram hash → ids), built once per snapshot."""
+        from .lineage import index_hashes
+
+        index: dict[int, list[str]] = {}
+        for i, a in sorted(self.artifacts.items()):
+            if a.state in SERVABLE_STATES and a.content is not None:
+                for h in index_hashes(a.content):
+                    index.setdefault(h, []).append(i)
+        return index
+
+    def shingle_candidates(self, roots: Mapping[str, Any], n: int) -> list[tuple[str, Any]]:
+        """(id, content) of the servable artifacts that may share an n-word run with one of ``roots``'
+        contents (:func:`memsteward.repair.lineage.candidates` over the snapshot's index)."""
+        from .lineage import candidates
+
+        index = self._shingle_index
+        ids = candidates(roots, n, lambda h, limit: index.get(h, [])[:limit])
+        return [(i, self.artifacts[i].content) for i in sorted(ids)]
 
     def as_dict(self) -> dict[str, Any]:
         return {"artifacts": [a.as_dict() for a in self.artifacts.values()],

@@ -21,6 +21,7 @@ erasure, write fencing) live once, in ``store.py``, written in the SQL both back
 from __future__ import annotations
 
 import functools
+import json
 import os
 import hashlib
 import random
@@ -40,10 +41,12 @@ __all__ = ["db_errors", "PG_SCHEMA", "SCHEMA_VERSION", "SQLITE_SCHEMA", "PgConne
 #   1  every store written before versioning (SQLite: no ``memsteward_schema`` table; PostgreSQL: version 1)
 #   2  ``event_lease.session``: the holder's PostgreSQL session (backend pid and start), so a lease held by
 #      a dead process on another host is recognised; SQLite gains the ``memsteward_schema`` table.
+#   3  ``shingles``: the lineage index (word-trigram hashes of every current content, see
+#      memsteward.repair.lineage), filled by the migration from the stored contents.
 # ANY change to a table or column of either schema (a new table included: `CREATE TABLE IF NOT EXISTS`
 # reaches new stores only) bumps SCHEMA_VERSION and appends one step per backend to MIGRATIONS; a store
 # of an older version is refused (exit 2, nothing changed) until `memsteward store migrate` ran.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 CORE_TABLES = frozenset({"artifacts", "versions", "edges", "events", "audit"})  # what makes a database a store
 
 SQLITE_SCHEMA = """
@@ -76,8 +79,11 @@ CREATE TABLE IF NOT EXISTS event_lease(
   event_id INTEGER PRIMARY KEY, owner TEXT NOT NULL, host TEXT NOT NULL, pid INTEGER NOT NULL,
   started TEXT, acquired TEXT NOT NULL, session TEXT);
 CREATE TABLE IF NOT EXISTS memsteward_schema(one INTEGER PRIMARY KEY CHECK (one = 1), version INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS shingles(
+  h INTEGER NOT NULL, id TEXT NOT NULL, PRIMARY KEY(h, id)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS edges_dst ON edges(dst);
 CREATE INDEX IF NOT EXISTS plan_steps_artifact ON plan_steps(event_id, artifact_id);
+CREATE INDEX IF NOT EXISTS shingles_id ON shingles(id);
 """
 
 # Same tables, same column order (``SELECT *`` compares across backends), PostgreSQL types.
@@ -115,11 +121,14 @@ CREATE TABLE IF NOT EXISTS tombstones(
 CREATE TABLE IF NOT EXISTS event_lease(
   event_id BIGINT PRIMARY KEY, owner TEXT NOT NULL, host TEXT NOT NULL, pid BIGINT NOT NULL,
   started TEXT, acquired TEXT NOT NULL, session TEXT);
+CREATE TABLE IF NOT EXISTS shingles(
+  h BIGINT NOT NULL, id TEXT COLLATE "C" NOT NULL, PRIMARY KEY(h, id));
 CREATE INDEX IF NOT EXISTS edges_dst ON edges(dst);
 CREATE INDEX IF NOT EXISTS plan_steps_artifact ON plan_steps(event_id, artifact_id);
+CREATE INDEX IF NOT EXISTS shingles_id ON shingles(id);
 """
 PG_TABLES = frozenset({"memsteward_schema", "artifacts", "versions", "edges", "events", "plan_steps", "audit",
-                       "audit_head", "tombstones", "event_lease"})
+                       "audit_head", "tombstones", "event_lease", "shingles"})
 
 # Columns added after a table first shipped: (table, column, type). SQLite has no ADD COLUMN IF NOT
 # EXISTS, so its version-1 step adds those a store lacks (stores from before chaining, signing, digests).
@@ -138,11 +147,47 @@ def _pg_v1_to_v2(conn: Any) -> str:
     return "ALTER TABLE event_lease ADD COLUMN IF NOT EXISTS session TEXT"
 
 
+_INDEX_CONTENTS = ("SELECT a.id, v.content FROM artifacts a JOIN versions v ON v.id = a.id AND v.version = a.version "
+                   "WHERE v.content IS NOT NULL")
+
+
+def _index_hashes_json(content: str | None) -> str:
+    from .lineage import index_hashes
+
+    return "[]" if content is None else json.dumps(sorted(index_hashes(json.loads(content))))
+
+
+def _sqlite_v2_to_v3(conn: Any) -> str:
+    """The lineage index, created and filled in SQL: the trigram hashes of each current content come
+    from a function registered on this connection (the same :func:`~memsteward.repair.lineage.index_hashes`
+    the write path uses)."""
+    conn.create_function("memsteward_index_hashes", 1, _index_hashes_json, deterministic=True)
+    return ("\nCREATE TABLE IF NOT EXISTS shingles(h INTEGER NOT NULL, id TEXT NOT NULL, PRIMARY KEY(h, id)) WITHOUT ROWID;"
+            "CREATE INDEX IF NOT EXISTS shingles_id ON shingles(id); DELETE FROM shingles;"
+            "INSERT OR IGNORE INTO shingles(h, id) SELECT j.value, c.id FROM (" + _INDEX_CONTENTS + ") c, "
+            "json_each(memsteward_index_hashes(c.content)) j;")
+
+
+def _pg_v2_to_v3(conn: Any) -> str:
+    """The lineage index: created, then filled from the stored contents inside the migration's transaction."""
+    from .lineage import index_hashes
+
+    conn.execute('CREATE TABLE IF NOT EXISTS shingles(h BIGINT NOT NULL, id TEXT COLLATE "C" NOT NULL, '
+                 "PRIMARY KEY(h, id))")
+    conn.execute("CREATE INDEX IF NOT EXISTS shingles_id ON shingles(id)")
+    conn.execute("DELETE FROM shingles")
+    rows = sorted({(h, i) for i, c in conn.execute(_INDEX_CONTENTS) for h in index_hashes(json.loads(c))})
+    if rows:
+        with conn.cursor() as cur:
+            cur.executemany("INSERT INTO shingles(h, id) VALUES (%s, %s)", rows)
+    return "SELECT 1"
+
+
 # MIGRATIONS[backend][v - 1](conn) is the SQL that takes a store from version v to v + 1 (it may read
 # the store to decide); the store runs every pending step and the new version in ONE write transaction.
 MIGRATIONS: dict[str, tuple[Callable[[Any], str], ...]] = {
-    "sqlite": (_sqlite_v1_to_v2,),
-    "postgresql": (_pg_v1_to_v2,),
+    "sqlite": (_sqlite_v1_to_v2, _sqlite_v2_to_v3),
+    "postgresql": (_pg_v1_to_v2, _pg_v2_to_v3),
 }
 assert all(len(steps) == SCHEMA_VERSION - 1 for steps in MIGRATIONS.values())
 

@@ -12,18 +12,37 @@ span of a root is found (a shared shingle is an exact n-word run); shorter copie
 are not. Each match is treated as a child of the root it shares most with (a virtual influence
 edge), so it and everything derived from it join the cascade: withdrawn at the barrier, repaired
 or removed under the policy, erased on delete — and listed as ``untracked`` in the plan and the
-attestation. Cost: one pass over the servable content of the store (the only whole-store read of
-planning; it runs only for a delete or a privacy correction and only when the policy enables it).
+attestation.
+
+Cost: the scan does not read the store. Every artifact's current content is indexed at write time
+by the hashes of its word trigrams (``INDEX_WORDS`` = 3, the smallest ``shingle_words`` a policy
+may set), in the same transaction as the write (``shingles`` table of the store; an in-memory
+index for a :class:`~memsteward.repair.artifacts.Snapshot`):
+
+    index(a) = { h(t) : t ∈ shingles_3(a) }        h = the first 8 bytes of BLAKE2b, a signed 64-bit key
+
+An artifact sharing an n-word run with a root holds every trigram of that run, so it is found in
+the posting list of *any* trigram of the matching n-word window of the root. :func:`candidates`
+takes, per window, the trigram with the shortest posting list (lists are probed up to ``COMMON``
+ids; a window whose trigrams are all common reads one full list), so the work grows with the
+roots' text and the rarest trigram of each window, not with the store. The candidates are then
+checked exactly by :func:`untracked`, the same function that defines the scan: :func:`untracked`
+over every servable artifact stays as the reference the tests compare with. Hash collisions only
+add candidates that the exact check drops. The index holds hashes, never text, and the rows of
+erased content are deleted with it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .erasure import string_leaves
 
 _WORD = re.compile(r"\w+")
+INDEX_WORDS = 3  # the write-time index unit; policies' shingle_words ≥ this (LineageSpec, ge=3)
+COMMON = 256  # a posting list with more ids than this is "common": another trigram of the window is preferred
 
 
 def words(value: Any) -> list[list[str]]:
@@ -63,3 +82,51 @@ def untracked(roots: Mapping[str, Any], candidates: Iterable[tuple[str, Any]], n
             if shared >= min_shared:
                 out[ident] = {"root": root, "shared": shared}
     return out
+
+
+def shingle_hash(ws: Sequence[str]) -> int:
+    """h(t): a signed 64-bit key of a run of words (BLAKE2b; the index stores these, never words)."""
+    return int.from_bytes(hashlib.blake2b(" ".join(ws).encode("utf-8"), digest_size=8).digest(), "big", signed=True)
+
+
+def index_hashes(value: Any) -> set[int]:
+    """index(value): the hashes of every ``INDEX_WORDS``-word run within one string value."""
+    n = INDEX_WORDS
+    return {shingle_hash(ws[k:k + n]) for ws in words(value) for k in range(len(ws) - n + 1)}
+
+
+def windows(roots: Mapping[str, Any], n: int) -> set[tuple[int, ...]]:
+    """For every n-word run of a root: the hashes of its n − 2 trigrams (any copy of the run holds all)."""
+    if n < INDEX_WORDS:
+        raise ValueError(f"shingle_words must be at least {INDEX_WORDS} (the index unit)")
+    out: set[tuple[int, ...]] = set()
+    span = n - INDEX_WORDS + 1
+    for value in roots.values():
+        for ws in words(value):
+            hs = [shingle_hash(ws[k:k + INDEX_WORDS]) for k in range(len(ws) - INDEX_WORDS + 1)]
+            out.update(tuple(hs[k:k + span]) for k in range(len(hs) - span + 1))
+    return out
+
+
+Posting = Callable[[int, int | None], Sequence[str]]
+"""posting(h, limit): ids whose indexed content holds trigram h (at most ``limit`` of them; None: all)."""
+
+
+def candidates(roots: Mapping[str, Any], n: int, posting: Posting) -> set[str]:
+    """Ids that may share an n-word run with a root: for each window of :func:`windows`, the posting
+    list of its rarest trigram (a superset of the matches; :func:`untracked` checks them exactly)."""
+    probed: dict[int, Sequence[str]] = {}
+    full: dict[int, Sequence[str]] = {}
+    found: set[str] = set()
+    for window in sorted(windows(roots, n)):
+        for h in window:
+            if h not in probed:
+                probed[h] = posting(h, COMMON + 1)
+        rarest = min(window, key=lambda h: (len(probed[h]), h))
+        if len(probed[rarest]) <= COMMON:
+            found.update(probed[rarest])
+        else:  # every trigram of the window is common: read one list whole
+            if rarest not in full:
+                full[rarest] = posting(rarest, None)
+            found.update(full[rarest])
+    return found

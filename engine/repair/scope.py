@@ -34,8 +34,10 @@ class Provenance(Protocol):
     def states_of(self, ids: Collection[str]) -> Mapping[str, str]:
         """The visibility state of each id that exists."""
 
-    def servable_contents(self) -> Iterable[tuple[str, Any]]:
-        """(id, content) of every servable artifact (the content scan's one whole-store read)."""
+    def shingle_candidates(self, roots: Mapping[str, Any], n: int) -> Iterable[tuple[str, Any]]:
+        """(id, content) of every servable artifact that may share an n-word run with one of ``roots``'
+        contents, read through the lineage index (a superset: :func:`~memsteward.repair.lineage.untracked`
+        checks them exactly)."""
 
 
 @dataclass(frozen=True)
@@ -70,8 +72,8 @@ def with_untracked(source: Provenance, scope: Scope, roots_content: Mapping[str,
     influence edge), with everything reachable from it."""
     from .lineage import untracked
 
-    found = untracked(roots_content, ((i, c) for i, c in source.servable_contents() if i not in scope.cascade),
-                      shingle_words, min_shared)
+    found = untracked(roots_content, ((i, c) for i, c in source.shingle_candidates(roots_content, shingle_words)
+                                      if i not in scope.cascade), shingle_words, min_shared)
     if not found:
         return scope
     extra = read_scope(source, sorted(found))

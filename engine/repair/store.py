@@ -38,6 +38,7 @@ from ..errors import EventHeld, InputError, WriteRefused
 from .artifacts import SERVABLE_STATES, Artifact, Edge, Snapshot, parse_store_document, read_json
 from .auditchain import GENESIS, chain_same, row_hash, seal, signing_key
 from .dialect import CORE_TABLES, MIGRATIONS, SCHEMA_VERSION, SQLITE_SCHEMA, check_version, db_errors, PgConnection, connect_postgres, is_postgres_url, redact, retrying
+from .lineage import candidates, index_hashes
 from .writes import Write, canonical_json, content_digest, prepare
 
 __all__ = ["Store", "content_digest", "digest"]
@@ -312,6 +313,7 @@ class Store:
                             _dump(dict(a.meta)), int(a.state == "erased")) for a in snap.artifacts.values()])
             c.executemany("INSERT OR IGNORE INTO edges(src, dst, type) VALUES (?,?,?)",
                           [(e.src, e.dst, e.type) for e in snap.edges])
+            self._index({a.id: a.content for a in snap.artifacts.values() if a.state != "erased"})
             self._audit("import", detail={"file": file, "artifacts": len(snap.artifacts),
                                           "edges": len(snap.edges)})
 
@@ -361,12 +363,44 @@ class Store:
         return {i: Artifact(i, k, ar, ver, _load(c), _load(m), st)
                 for i, k, ar, ver, st, c, m in self.conn.execute(q, (json.dumps(list(ids)),)).fetchall()}
 
-    def servable_contents(self) -> Iterator[tuple[str, Any]]:
-        """(id, content) of every servable artifact, streamed (the content scan of lineage)."""
-        q = ("SELECT a.id, v.content FROM artifacts a JOIN versions v ON v.id = a.id AND v.version = a.version "
-             "WHERE a.state IN ('servable', 'republished') AND v.content IS NOT NULL")
-        for i, c in self.conn.execute(q):
-            yield i, json.loads(c)
+    def shingle_candidates(self, roots: Mapping[str, Any], n: int) -> list[tuple[str, Any]]:
+        """(id, content) of the servable artifacts that may share an n-word run with one of ``roots``'
+        contents: :func:`memsteward.repair.lineage.candidates` over the ``shingles`` index (the
+        rarest trigram's posting list per window), then one read of those artifacts."""
+        ids = candidates(roots, n, self._posting)
+        if not ids:
+            return []
+        q = ("SELECT a.id, v.content FROM json_each(?) j CROSS JOIN artifacts a ON a.id = j.value "
+             "JOIN versions v ON v.id = a.id AND v.version = a.version "
+             "WHERE a.state IN ('servable', 'republished') AND v.content IS NOT NULL ORDER BY a.id")
+        return [(i, json.loads(c)) for i, c in self.conn.execute(q, (json.dumps(sorted(ids)),))]
+
+    def _posting(self, h: int, limit: int | None) -> list[str]:
+        """Ids whose current content holds the trigram of hash ``h`` (at most ``limit``), by the index key."""
+        if limit is None:
+            return [r[0] for r in self.conn.execute("SELECT id FROM shingles WHERE h = ?", (h,))]
+        return [r[0] for r in self.conn.execute("SELECT id FROM shingles WHERE h = ? LIMIT ?", (h, limit))]
+
+    def _index(self, contents: Mapping[str, Any], replace: Collection[str] = ()) -> None:
+        """Write the lineage index rows (trigram hash, id) of ``contents`` (id → current content; None:
+        erased), after deleting every row of the ids in ``replace`` — inside the caller's transaction,
+        so the index always describes the committed current versions. Hashes only, never words."""
+        if replace:
+            self.conn.execute("DELETE FROM shingles WHERE id IN (SELECT value FROM json_each(?))",
+                              (json.dumps(sorted(replace)),))
+        rows = sorted({(h, i) for i, c in contents.items() if c is not None for h in index_hashes(c)})
+        for start in range(0, len(rows), 50_000):
+            self.conn.executemany("INSERT INTO shingles(h, id) VALUES (?, ?)", rows[start:start + 50_000])
+
+    def _reindex(self, ids: Collection[str]) -> None:
+        """Re-index ``ids`` from their current versions as stored (republished, erased, …)."""
+        if not ids:
+            return
+        q = ("SELECT a.id, v.content FROM json_each(?) j CROSS JOIN artifacts a ON a.id = j.value "
+             "JOIN versions v ON v.id = a.id AND v.version = a.version")
+        current = {i: None if c is None else json.loads(c)
+                   for i, c in self.conn.execute(q, (json.dumps(sorted(set(ids))),))}
+        self._index(current, replace=ids)
 
     def states_of(self, ids: Collection[str]) -> dict[str, str]:
         """The state of each of ``ids`` that exists (by primary key)."""
@@ -514,6 +548,7 @@ class Store:
                                       "(SELECT value FROM json_each(?))",
                                       (json.dumps([w.digest for w in batch]),)).fetchall())
         versions, edges, arts, out = [], [], [], []
+        existed = {w.artifact.id for w in batch if w.artifact.id in known}  # their index rows are replaced
         manifest = hashlib.sha256()
         for k, w in enumerate(batch):
             a, where = w.artifact, (f"writes[{k}]." if len(batch) > 1 else "")
@@ -558,6 +593,7 @@ class Store:
                       "ON CONFLICT(id) DO UPDATE SET version = excluded.version, state = 'servable', "
                       "staged_version = NULL", arts)
         c.executemany("INSERT OR IGNORE INTO edges(src, dst, type) VALUES (?,?,?)", edges)
+        self._index({a.id: a.content for a in out}, replace=sorted(existed))
         # one chained audit row per call: a single write names itself; a batch pins its manifest
         # (SHA-256 over [id, version, content sha256, inputs] lines, in order)
         if len(batch) == 1:
@@ -763,6 +799,7 @@ class Store:
                 c.execute("UPDATE artifacts SET state = 'erased', staged_version = NULL WHERE id = ?", (ident,))
             c.execute("UPDATE artifacts SET state = 'withdrawn' WHERE state = 'staged'")
             c.execute("UPDATE artifacts SET staged_version = NULL WHERE state = 'withdrawn'")
+            self._reindex(set(republish) | set(targets))  # successors' content in, erased content out
             final = _dump(plan_doc)
             c.execute("UPDATE events SET status = 'done', plan = ? WHERE id = ?", (final, event_id))
             self._audit("publish", event_id=event_id, detail={"republished": len(republish),
@@ -878,7 +915,8 @@ class Store:
             self.copy_into(mem)
         return mem
 
-    TABLES = ("artifacts", "versions", "edges", "events", "plan_steps", "audit", "audit_head", "tombstones")
+    TABLES = ("artifacts", "versions", "edges", "events", "plan_steps", "audit", "audit_head", "tombstones",
+              "shingles")
 
     def copy_into(self, dst: "Store", batch: int = 2000) -> dict[str, int]:
         """Copy every row of every table into the empty store ``dst`` (any backend) in one of its
