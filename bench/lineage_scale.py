@@ -188,16 +188,17 @@ def run(quick: bool = False) -> None:
         "Default policy: 8-word shingles, one shared run suffices.\n\n"
         f"**indexed** = the scan as planning runs it now: posting lists of the lineage index (trigram hashes, "
         "written with each write), the rarest trigram per 8-word window, then the exact check. **plan** = the "
-        "whole plan of the delete (cascade, content scan, candidates, OR-Tools cut, order) from the on-disk store. "
+        "whole plan of the delete (cascade, content scan, candidates, OR-Tools cut, order) from the on-disk store, "
+        "run after the indexed scan (which is the delete's first read: index pages cold). "
         "**full scan** = the former implementation in the same run: every servable artifact's content read and "
         f"checked, on the first {FULL_SCANS} deletes of each size (the same untracked set as the indexed scan at each, "
         f"checked). Medians over the deletes; "
         "the fill rate is `record_many` in batches of 5,000 with the index written in the same transactions.\n\n"
         + table(["artifacts", "indexed scan ms", "plan ms (scan on)", "full scan ms (reference)", "full / indexed",
                  "candidates read", "untracked found", "index rows", "DB MB", "fill artifacts/s"], rows) + "\n\n"
-        "The scan's worst case, one more delete per size: a root whose 20 words are drawn from the 30 most frequent "
-        "ones, so every trigram of every window is common and one full posting list per window is read (its "
-        "cost then grows with the posting lists of common trigrams, i.e. with the store):\n\n"
+        "Frequent words, one more delete per size: a root whose 20 words are drawn from the 30 most frequent ones "
+        "(its trigrams have longer posting lists; a window whose trigrams all exceed 256 ids would read one list "
+        "whole, so the cost then grows with those lists):\n\n"
         + table(["artifacts", "indexed scan ms", "full scan ms (reference)", "candidates read", "untracked found"],
                 worst) + "\n"
     )

@@ -878,8 +878,9 @@ class Store:
         return detail
 
     def _vacuum_postgres(self) -> dict[str, Any]:
-        """PostgreSQL's physical step: ``VACUUM FULL`` rewrites ``versions`` and ``tombstones``
-        into new files without the dead tuples that held the erased text, waiting at most
+        """PostgreSQL's physical step: ``VACUUM FULL`` rewrites ``versions``, ``tombstones`` and the
+        lineage index ``shingles`` (hashes of the erased text's trigrams) into new files without the
+        dead tuples that held the erased text, waiting at most
         ``erase_wait`` seconds for its lock. The server's WAL segments and base backups are not
         readable from a client, so they are not scanned (``scan`` is None, ``server_files`` says so)."""
         raw = self.conn.raw
@@ -887,6 +888,7 @@ class Store:
             raw.execute(f"SET lock_timeout = {int(self.erase_wait * 1000)}")
             raw.execute("VACUUM FULL versions")
             raw.execute("VACUUM FULL tombstones")
+            raw.execute("VACUUM FULL shingles")
             vacuumed = True
         except db_errors():
             vacuumed = False
