@@ -28,7 +28,7 @@ from typing import Sequence
 from .common import table, write_section
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-HEAVY = ("z3", "networkx", "ortools", "numpy", "scipy", "hypothesis", "psycopg", "pydantic", "yaml")
+HEAVY = ("z3", "networkx", "ortools", "numpy", "scipy", "hypothesis", "psycopg", "pydantic", "yaml", "ray")
 
 
 def _tiny_store(tmp: str, exe: str) -> tuple[str, str]:

@@ -27,7 +27,7 @@ from memsteward.policy.loader import load_checked_source
 
 ROOT = Path(__file__).resolve().parent.parent
 POLICY = ROOT / "policies" / "default.yaml"
-HEAVY = {"z3", "networkx", "ortools", "numpy", "scipy", "hypothesis", "psycopg", "pydantic", "yaml"}
+HEAVY = {"z3", "networkx", "ortools", "numpy", "scipy", "hypothesis", "psycopg", "pydantic", "yaml", "ray"}
 
 
 def imported(args: list[str], env: dict[str, str], cwd: Path) -> set[str]:
@@ -76,7 +76,7 @@ def test_repair_dry_run_imports_z3_only_on_a_policys_first_run(env, tmp_path):
     second = imported(args, env, tmp_path)
     assert "memsteward.repair.execute" in second and "pydantic" in tops(second)
     assert "ortools" in tops(second)  # the summary's regeneration is a candidate: the cut runs on OR-Tools
-    assert not tops(second) & {"z3", "networkx", "numpy", "scipy", "hypothesis", "psycopg"}, sorted(tops(second))
+    assert not tops(second) & {"z3", "networkx", "numpy", "scipy", "hypothesis", "psycopg", "ray"}, sorted(tops(second))
     assert not {m for m in second if m.startswith(("memsteward.testing", "memsteward.clearance.attribution",
                                                    "memsteward.policy.analysis", "memsteward.specs"))}
 
