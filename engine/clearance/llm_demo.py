@@ -124,8 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log", default=".venv/llm-server.log", help="server log file")
     parser.add_argument("--startup-timeout", type=float, default=300.0)
     parser.add_argument("--bench", type=int, default=None, metavar="CASES",
-                        help="instead of the demo, run `python -m bench meclear_locomo` against the "
-                             "server with CASES LoCoMo cases (make bench-llm)")
+                        help="instead of the demo, run `python -m bench meclear_llm` against the "
+                             "server with CASES verified LoCoMo cases (make bench-llm)")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
@@ -157,8 +157,9 @@ def main(argv: list[str] | None = None) -> int:
             wait_ready(endpoint.base_url, args.startup_timeout, proc, log)
             if args.bench is not None:
                 env = dict(os.environ, MEMSTEWARD_OPENAI_BASE_URL=endpoint.base_url,
-                           MEMSTEWARD_OPENAI_MODEL=endpoint.model, MEMSTEWARD_BENCH_LLM_CASES=str(args.bench))
-                return subprocess.call([sys.executable, "-m", "bench", "meclear_locomo"], env=env)
+                           MEMSTEWARD_OPENAI_MODEL=endpoint.model, MEMSTEWARD_BENCH_LLM_CASES=str(args.bench),
+                           MEMSTEWARD_BENCH_LLM_MODEL_FILE=gguf.name)
+                return subprocess.call([sys.executable, "-m", "bench", "meclear_llm"], env=env)
             run_clearance_demo(print, policy.clearance)
         finally:
             stop_group(proc)
