@@ -33,26 +33,43 @@ class _Claim:
 
 
 def offline_answer(query: str, memories: Sequence[Memory]) -> str:
-    """The deterministic agent's answer to ``query`` from ``memories`` ("" if none bear on it)."""
+    """The deterministic agent's answer to ``query`` from ``memories`` ("" if none bears on it).
+
+    Claims come from the memories relevant to the query (sharing a content word with it); a
+    memory that shares no word with the query still *supports* a claim it restates (claim
+    overlap ≥ ``CLAIM_OVERLAP``), so a paraphrase worded apart from the question counts, but it
+    never introduces a claim of its own."""
     q = set(content_tokens(query))
     claims: list[_Claim] = []
+    restating: list[str] = []
     for index, m in enumerate(memories):
         rel = relevance(m.text, query)
         claim = " ".join(t for t in content_tokens(m.text) if t not in q)
-        if rel <= 0 or not claim:
+        if not claim:
             continue
-        for c in claims:
-            if token_f1(claim, c.text) >= CLAIM_OVERLAP:
-                c.support += 1
-                if rel > c.relevance:
-                    c.relevance, c.text = rel, claim
-                break
-        else:
+        if rel <= 0:
+            restating.append(claim)
+            continue
+        match = _matching(claims, claim)
+        if match is None:
             claims.append(_Claim(claim, 1, rel, index))
+            continue
+        match.support += 1
+        if rel > match.relevance:
+            match.relevance, match.text = rel, claim
+    for claim in restating:
+        match = _matching(claims, claim)
+        if match is not None:
+            match.support += 1
     if not claims:
         return ""
     best = max(claims, key=lambda c: (c.support, c.relevance, -c.first))
     return best.text
+
+
+def _matching(claims: Sequence[_Claim], claim: str) -> _Claim | None:
+    """The first claim ``claim`` restates (token F1 ≥ ``CLAIM_OVERLAP``), if any."""
+    return next((c for c in claims if token_f1(claim, c.text) >= CLAIM_OVERLAP), None)
 
 
 class OfflineEvaluator:
