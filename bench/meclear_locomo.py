@@ -36,7 +36,7 @@ PAPER_FUNNEL = {"qa": 1540, "clean_correct": 624, "proposals": 7986, "verified":
                 "final": 745, "direct": 375, "redundant": 285, "joint": 85}
 
 
-EVALUATOR_LABEL = "**Evaluator: offline agent + lexical judge** (deterministic, `memsteward.clearance.evaluators.offline`) on LoCoMo text — no language model. The offline agent only sees memories that share a word with the query, so a second paraphrase that shares none is ignored and the redundancy never forms; an independent evaluation on 438 LoCoMo cases not built by our builder (reported in issue 13) found the clean context already wrong in 364 of them and MeClear's gain over LOO at +4–7 pp. Read these figures as a test of the pipeline, not of MeClear's quality with a real agent (see the LLM evaluator section)."
+EVALUATOR_LABEL = "**Evaluator: offline agent + lexical judge** (deterministic, `memsteward.clearance.evaluators.offline`) on LoCoMo text — no language model. The offline agent takes its candidate answers only from memories that share a content word with the query; a memory that shares none still supports an answer it restates (since issue 13: before, a second paraphrase worded apart from the query was ignored and the redundancy never formed). It is still a lexical rule: an independent evaluation on 438 LoCoMo cases not built by our builder (reported in issue 13, before that change) found the clean context already wrong in 364 of them and MeClear's gain over LOO at +4–7 pp. Read these figures as a test of the pipeline, not of MeClear's quality with a real agent (see the LLM evaluator section)."
 
 
 def data_dir(data: str | Path | None = None) -> Path:
