@@ -86,11 +86,13 @@ def test_planted_bug_is_found_shrunk_and_saved(tmp_path):
     culprit = violation[0]["witness"]["artifact"]
     summary = next(a for a in store["artifacts"] if a["id"] == culprit)
     assert summary["kind"] == "summary" and summary["meta"]["sensitivity"] >= 3
-    # Minimal by hand: regen needs sufficient support (≥ 2 retained or repairable inputs, ≥ 0.6 of
+    # Small by hand: regen needs sufficient support (≥ 2 retained or repairable inputs, ≥ 0.6 of
     # all inputs) and an input in the deleted cascade, so a failing store has ≥ 4 artifacts and the
-    # summary ≥ 3 inputs; the shrunk one has exactly that.
-    assert len(store["artifacts"]) == 4, store
-    assert len([e for e in store["edges"] if e["dst"] == culprit]) == 3, store
+    # summary ≥ 2 inputs (e.g. a deleted record's summary, repairable, and a retained record).
+    # Hypothesis's shrinker reaches a small store, not always one particular minimum (6.170 stops
+    # at 5 artifacts and 2 inputs where earlier releases gave 4 and 3), so the test bounds it.
+    assert 4 <= len(store["artifacts"]) <= 6, store
+    assert len([e for e in store["edges"] if e["dst"] == culprit]) >= 2, store
     # The saved case reproduces: with an expectation that the summary is removed it fails under the
     # planted policy and passes under the shipped one.
     case_file = out / "failure_test.yaml"
