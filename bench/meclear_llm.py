@@ -15,7 +15,9 @@ seed), so
 Environment: ``MEMSTEWARD_OPENAI_BASE_URL`` and ``MEMSTEWARD_OPENAI_MODEL`` (required; without them
 the section already written is kept, so ``make bench`` never erases a real-model run),
 ``MEMSTEWARD_BENCH_LLM_CASES`` (verified cases, default 100), ``MEMSTEWARD_BENCH_LLM_TRIALS``
-(default 1, see ``determinism_probe``), ``MEMSTEWARD_BENCH_LLM_ARCHIVE`` (default
+(default 1, see ``determinism_probe``), ``MEMSTEWARD_BENCH_LLM_DONORS`` (wrong answers tried per
+clean-correct QA, default 5: 15 proposals per QA, near the paper's 7,986 / 624 = 12.8; a weak model
+answers few clean contexts correctly, so one donor per QA cannot reach 100 cases), ``MEMSTEWARD_BENCH_LLM_ARCHIVE`` (default
 ``.venv/llm-archive``), ``MEMSTEWARD_BENCH_LLM_MODEL_FILE`` (the weights' file name, for the
 report).
 """
@@ -96,6 +98,7 @@ def not_configured(existing: str | None) -> str:
 def run(quick: bool = False, data: str | Path | None = None, env: Mapping[str, str] = os.environ) -> str:
     section = SECTIONS / f"{NAME}.md"
     trials = int(env.get("MEMSTEWARD_BENCH_LLM_TRIALS", "1"))
+    donors = int(env.get("MEMSTEWARD_BENCH_LLM_DONORS", "5"))
     llm = llm_spec(paper_spec(trials=trials), env)
     if llm is None:  # keep a real-model run that is already written
         md = not_configured(section.read_text(encoding="utf-8") if section.exists() else None)
@@ -110,7 +113,8 @@ def run(quick: bool = False, data: str | Path | None = None, env: Mapping[str, s
     start = time.perf_counter()
     try:
         body, out = cohort_report(data_dir(data), llm, evaluator, limit, reps,
-                                  f"Cohort ({limit} verified cases requested)", "meclear_llm")
+                                  f"Cohort ({limit} verified cases requested, {donors} wrong answers tried per "
+                                  "clean-correct QA)", "meclear_llm", donors=donors)
     except InputError as exc:
         body, out = f"**Failed:** {exc}", {}
     seconds = time.perf_counter() - start

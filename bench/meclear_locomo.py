@@ -12,6 +12,7 @@ says so and skips the table.
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
 from typing import Mapping
@@ -56,18 +57,18 @@ def funnel_table(funnel: Mapping[str, int], cases: int) -> str:
 
 
 def cohort_report(data: Path, spec: ClearanceSpec, evaluator: Evaluator, limit: int | None, reps: int,
-                  title: str, desc: str) -> tuple[str, dict]:
+                  title: str, desc: str, donors: int = 1) -> tuple[str, dict]:
     """Build the cohort with ``evaluator``, run every method, and format the tables."""
     start = time.perf_counter()
     raw, funnel = build_locomo_cohort(data, evaluator, trials=spec.trials, seed=spec.seed,
-                                      k=spec.retrieval_budget, limit=limit, progress=True)
+                                      k=spec.retrieval_budget, limit=limit, progress=True, donors=donors)
     built = time.perf_counter() - start
     cases = [parse_case(c, c["name"]) for c in raw]
     if not cases:
         return f"### {title}\n\nNo case passed the behavioural verification (funnel: {dict(funnel)}).\n", {}
     results = run_variants(cases, standard_variants(spec), evaluator=evaluator, desc=desc)
     ran = time.perf_counter() - start - built
-    clusters = [c.name.rsplit("-", 1)[0] for c in cases]  # one QA → up to three cases
+    clusters = [re.match(r"(.*?-q\d+)", c.name).group(1) for c in cases]  # one QA → its cases
     overall, cells = metrics_table(results, "all", reps, clusters=clusters, paper=PAPER_OVERALL)
     parts = [f"### {title}\n\nBuilt in {built:.1f} s, all methods in {ran:.1f} s. Intervals: 95 % "
              f"bootstrap over QA clusters ({reps} replicates; the cases injected into one QA stay together).",

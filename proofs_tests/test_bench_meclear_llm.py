@@ -43,7 +43,7 @@ def test_llm_bench_scores_every_method_and_replays_from_its_archive(tmp_path, se
     with ScriptedLLM() as server:
         env = {"MEMSTEWARD_OPENAI_BASE_URL": server.url, "MEMSTEWARD_OPENAI_MODEL": "scripted",
                "MEMSTEWARD_BENCH_LLM_ARCHIVE": str(tmp_path / "archive"),
-               "MEMSTEWARD_BENCH_LLM_CASES": "3", "MEMSTEWARD_BENCH_LLM_MODEL_FILE": "scripted.gguf"}
+               "MEMSTEWARD_BENCH_LLM_CASES": "3", "MEMSTEWARD_BENCH_LLM_DONORS": "2", "MEMSTEWARD_BENCH_LLM_MODEL_FILE": "scripted.gguf"}
         first = llm_bench.run(quick=True, data=data, env=env)
         paid = server.posts
         second = llm_bench.run(quick=True, data=data, env=env)

@@ -90,3 +90,22 @@ def test_cli_builds_and_runs_a_locomo_cohort(data_dir, tmp_path):
     res = CliRunner().invoke(main, ["clear", "--cohort", str(out), "--methods", "meclear,loo", "--json"])
     assert res.exit_code == 0, res.output
     assert json.loads(res.stdout)["rows"][0]["recovery"] == 1.0
+
+
+def test_builder_tries_several_wrong_answers_per_qa(data_dir):
+    ev = OfflineEvaluator()
+    one, f1 = build_locomo_cohort(data_dir, ev, trials=2, k=5)
+    three, f3 = build_locomo_cohort(data_dir, ev, trials=2, k=5, donors=3)
+    assert f3["clean_correct"] == f1["clean_correct"] and f3["proposals"] > f1["proposals"]
+    names = [c["name"] for c in three]
+    assert len(set(names)) == len(names) and all("-d" in n for n in names)
+    for c in three:
+        ids = [m["id"] for m in c["context"]]
+        assert len(set(ids)) == len(ids)
+        assert all(f.startswith(c["name"].rsplit("-", 1)[0] + "-f") for f in c["faults"])  # the donor's own
+    assert len({c["meta"]["wrong"] for c in three}) > 1
+    for raw in three:
+        case = parse_case(raw)
+        assert verified(case.structure, ev, case.task, case.faults, 2, 0)
+    with pytest.raises(InputError, match="donors"):
+        build_locomo_cohort(data_dir, ev, donors=0)

@@ -123,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="serve on this port (default: the policy endpoint's, 8765)")
     parser.add_argument("--log", default=".venv/llm-server.log", help="server log file")
     parser.add_argument("--startup-timeout", type=float, default=300.0)
+    parser.add_argument("--threads", type=int, default=None,
+                        help="the server's compute threads (default: llama_cpp.server's, half the CPUs)")
     parser.add_argument("--bench", type=int, default=None, metavar="CASES",
                         help="instead of the demo, run `python -m bench meclear_llm` against the "
                              "server with CASES verified LoCoMo cases (make bench-llm)")
@@ -147,12 +149,16 @@ def main(argv: list[str] | None = None) -> int:
             raise InputError(f"something already listens on {host}:{port} (a server left by an earlier "
                              "run?); stop it, or choose another port: make demo-llm PORT=…",
                              file=endpoint.base_url)
+        if args.threads is not None and not 1 <= args.threads <= (os.cpu_count() or 1):
+            raise InputError(f"--threads must be between 1 and {os.cpu_count()}", file="<command line>",
+                             field="--threads")
+        threads = [] if args.threads is None else ["--n_threads", str(args.threads)]
         gguf = find_gguf()
         log = Path(args.log)
         print(f"starting llama_cpp.server with {gguf.name} on {host}:{port} (log: {log})", flush=True)
         proc = start_server([sys.executable, "-m", "llama_cpp.server", "--model", str(gguf),
                              "--model_alias", endpoint.model, "--host", host, "--port", str(port),
-                             "--n_ctx", "2048"], log)
+                             "--n_ctx", "2048", *threads], log)
         try:
             wait_ready(endpoint.base_url, args.startup_timeout, proc, log)
             if args.bench is not None:

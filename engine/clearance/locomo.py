@@ -123,19 +123,35 @@ def _all_correct(evaluator: Evaluator, task: Task, trials: int, seed: int) -> bo
     return all(s >= 1.0 for s in ev.scores)
 
 
-def _wrong_answer(qa: dict, pool: Sequence[dict], rng: random.Random) -> str | None:
+MAX_DONORS = 16  # wrong answers tried per clean-correct QA (bounds the proposals a QA can cost)
+
+
+def _wrong_answers(qa: dict, pool: Sequence[dict], rng: random.Random, donors: int) -> list[str]:
+    """Up to ``donors`` distinct answers of other QAs of the same category that share (almost)
+    nothing with this QA's reference: the claims the faults will assert."""
     reference = str(qa["answer"])
     options = [str(o["answer"]) for o in pool
                if o is not qa and o.get("category") == qa.get("category")
                and token_f1(str(o["answer"]), reference) < 0.2 and content_tokens(str(o["answer"]))]
-    return rng.choice(options) if options else None
+    if not options:
+        return []
+    if donors == 1:
+        return [rng.choice(options)]
+    distinct = list(dict.fromkeys(options))
+    return rng.sample(distinct, min(donors, len(distinct)))
 
 
 def build_locomo_cohort(data: Path, evaluator: Evaluator, *, trials: int = 2, seed: int = 0,
                         k: int = 5, limit: int | None = None,
                         structures: Sequence[str] = ("direct", "redundant", "joint"),
-                        progress: bool = False) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    """Verified fault-injection cases from LoCoMo, and the funnel counts (Table 3, Panel A)."""
+                        progress: bool = False, donors: int = 1) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """Verified fault-injection cases from LoCoMo, and the funnel counts (Table 3, Panel A).
+
+    Each clean-correct QA gets one proposal per structure for each of ``donors`` wrong answers
+    (other QAs' answers); the paper's funnel has 7,986 proposals for 624 clean-correct QAs, about
+    4.3 donors × 3 structures. Case names are ``<conversation>-q<n>[-d<donor>]-<structure>``."""
+    if not 1 <= donors <= MAX_DONORS:
+        raise InputError(f"donors must be between 1 and {MAX_DONORS}, not {donors}", field="donors")
     rng = random.Random(seed)
     funnel = Counter({"qa": 0, "clean_correct": 0, "proposals": 0, "verified": 0})
     cases: list[dict[str, Any]] = []
@@ -153,33 +169,32 @@ def build_locomo_cohort(data: Path, evaluator: Evaluator, *, trials: int = 2, se
             if not _all_correct(evaluator, Task(query, reference, tuple(clean)), trials, seed):
                 continue
             funnel["clean_correct"] += 1
-            wrong = _wrong_answer(item, qa, rng)
-            if wrong is None:
-                continue
-            for structure in structures:
-                texts = fault_texts(structure, query, wrong)
-                background = list(clean[: k - len(texts)])
-                faults = [Memory(f"{path.stem}-q{qn}-f{j + 1}", t,
-                                 {"injected": True, "structure": structure, "wrong": wrong})
-                          for j, t in enumerate(texts)]
-                context = background + faults
-                rng.shuffle(context)
-                task = Task(query, reference, tuple(context))
-                funnel["proposals"] += 1
-                if not verified(structure, evaluator, task, [f.id for f in faults], trials, seed):
-                    continue
-                funnel["verified"] += 1
-                funnel[structure] += 1
-                cases.append({
-                    "name": f"{path.stem}-q{qn}-{structure}", "structure": structure,
-                    "query": query, "reference": reference,
-                    "context": [{"id": m.id, "text": m.text, "meta": dict(m.meta)} for m in context],
-                    "faults": [f.id for f in faults],
-                    "meta": {"conversation": path.stem, "category": item.get("category"),
-                             "wrong": wrong},
-                })
-                if limit is not None and len(cases) >= limit:
-                    return cases, dict(funnel)
+            for d, wrong in enumerate(_wrong_answers(item, qa, rng, donors)):
+                tag = f"q{qn}" if donors == 1 else f"q{qn}-d{d + 1}"
+                for structure in structures:
+                    texts = fault_texts(structure, query, wrong)
+                    background = list(clean[: k - len(texts)])
+                    faults = [Memory(f"{path.stem}-{tag}-f{j + 1}", t,
+                                     {"injected": True, "structure": structure, "wrong": wrong})
+                              for j, t in enumerate(texts)]
+                    context = background + faults
+                    rng.shuffle(context)
+                    task = Task(query, reference, tuple(context))
+                    funnel["proposals"] += 1
+                    if not verified(structure, evaluator, task, [f.id for f in faults], trials, seed):
+                        continue
+                    funnel["verified"] += 1
+                    funnel[structure] += 1
+                    cases.append({
+                        "name": f"{path.stem}-{tag}-{structure}", "structure": structure,
+                        "query": query, "reference": reference,
+                        "context": [{"id": m.id, "text": m.text, "meta": dict(m.meta)} for m in context],
+                        "faults": [f.id for f in faults],
+                        "meta": {"conversation": path.stem, "category": item.get("category"),
+                                 "wrong": wrong},
+                    })
+                    if limit is not None and len(cases) >= limit:
+                        return cases, dict(funnel)
     return cases, dict(funnel)
 
 
