@@ -72,7 +72,8 @@ def llm_spec(base: ClearanceSpec, env: Mapping[str, str] = os.environ) -> Cleara
         return None
     endpoint = Endpoint(base_url=url, model=model, judge_model=env.get("MEMSTEWARD_OPENAI_JUDGE_MODEL") or None,
                         api_key_env=env.get("MEMSTEWARD_OPENAI_API_KEY_ENV", "OPENAI_API_KEY"),
-                        concurrency=int(env.get("MEMSTEWARD_OPENAI_CONCURRENCY", "4")))
+                        concurrency=int(env.get("MEMSTEWARD_OPENAI_CONCURRENCY", "4")),
+                        timeout=float(env.get("MEMSTEWARD_OPENAI_TIMEOUT", "120")))
     ev = EvaluatorSpec(type="openai", endpoint=endpoint, judge=env.get("MEMSTEWARD_OPENAI_JUDGE", "lexical"))
     return base.model_copy(update={"evaluator": ev})
 
