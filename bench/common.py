@@ -61,3 +61,12 @@ def assemble(order: Sequence[str]) -> None:
         if f.exists():
             parts.append(f.read_text())
     RESULTS.write_text("\n".join(parts))
+
+
+def peak_rss_mb() -> float:
+    """Peak RSS of this process image in MB (VmHWM; ru_maxrss would include the parent's at fork)."""
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")

@@ -31,7 +31,7 @@ import tempfile
 import time
 from typing import Any, Iterator
 
-from .common import machine, table, write_section
+from .common import machine, peak_rss_mb, table, write_section
 
 EVENTS = 7
 FULL_SCANS = 3  # the reference reads the whole store: on the first 3 deletes of each size
@@ -134,14 +134,6 @@ def measure(store: Any, policy: Any, roots: list[str]) -> dict[str, Any]:
             "found": statistics.median(found)}
 
 
-def _peak_mb() -> float:
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
-
-
 def run(quick: bool = False) -> None:
     from memsteward.policy.loader import load_policy
     from memsteward.repair.store import Store
@@ -181,7 +173,7 @@ def run(quick: bool = False) -> None:
     md = (
         "## The content scan of a small delete across store sizes (`bench/lineage_scale.py`)\n\n"
         f"Commit `{m['commit']}`, {m['cores']} cores, {m['date']}, load average {load:.1f} (shared machine); "
-        f"{time.perf_counter() - began:.0f} s, peak RSS {_peak_mb():.0f} MB. One on-disk SQLite store grows "
+        f"{time.perf_counter() - began:.0f} s, peak RSS {peak_rss_mb():.0f} MB. One on-disk SQLite store grows "
         "through the sizes below: records and summaries of 8–16 words each, Zipf(1.1) over 5,000 words (so common "
         f"trigrams exist, as in natural text). At each size {EVENTS} small deletes: a root record (20 words) with 3 "
         f"derived summaries (influence edges) and one summary holding a {SPAN}-word run of the root WITHOUT an edge. "

@@ -32,21 +32,14 @@ import tempfile
 import time
 from typing import Any
 
+from .common import peak_rss_mb
+
 NAME = "repair_scale"
 SIZES = [1_000, 10_000, 100_000, 1_000_000, 10_000_000]
 SMALL_SIZES = [10_000, 100_000, 1_000_000, 10_000_000]
 NX_CUT_LIMIT = 100_000  # the reference uses networkx's min cut up to here, OR-Tools above
 REF_LIMIT = 1_000_000  # the whole-store reference loads the store into memory: ≈ 25 GB at 10^7, not run
 SMALL_CASCADE = 100
-
-
-def _peak_mb() -> float:
-    """Peak RSS of this process image (VmHWM; ru_maxrss would include the parent's at fork)."""
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def _digest(plan: Any) -> str:
@@ -101,7 +94,7 @@ def build_worker(n: int, folder: str) -> dict[str, Any]:
     store.close()
     meta = {"n": n, "artifacts": n_arts, "edges": n_edges, "event": ev, "small": small,
             "generate_s": gen_s, "import_s": import_s, "db_mb": os.path.getsize(path) / 2**20,
-            "build_peak_mb": _peak_mb()}
+            "build_peak_mb": peak_rss_mb()}
     with open(os.path.join(folder, "meta.json"), "w") as fh:
         json.dump(meta, fh)
     return {k: v for k, v in meta.items() if k not in ("event", "small")}
@@ -127,7 +120,7 @@ def plan_worker(folder: str, repeats: int) -> dict[str, Any]:
     event = event_from_dict(meta["event"])
     store = Store(os.path.join(folder, "store.db"))
     plan_s, plan = _median_time(lambda: compute_plan(policy, store, event, "mincut", "ortools"), repeats)
-    plan_peak = _peak_mb()  # planning alone; the phase breakdown and the floor below hold more at once
+    plan_peak = peak_rss_mb()  # planning alone; the phase breakdown and the floor below hold more at once
     t0 = time.perf_counter()
     scope = read_scope(store, event.roots)
     t1 = time.perf_counter()
@@ -177,7 +170,7 @@ def plan_worker(folder: str, repeats: int) -> dict[str, Any]:
             off = policy.model_copy(update={"lineage": policy.lineage.model_copy(update={"content_scan": False})})
             out["small_noscan_s"] = _median_time(lambda: compute_plan(off, store, small, "mincut", "ortools"), 21)[0]
     out["peak_mb"] = plan_peak
-    out["worker_peak_mb"] = _peak_mb()
+    out["worker_peak_mb"] = peak_rss_mb()
     return out
 
 
@@ -207,7 +200,7 @@ def reference_worker(folder: str, repeats: int, small_only: bool) -> dict[str, A
         small = event_from_dict(meta["small"])
         small_s, sp = _median_time(lambda: reference_plan(policy, snap, small, "mincut", backend), 3)
         out.update(small_s=small_s, small_digest=_digest(sp))
-    out["peak_mb"] = _peak_mb()
+    out["peak_mb"] = peak_rss_mb()
     return out
 
 
@@ -259,7 +252,7 @@ def barrier_worker(n_desc: int, repeats: int) -> dict[str, Any]:
     return {"barrier": len(plan.barrier), "withdrawn": withdrawn, "barrier_s": statistics.median(times),
             "encode_s": encode_s, "plan_mb": len(_dump(doc)) / 2**20,
             "barrier_all": times, "floor_s": statistics.median(floors), "steps": len(plan.order),
-            "peak_mb": _peak_mb()}
+            "peak_mb": peak_rss_mb()}
 
 
 def startup(repeats: int) -> dict[str, float]:
