@@ -313,3 +313,81 @@ def test_kill9_writer_then_recover_from_another_process(pg_schemas):
         assert r.returncode == 0, r.stderr
         if started:
             assert _state(url) == expected, f"crash point {point}"
+
+
+# ----------------------------------------------------------------------------- queued writes, COPY
+
+def _records(store: Store, n: int) -> None:
+    for k in range(n):
+        store.record({"id": f"q{k}", "kind": "record", "content": f"note {k} ✓ \x00-free"}, inputs=[f"q{k - 1}"] if k else [])
+
+
+def _rows(store: Store) -> dict:
+    out = {t: sorted(map(tuple, store.conn.execute(f"SELECT * FROM {t}")), key=repr)
+           for t in ("artifacts", "versions", "edges", "tombstones")}
+    out["audit"] = [(r[0], r[2], r[3], r[4], r[5]) for r in store.audit_rows()]  # all but the time (and hash)
+    return out
+
+
+def test_pipelined_writes_equal_one_statement_at_a_time(pg_schemas, monkeypatch):
+    """The reference: the same writes sent one statement per round trip (PIPELINE = False)."""
+    from memsteward.repair.dialect import PgConnection
+
+    fast = Store.open(pg_schemas.url(), create=True)
+    _records(fast, 12)
+    fast.record_many([{"id": f"b{k}", "kind": "record", "content": f"batch {k}", "inputs": ["q3"]} for k in range(5)])
+    monkeypatch.setattr(PgConnection, "PIPELINE", False)
+    slow = Store.open(pg_schemas.url(), create=True)
+    _records(slow, 12)
+    slow.record_many([{"id": f"b{k}", "kind": "record", "content": f"batch {k}", "inputs": ["q3"]} for k in range(5)])
+    assert _rows(fast) == _rows(slow)
+    for s in (fast, slow):
+        assert first_broken(s.audit_rows(), s.audit_head()) is None
+        s.close()
+
+
+def test_an_error_in_a_queued_write_rolls_the_transaction_back(pg_url):
+    """A queued INSERT that violates a key fails at its flush (a read, or COMMIT); the whole
+    transaction is rolled back and the connection serves the next write."""
+    import psycopg
+
+    s = Store.open(pg_url, create=True)
+    _records(s, 2)
+    before = s.dump_state()
+    for flush_by_read in (True, False):
+        with pytest.raises(psycopg.errors.UniqueViolation):
+            with s.transaction() as c:
+                c.execute("UPDATE artifacts SET state = 'withdrawn' WHERE id = 'q0'")
+                c.execute("INSERT INTO versions(id, version, content, meta) VALUES (?,?,?,?)", ("q0", 1, "x", "{}"))
+                if flush_by_read:
+                    c.execute("SELECT COUNT(*) FROM versions").fetchone()
+        assert s.dump_state() == before
+    _records(s, 3)  # the connection is usable: the next write commits
+    assert s.get("q2") is not None and s.get("q0").state == "servable"
+    s.close()
+
+
+def test_large_plain_insert_batches_go_as_copy_with_the_same_rows(pg_schemas, monkeypatch):
+    """≥ COPY_MIN rows of a plain INSERT are sent as COPY: the rows equal those of executemany
+    (NULLs, unicode, big integers), and the audit log stays append-only."""
+    from memsteward.repair import dialect
+
+    rows = [(f"id{k}", k, None if k % 3 == 0 else f"té\txt {k}\n", "{}", 2**62 + k if k % 2 else None, k % 2,
+             None) for k in range(3 * dialect.COPY_MIN)]
+    got = {}
+    for label, copy_min in (("copy", dialect.COPY_MIN), ("executemany", 10**9)):
+        monkeypatch.setattr(dialect, "COPY_MIN", copy_min)
+        s = Store.open(pg_schemas.url(), create=True)
+        with s.transaction() as c:
+            c.executemany("INSERT INTO versions(id, version, content, meta, event_id, erased, sha256) "
+                          "VALUES (?,?,?,?,?,?,?)", rows)
+        got[label] = sorted(map(tuple, s.conn.execute("SELECT * FROM versions")))
+        s.close()
+    assert got["copy"] == got["executemany"] == sorted(rows)
+    s = Store.open(pg_schemas.url(), create=True)
+    with s.transaction():
+        s._append_audit([("t", None, "x", f"a{k}", "{}") for k in range(2 * dialect.COPY_MIN)])
+    with pytest.raises(Exception, match="append-only"):
+        s.conn.execute("UPDATE audit SET action = 'y' WHERE seq = 1")
+    assert first_broken(s.audit_rows(), s.audit_head()) is None
+    s.close()
