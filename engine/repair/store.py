@@ -39,6 +39,7 @@ from .artifacts import SERVABLE_STATES, Artifact, Edge, Snapshot, parse_store_do
 from .auditchain import GENESIS, chain_same, row_hash, seal, signing_key
 from .dialect import CORE_TABLES, MIGRATIONS, SCHEMA_VERSION, SQLITE_SCHEMA, check_version, db_errors, PgConnection, connect_postgres, is_postgres_url, redact, retrying
 from .lineage import candidates, index_hashes
+from .store_api import StepRecord
 from .writes import Write, canonical_json, content_digest, prepare
 
 __all__ = ["Store", "content_digest", "digest"]
@@ -734,8 +735,9 @@ class Store:
             return None
         return self.version_of(ident, int(row[0]))
 
-    def steps(self, event_id: int) -> dict[str, tuple[str, int | None, Any]]:
-        return {i: (st, v, None if r is None else json.loads(r)) for i, st, v, r in self.conn.execute(
+    def steps(self, event_id: int) -> dict[str, StepRecord]:
+        """The recorded plan steps of an event: artifact id → (status, staged version, report)."""
+        return {i: StepRecord(st, v, None if r is None else json.loads(r)) for i, st, v, r in self.conn.execute(
             "SELECT artifact_id, status, version, report FROM plan_steps WHERE event_id = ?", (event_id,))}
 
     @retrying
