@@ -374,7 +374,7 @@ def test_large_plain_insert_batches_go_as_copy_with_the_same_rows(pg_schemas, mo
 
     rows = [(f"id{k}", k, None if k % 3 == 0 else f"té\txt {k}\n", "{}", 2**62 + k if k % 2 else None, k % 2,
              None) for k in range(3 * dialect.COPY_MIN)]
-    got = {}
+    got, audit_rows = {}, 2 * dialect.COPY_MIN
     for label, copy_min in (("copy", dialect.COPY_MIN), ("executemany", 10**9)):
         monkeypatch.setattr(dialect, "COPY_MIN", copy_min)
         s = Store.open(pg_schemas.url(), create=True)
@@ -384,9 +384,10 @@ def test_large_plain_insert_batches_go_as_copy_with_the_same_rows(pg_schemas, mo
         got[label] = sorted(map(tuple, s.conn.execute("SELECT * FROM versions")))
         s.close()
     assert got["copy"] == got["executemany"] == sorted(rows)
+    monkeypatch.undo()  # COPY on again for the audit rows
     s = Store.open(pg_schemas.url(), create=True)
     with s.transaction():
-        s._append_audit([("t", None, "x", f"a{k}", "{}") for k in range(2 * dialect.COPY_MIN)])
+        s._append_audit([("t", None, "x", f"a{k}", "{}") for k in range(audit_rows)])
     with pytest.raises(Exception, match="append-only"):
         s.conn.execute("UPDATE audit SET action = 'y' WHERE seq = 1")
     assert first_broken(s.audit_rows(), s.audit_head()) is None
