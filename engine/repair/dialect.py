@@ -24,6 +24,7 @@ import functools
 import json
 import os
 import hashlib
+import logging
 import random
 import re
 import sqlite3
@@ -498,6 +499,9 @@ def connect_postgres(url: str, create: bool = True, migrate: bool = False) -> Pg
         import psycopg
     except ImportError:
         raise InputError("PostgreSQL stores need psycopg 3: pip install 'memsteward[postgres]'", file=shown) from None
+    # psycopg logs the pipeline it abandons on a lost connection ("error ignored terminating …"); the
+    # store reports that loss itself, in one line: keep the library's warning off stderr.
+    logging.getLogger("psycopg").addHandler(logging.NullHandler())
     dsn, schema = _schema_name(url)
     try:
         raw = psycopg.connect(dsn, autocommit=True, connect_timeout=10,
