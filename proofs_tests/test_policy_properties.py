@@ -38,7 +38,9 @@ def test_generated_scenarios_stay_within_the_declarations():
     policy = load_policy(POLICIES / "assistant.yaml")
     seen_sensitive = []
 
-    @settings(max_examples=60, deadline=None, database=None)
+    # derandomized: whether 60 random examples reach the boundary was a coin toss (it failed once
+    # in a full run); a fixed derivation makes the coverage claim below repeatable
+    @settings(max_examples=60, deadline=None, database=None, derandomize=True)
     @given(scenarios(policy))
     def check(sc):
         store, event = sc
