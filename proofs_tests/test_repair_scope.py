@@ -2,7 +2,8 @@
 
 The engine reads C(F), its members' influence parents and those artifacts from a provenance source
 (the SQLite store's edge index, or a snapshot's cached index) and orders with array code; the
-reference (``memsteward.repair.reference``) builds a networkx DiGraph over the whole store. On random
+reference (``memsteward.repair.reference``) builds a networkx DiGraph over the whole store and assigns
+modes member by member (``reference_assign``, independent of the engine's two-pass ``assign``). On random
 stores with cycles, self-loops and semantic edges, for every event type and selector, both give the
 same TransitionPlan, from a snapshot and from a SQLite store.
 """
@@ -183,3 +184,68 @@ def test_barrier_chain_equals_row_by_row_hashing(seq, at, event_id, action, ids,
     except UnicodeEncodeError:  # lone surrogates cannot be stored either way
         return
     assert chain_same(prev, seq, at, event_id, action, ids, detail) == want
+
+
+# ------------------------------------------------------------------ the array peel of large cascades
+
+
+def _peel_everything():
+    """Route even tiny cascades through :func:`peel_levels` (normally only ≥ 2048 members)."""
+    from unittest import mock
+
+    from memsteward.repair import scope as scope_module
+
+    stack = mock.patch.multiple(scope_module, PEEL_MIN_MEMBERS=0, PEEL_NARROW_LEVELS=1)
+    return stack
+
+
+@given(st.integers(1, 24).flatmap(lambda n: st.tuples(
+    st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=3 * n))))
+def test_peel_levels_are_the_topological_generations_before_any_cycle(graph):
+    from unittest import mock
+
+    from memsteward.repair import scope as scope_module
+    from memsteward.repair.scope import peel_levels
+
+    n, edges = graph
+    g = nx.DiGraph()
+    g.add_nodes_from(range(n))
+    g.add_edges_from(edges)
+    on_cycle = {v for c in nx.strongly_connected_components(g) if len(c) > 1 or g.has_edge(*(list(c) * 2)) for v in c}
+    blocked = on_cycle.union(*(nx.descendants(g, v) for v in on_cycle))
+    want = [v for gen in nx.topological_generations(g.subgraph(set(range(n)) - blocked)) for v in sorted(gen)]
+    with mock.patch.object(scope_module, "PEEL_NARROW_LEVELS", n + 1):
+        assert peel_levels(n, [u for u, _ in edges], [v for _, v in edges]) == want
+
+
+@given(scenarios())
+def test_plans_through_the_array_peel_equal_the_networkx_reference(scenario):
+    doc, event_doc, selector, policy_name = scenario
+    policy = _policy(policy_name)
+    snap = parse_store_document(doc, "<test>")
+    event = parse_event(event_doc, snap)
+    want = reference_plan(policy, snap, event, selector, "networkx").to_json()
+    with _peel_everything():
+        assert compute_plan(policy, snap, event, selector, "networkx").to_json() == want
+
+
+@given(stores(), st.data())
+def test_peeled_order_is_parents_first_with_cycles_by_id(doc, data):
+    from memsteward.repair.scope import order_and_cycles
+
+    snap = parse_store_document(doc, "<test>")
+    roots = data.draw(st.lists(st.sampled_from(sorted(snap.artifacts)), min_size=1, max_size=3, unique=True))
+    scope = read_scope(snap, roots)
+    with _peel_everything():
+        order, cyclic = order_and_cycles(scope)
+    g = nx.DiGraph()
+    g.add_nodes_from(scope.cascade)
+    g.add_edges_from((p, i) for i, ps in scope.parents.items() for p in ps if p in scope.cascade)
+    comp = {v: k for k, c in enumerate(nx.strongly_connected_components(g)) for v in c}
+    at = {v: k for k, v in enumerate(order)}
+    assert sorted(order) == sorted(scope.cascade)
+    assert all(at[u] < at[v] for u, v in g.edges if comp[u] != comp[v])
+    for k in set(comp.values()):
+        members = [v for v in order if comp[v] == k]
+        assert members == sorted(members) and at[members[-1]] - at[members[0]] == len(members) - 1
+    assert cyclic == {v for v in g if g.has_edge(v, v) or sum(comp[u] == comp[v] for u in g) > 1}

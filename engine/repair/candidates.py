@@ -85,86 +85,115 @@ def assign(policy: Policy, scope: Scope, event: Event, operators: OperatorRegist
 
     ``ordering`` is a parents-first order of C(F) and its cyclic members; by default
     :func:`~memsteward.repair.scope.order_and_cycles` (the networkx reference passes its own).
-    One pass over C(F) in that order; Φ_μ is evaluated once per distinct cell (a cascade of 10^5
-    members has a few dozen), operators are looked up once per (mode, kind, arch).
+
+    What does not depend on other members' modes is computed once per member (:func:`_static_support`:
+    |inputs|, inputs retained outside C(F), whether partitions exist, the cell's static part); the pass
+    in parents-first order then only counts the repairable affected inputs, Σ_{j ∈ P_i ∩ D(F)} [μ_j ≠
+    remove]. Φ_μ is evaluated once per distinct cell (a cascade of 10^5 members has a few dozen),
+    operators are looked up once per (mode, kind, arch).
     """
     operators = operators or operators_for(policy)
-    affected = scope.cascade
-    artifacts = scope.artifacts
-    states = scope.states
-    all_parents = scope.parents
-    roots = frozenset(event.roots)
-    desc = affected - roots
-    reps = event.replacement_ids
-    correct = event.type == "correct"
-    sufficient = policy.support.sufficient
     order, cyclic = ordering if ordering is not None else order_and_cycles(scope)
-    fields: dict[str, tuple[tuple[str, float], ...]] = {}
-    decided: dict[tuple, tuple[Cell, str]] = {}
+    roots = frozenset(event.roots)
+    desc = scope.cascade - roots
+    static = _static_support(policy, scope, event, desc)
+    sufficient = policy.support.sufficient
     modes: dict[str, str] = {}
     cells: dict[str, Cell] = {}
+    decided: dict[tuple, tuple[Cell, str]] = {}
+    repairable_modes = modes.get
     for i in order:
         if i in roots:
             continue
-        art = artifacts[i]
-        parents = all_parents[i]
-        kept = repairable = forget = 0
-        for p in parents:
-            # Ret(e) membership (is_retained): outside C(F), or a correction's replacement
-            if (correct and p in reps) or p not in affected:
-                if p in reps or states[p] in SERVABLE_STATES:
-                    kept += 1
-            else:
-                forget += 1
-            if p in desc and modes.get(p, "remove") != "remove":
-                repairable += 1
-        kind = art.kind
-        if kind not in fields:
-            fields[kind] = _meta_fields(policy, kind)
-        support = "sufficient" if sufficient(kept + repairable, len(parents)) else "insufficient"
-        partitions = kind == "skill" and art.arch == "neural" and forget > 0 and kept > 0
-        key = (kind, art.arch, support, partitions, _meta_key(fields[kind], art.meta))
+        inputs, kept, in_desc, partitions, head, erased = static[i]
+        retained = kept
+        for p in in_desc:
+            if repairable_modes(p, "remove") != "remove":
+                retained += 1
+        key = (head, sufficient(retained, inputs), partitions)
         hit = decided.get(key)
         if hit is None:
-            cell = Cell(kind, art.arch, event.type, support, partitions, dict(key[4]))
+            kind, arch, meta = head
+            cell = Cell(kind, arch, event.type, "sufficient" if key[1] else "insufficient", partitions, dict(meta))
             hit = decided[key] = (cell, decide(policy, cell) or "remove")
         cells[i] = hit[0]
         # an erased artifact (deleted by an earlier event) is never repaired: that would resurrect it
-        modes[i] = "remove" if art.state == "erased" else hit[1]
+        modes[i] = "remove" if erased else hit[1]
+    return Assignment(modes, _candidates(policy, scope, modes, desc, cyclic, static, operators), cells)
+
+
+def _static_support(policy: Policy, scope: Scope, event: Event, desc: frozenset[str],
+                    ) -> dict[str, tuple[int, int, tuple[str, ...], bool, tuple, bool]]:
+    """Per descendant i: (|inputs|, inputs retained outside C(F), P_i ∩ D(F) in id order, whether
+    partitions exist, (kind, arch, numeric metadata) of its cell, erased).
+
+    An input is in Ret(e) (:func:`~memsteward.repair.scope.is_retained`) when it lies outside C(F) or
+    is a correction's replacement; it counts as retained support when it is also servable (or is a
+    replacement). Partitions exist for a neural skill with a forget set (inputs in C(F) \\ X_Δ) and a
+    reference set (retained inputs)."""
+    affected = scope.cascade
+    states = scope.states
+    reps = event.replacement_ids
+    correct = event.type == "correct"
+    servable = SERVABLE_STATES
+    fields: dict[str, tuple[tuple[str, float], ...]] = {}
+    heads: dict[tuple, tuple] = {}
+    out = {}
+    for i, parents in scope.parents.items():
+        if i not in desc:
+            continue
+        art = scope.artifacts[i]
+        kept = forget = 0
+        for p in parents:
+            if p in reps and (correct or p not in affected):
+                kept += 1
+            elif p in affected:
+                forget += 1
+            elif states[p] in servable:
+                kept += 1
+        kind, meta = art.kind, art.meta
+        hkey = (kind, art.arch, id(meta))  # artifacts read together share equal metadata mappings
+        head = heads.get(hkey)
+        if head is None:
+            if kind not in fields:
+                fields[kind] = _meta_fields(policy, kind)
+            head = heads[hkey] = (kind, art.arch, _meta_key(fields[kind], meta))
+        partitions = kind == "skill" and art.arch == "neural" and forget > 0 and kept > 0
+        out[i] = (len(parents), kept, tuple(p for p in parents if p in desc), partitions, head,
+                  art.state == "erased")
+    return out
+
+
+def _candidates(policy: Policy, scope: Scope, modes: Mapping[str, str], desc: frozenset[str],
+                cyclic: frozenset[str], static: Mapping[str, tuple], operators: OperatorRegistry,
+                ) -> tuple[Candidate, ...]:
+    """Q_ρ: q_i for every i ∈ D⁺(F) = {i ∈ D(F) : μ_i ≠ remove}, in id order."""
     plus = frozenset(i for i, m in modes.items() if m != "remove")
     found: dict[tuple[str, str, str | None], Operator | None] = {}
-    candidates = []
+    out = []
     for i in sorted(plus):
-        art = artifacts[i]
-        key3 = (modes[i], art.kind, art.arch)
-        if key3 not in found:
-            found[key3] = operators.find(*key3)
-        candidates.append(_candidate(policy, art, modes[i], all_parents[i], desc, plus, cyclic, found[key3]))
-    return Assignment(modes, tuple(candidates), cells)
-
-
-def _candidate(policy: Policy, art: Artifact, mode: str, parents: tuple[str, ...], desc: frozenset[str],
-               plus: frozenset[str], cyclic: frozenset[str], op: Operator | None) -> Candidate:
-    prereqs = () if mode == "param" else tuple(sorted(p for p in parents if p in desc))
-    reason = ""
-    missing = [p for p in prereqs if p not in plus]
-    if missing:
-        reason = f"requires removed descendant {missing[0]}"
-    elif art.id in cyclic:
-        reason = "on a cycle of influence (E^req) edges"
-    elif op is None:
-        reason = f"no operator registered for mode {mode}"
-    else:
-        reason = op.check(art) or ""
-    meta = art.meta
-    return Candidate(
-        id=art.id, kind=art.kind, arch=art.arch, mode=mode,
-        operator=op.name if op is not None else "",
-        prerequisites=prereqs, executable=not reason,
-        value=policy.value_of(art.kind, mode, meta),  # type: ignore[arg-type]  (read only)
-        cost=policy.cost_of(art.kind, mode, meta),  # type: ignore[arg-type]
-        reason=reason,
-    )
+        art = scope.artifacts[i]
+        mode, kind, meta = modes[i], art.kind, art.meta
+        key3 = (mode, kind, art.arch)
+        op = found[key3] if key3 in found else found.setdefault(key3, operators.find(*key3))
+        prereqs = () if mode == "param" else static[i][2]
+        reason = ""
+        for p in prereqs:
+            if p not in plus:
+                reason = f"requires removed descendant {p}"
+                break
+        else:
+            if i in cyclic:
+                reason = "on a cycle of influence (E^req) edges"
+            elif op is None:
+                reason = f"no operator registered for mode {mode}"
+            else:
+                reason = op.check(art) or ""
+        out.append(Candidate(i, kind, art.arch, mode, op.name if op is not None else "", prereqs, not reason,
+                             policy.value_of(kind, mode, meta),  # type: ignore[arg-type]  (read only)
+                             policy.cost_of(kind, mode, meta),  # type: ignore[arg-type]
+                             reason))
+    return tuple(out)
 
 
 def requirement_edges(candidates: Collection[Candidate]) -> list[tuple[str, str]]:

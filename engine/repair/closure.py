@@ -163,23 +163,24 @@ def _cut_ortools(candidates: Sequence[Candidate], ints: dict[str, int]) -> froze
         return frozenset()
     from ortools.graph.python import max_flow  # local: imported only when there is something to select
 
-    plus = {c.id for c in candidates}
     index = {c.id: k + 2 for k, c in enumerate(candidates)}
     s, t = 0, 1
     inf = sum(abs(v) for v in ints.values()) + 1
     tails: list[int] = []
     heads: list[int] = []
     caps: list[int] = []
-    for c in candidates:
-        p, k = ints[c.id], index[c.id]
+    for k, c in enumerate(candidates, 2):
+        p = ints[c.id]
         if p > 0:
             tails.append(s), heads.append(k), caps.append(p)
         if not c.executable:
             tails.append(k), heads.append(t), caps.append(inf)
         elif p < 0:
             tails.append(k), heads.append(t), caps.append(-p)
-        for j in _prereqs_in_plus(c, plus):
-            tails.append(k), heads.append(index[j]), caps.append(inf)
+        for j in c.prerequisites:
+            h = index.get(j)
+            if h is not None:
+                tails.append(k), heads.append(h), caps.append(inf)
     smf = max_flow.SimpleMaxFlow()
     if len(tails) <= SMALL_CUT_ARCS:  # one call per arc: a small event's cut needs no numpy (CLI start-up)
         for arc in zip(tails, heads, caps):
@@ -192,14 +193,13 @@ def _cut_ortools(candidates: Sequence[Candidate], ints: dict[str, int]) -> froze
     status = smf.solve(s, t)
     if status != smf.OPTIMAL:
         raise RuntimeError(f"OR-Tools max flow failed with status {status}")
-    ids = {k: i for i, k in index.items()}
-    return frozenset(ids[k] for k in smf.get_source_side_min_cut() if k in ids)
+    return frozenset(candidates[k - 2].id for k in smf.get_source_side_min_cut() if k > 1)
 
 
 def max_weight_closure(candidates: Sequence[Candidate], tradeoff: float, backend: str = "networkx",
                        extra: Fraction = Fraction(0)) -> Selection:
     """Theorem 1: the exact optimum of Eq. 1–4 by a single s–t min cut (minimal optimal closure)."""
-    ints, _scale = _scaled(candidates, tradeoff, extra)
+    ints, scale = _scaled(candidates, tradeoff, extra)
     method = backend
     if backend == "ortools":
         if 2 * sum(abs(v) for v in ints.values()) + 2 < INT64_SAFE:
@@ -210,7 +210,10 @@ def max_weight_closure(candidates: Sequence[Candidate], tradeoff: float, backend
         chosen = _cut_networkx(candidates, ints)
     else:
         raise ValueError(f"unknown backend {backend!r}")
-    return Selection(chosen, objective(candidates, chosen, tradeoff), f"mincut/{method}", True)
+    # Eq. 1 of the cut: Σ p_i over S_ρ = Σ ints_i / scale, exact (with a Lagrangian shift, recomputed at λ)
+    value = (Fraction(sum(ints[i] for i in chosen), scale) if extra == 0
+             else objective(candidates, chosen, tradeoff))
+    return Selection(chosen, value, f"mincut/{method}", True)
 
 
 # --------------------------------------------------------------------------- baselines

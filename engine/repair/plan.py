@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator, Mapping
 from ..jsonio import bounded_fraction
 from ..policy.model import Policy
 from .artifacts import SERVABLE_STATES
-from .candidates import Candidate, assign, requirement_edges
+from .candidates import Assignment, Candidate, assign, requirement_edges
 from .closure import Selection, select
 from .events import Event, event_from_dict
 from .operators import OperatorRegistry
@@ -191,11 +191,12 @@ def plan_from_scope(policy: Policy, scope: Scope, event: Event, selector: str = 
                     backend: str = "networkx", operators: OperatorRegistry | None = None,
                     ordering: tuple[list[str], frozenset[str]] | None = None,
                     order_fn: Callable[[tuple[Candidate, ...], frozenset[str]], tuple[str, ...]] = execution_order,
-                    ) -> TransitionPlan:
-    """Lines 3–6 and the order of line 7 over one event's :class:`Scope` (pure)."""
+                    assign_fn: Callable[..., Assignment] = assign) -> TransitionPlan:
+    """Lines 3–6 and the order of line 7 over one event's :class:`Scope` (pure). ``ordering``,
+    ``order_fn`` and ``assign_fn`` let :mod:`memsteward.repair.reference` substitute its own steps."""
     affected = scope.cascade
     roots = frozenset(event.roots)
-    assignment = assign(policy, scope, event, operators, ordering)
+    assignment = assign_fn(policy, scope, event, operators, ordering)
     lam = policy.selection.tradeoff
     budget = policy.selection.budget
     sel = select(assignment.candidates, lam, selector, budget, backend)

@@ -5,9 +5,10 @@ influence parents of every member (support checks and P_i), and those artifacts.
 :class:`Provenance` source answers these questions from an index — the SQLite store through its
 edge indexes (one recursive query), an in-memory :class:`~memsteward.repair.artifacts.Snapshot`
 through a child/parent index built once per snapshot — so the work grows with |C(F)| and its
-in-edges, not with the store. :func:`order_and_cycles` and :func:`execution_order` are array
-based (iterative Tarjan, heap-ordered Kahn); the whole-store networkx graph of
-:mod:`memsteward.repair.graph` remains only as the reference the tests and the bench compare with.
+in-edges, not with the store. :func:`order_and_cycles` peels large cascades level by level in
+numpy (:func:`peel_levels`) and leaves the rest to an iterative Tarjan; the execution order is a
+heap-ordered Kahn. The whole-store networkx graph of :mod:`memsteward.repair.graph` remains only as
+the reference the tests and the bench compare with.
 """
 
 from __future__ import annotations
@@ -53,16 +54,21 @@ class Scope:
 
 
 def read_scope(source: Provenance, roots: Sequence[str]) -> Scope:
-    """C(F), pa(C(F)), the members' artifacts and the parents' states in four indexed reads (§2.1)."""
+    """C(F), pa(C(F)), the members' artifacts and the parents' states in four indexed reads (§2.1).
+    Ids are passed in sorted order (the store probes its B-trees in key order)."""
     affected = source.reach(roots)
-    parents: dict[str, list[str]] = {i: [] for i in affected}
-    for u, v in source.parent_edges(affected):
+    members = sorted(affected)
+    parents: dict[str, list[str]] = {i: [] for i in members}
+    outside: set[str] = set()
+    for u, v in source.parent_edges(members):
         parents[v].append(u)
-    outside = {p for ps in parents.values() for p in ps if p not in affected}
-    artifacts = source.artifacts_of(affected)
+        if u not in affected:
+            outside.add(u)
+    artifacts = source.artifacts_of(members)
     states = {i: a.state for i, a in artifacts.items()}
-    states.update(source.states_of(outside))
-    return Scope(tuple(roots), affected, {i: tuple(sorted(ps)) for i, ps in parents.items()}, artifacts, states)
+    states.update(source.states_of(sorted(outside)))
+    return Scope(tuple(roots), affected, {i: (ps[0],) if len(ps) == 1 else tuple(sorted(ps))
+                                          for i, ps in parents.items()}, artifacts, states)
 
 
 def with_untracked(source: Provenance, scope: Scope, roots_content: Mapping[str, Any], shingle_words: int,
@@ -166,31 +172,91 @@ def strong_components(succ: Sequence[Sequence[int]]) -> list[list[int]]:
     return out
 
 
+PEEL_MIN_MEMBERS = 2048  # below this many members of C(F), Tarjan alone (no numpy import: CLI start-up)
+PEEL_NARROW_LEVELS = 256  # levels narrower than PEEL_NARROW allowed before the rest goes to Tarjan
+PEEL_NARROW = 8
+
+
 def order_and_cycles(scope: Scope) -> tuple[list[str], frozenset[str]]:
-    """One SCC pass over E^inf[C(F)]: a parents-first order (cycles collapsed, members by id)
-    and the members of directed cycles, self-loops included."""
+    """A parents-first order of C(F) over E^inf[C(F)] (cycles collapsed, each cycle's members by
+    id) and the members of directed cycles, self-loops included.
+
+    Large cascades are first peeled level by level with arrays (Kahn: the members whose parents in
+    C(F) are all ordered, :func:`peel_levels`); what the peel leaves — the members on or after a
+    cycle, or a long narrow tail — goes through one pass of :func:`strong_components`. Any
+    parents-first order gives the same modes (a member's mode reads only its parents' modes), so the
+    two orders need not agree with the networkx reference's, only be parents-first with each cycle's
+    members in id order.
+    """
     ids = sorted(scope.cascade)
     pos = {i: k for k, i in enumerate(ids)}
-    succ: list[list[int]] = [[] for _ in ids]
+    src: list[int] = []
+    dst: list[int] = []
     for i, ps in scope.parents.items():
         k = pos[i]
         for p in ps:
             j = pos.get(p)
             if j is not None:
-                succ[j].append(k)
-    order: list[str] = []
+                src.append(j)
+                dst.append(k)
+    peeled: list[int] = peel_levels(len(ids), src, dst) if len(ids) >= PEEL_MIN_MEMBERS else []
+    order = [ids[k] for k in peeled]
+    if len(peeled) == len(ids):
+        return order, frozenset()
+    done = set(peeled)
+    rest = [k for k in range(len(ids)) if k not in done]
+    local = {k: r for r, k in enumerate(rest)}
+    succ: list[list[int]] = [[] for _ in rest]
+    for j, k in zip(src, dst):
+        if k in local and j in local:
+            succ[local[j]].append(local[k])
     cyclic: set[str] = set()
     for comp in reversed(strong_components(succ)):
         if len(comp) == 1:
-            k = comp[0]
-            order.append(ids[k])
-            if k in succ[k]:
-                cyclic.add(ids[k])
+            r = comp[0]
+            order.append(ids[rest[r]])
+            if r in succ[r]:
+                cyclic.add(ids[rest[r]])
             continue
-        members = sorted(ids[k] for k in comp)
+        members = sorted(ids[rest[r]] for r in comp)
         order.extend(members)
         cyclic.update(members)
     return order, frozenset(cyclic)
+
+
+def peel_levels(n: int, src: Sequence[int], dst: Sequence[int]) -> list[int]:
+    """Kahn's algorithm by levels on the graph 0..n−1 with edges src[e] → dst[e], in numpy: level 0
+    is the nodes without in-edges, level t+1 the nodes whose last in-edge comes from level t (each
+    level in ascending order). Stops when nothing is left to peel — the rest lies on or after a
+    cycle — or after PEEL_NARROW_LEVELS levels narrower than PEEL_NARROW (a long chain is cheaper
+    in :func:`strong_components`). Returns the peeled nodes, level by level."""
+    import numpy as np
+
+    tails = np.asarray(src, dtype=np.int64)
+    heads = np.asarray(dst, dtype=np.int64)
+    indegree = np.bincount(heads, minlength=n)
+    by_tail = np.argsort(tails, kind="stable")
+    children = heads[by_tail]
+    start = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(tails, minlength=n), out=start[1:])
+    frontier = np.flatnonzero(indegree == 0)
+    levels = []
+    narrow = 0
+    while frontier.size:
+        if frontier.size < PEEL_NARROW:
+            narrow += 1
+            if narrow > PEEL_NARROW_LEVELS:
+                break
+        levels.append(frontier)
+        lo, counts = start[frontier], start[frontier + 1] - start[frontier]
+        total = int(counts.sum())
+        if total == 0:
+            break
+        offsets = np.repeat(lo - (np.cumsum(counts) - counts), counts) + np.arange(total)
+        reached, hits = np.unique(children[offsets], return_counts=True)
+        indegree[reached] -= hits
+        frontier = reached[indegree[reached] == 0]
+    return np.concatenate(levels).tolist() if levels else []
 
 
 def lexicographic_topological_order(nodes: Collection[str], edges: Iterable[tuple[str, str]]) -> tuple[str, ...]:
