@@ -139,17 +139,22 @@ def _static_support(policy: Policy, scope: Scope, event: Event, desc: frozenset[
     fields: dict[str, tuple[tuple[str, float], ...]] = {}
     heads: dict[tuple, tuple] = {}
     out = {}
+    artifacts = scope.artifacts
     for i, parents in scope.parents.items():
         if i not in desc:
             continue
-        art = scope.artifacts[i]
+        art = artifacts[i]
         kept = forget = 0
+        in_desc = []
         for p in parents:
-            if p in reps and (correct or p not in affected):
-                kept += 1
-            elif p in affected:
-                forget += 1
-            elif states[p] in servable:
+            if p in affected:
+                if correct and p in reps:
+                    kept += 1
+                else:
+                    forget += 1
+                if p in desc:
+                    in_desc.append(p)
+            elif p in reps or states[p] in servable:
                 kept += 1
         kind, meta = art.kind, art.meta
         hkey = (kind, art.arch, id(meta))  # artifacts read together share equal metadata mappings
@@ -159,8 +164,7 @@ def _static_support(policy: Policy, scope: Scope, event: Event, desc: frozenset[
                 fields[kind] = _meta_fields(policy, kind)
             head = heads[hkey] = (kind, art.arch, _meta_key(fields[kind], meta))
         partitions = kind == "skill" and art.arch == "neural" and forget > 0 and kept > 0
-        out[i] = (len(parents), kept, tuple(p for p in parents if p in desc), partitions, head,
-                  art.state == "erased")
+        out[i] = (len(parents), kept, tuple(in_desc), partitions, head, art.state == "erased")
     return out
 
 
