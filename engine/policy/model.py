@@ -19,7 +19,7 @@ constraints (totality, shadowing, type-safety, λ ≥ 0, …) are findings of
 from __future__ import annotations
 
 import math
-from typing import Annotated, Literal, Union
+from typing import Annotated, Any, Callable, Literal, Mapping, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -259,15 +259,26 @@ class Weight(Strict):
         return table
 
     def resolve(self, kind: str, mode: str, meta: dict | None = None) -> float:
-        if self.from_meta and meta and isinstance(meta.get(self.from_meta), (int, float)):
-            v = float(meta[self.from_meta])
-            if math.isfinite(v) and v >= 0:
-                return v
-        if kind in self.by_kind:
-            return self.by_kind[kind]  # type: ignore[index]
-        if mode in self.by_mode:
-            return self.by_mode[mode]  # type: ignore[index]
-        return self.default
+        return self.resolver(kind, mode)(meta)
+
+    def resolver(self, kind: str, mode: str) -> Callable[[Mapping[str, Any] | None], float]:
+        """The weight of a (kind, mode) candidate as a function of its metadata (the table lookups
+        done once: planning calls it for every candidate of a cascade)."""
+        fallback = self.by_kind[kind] if kind in self.by_kind else (  # type: ignore[index]
+            self.by_mode[mode] if mode in self.by_mode else self.default)  # type: ignore[index]
+        field = self.from_meta
+        if not field:
+            return lambda meta: fallback
+
+        def weight(meta: Mapping[str, Any] | None) -> float:
+            v = meta.get(field) if meta else None
+            if isinstance(v, (int, float)):
+                v = float(v)
+                if math.isfinite(v) and v >= 0:
+                    return v
+            return fallback
+
+        return weight
 
 
 class SelectionSpec(Strict):

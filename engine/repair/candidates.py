@@ -19,7 +19,7 @@ within C(F), hence of E^req), or when no registered operator can run on it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Collection, Mapping
+from typing import Any, Callable, Collection, Mapping
 
 from ..policy.domain import Cell, decide
 from ..policy.model import Policy
@@ -90,7 +90,7 @@ def assign(policy: Policy, scope: Scope, event: Event, operators: OperatorRegist
     |inputs|, inputs retained outside C(F), whether partitions exist, the cell's static part); the pass
     in parents-first order then only counts the repairable affected inputs, Σ_{j ∈ P_i ∩ D(F)} [μ_j ≠
     remove]. Φ_μ is evaluated once per distinct cell (a cascade of 10^5 members has a few dozen),
-    operators are looked up once per (mode, kind, arch).
+    operators and the weight tables are looked up once per (mode, kind, arch).
     """
     operators = operators or operators_for(policy)
     order, cyclic = ordering if ordering is not None else order_and_cycles(scope)
@@ -174,12 +174,17 @@ def _candidates(policy: Policy, scope: Scope, modes: Mapping[str, str], desc: fr
     """Q_ρ: q_i for every i ∈ D⁺(F) = {i ∈ D(F) : μ_i ≠ remove}, in id order."""
     plus = frozenset(i for i, m in modes.items() if m != "remove")
     found: dict[tuple[str, str, str | None], Operator | None] = {}
+    weights: dict[tuple[str, str], tuple[Callable, Callable]] = {}
     out = []
     for i in sorted(plus):
         art = scope.artifacts[i]
         mode, kind, meta = modes[i], art.kind, art.meta
         key3 = (mode, kind, art.arch)
         op = found[key3] if key3 in found else found.setdefault(key3, operators.find(*key3))
+        w = weights.get(key3[:2])
+        if w is None:
+            w = weights[key3[:2]] = (policy.selection.value.resolver(kind, mode),
+                                     policy.selection.cost.resolver(kind, mode))
         prereqs = () if mode == "param" else static[i][2]
         reason = ""
         for p in prereqs:
@@ -194,9 +199,7 @@ def _candidates(policy: Policy, scope: Scope, modes: Mapping[str, str], desc: fr
             else:
                 reason = op.check(art) or ""
         out.append(Candidate(i, kind, art.arch, mode, op.name if op is not None else "", prereqs, not reason,
-                             policy.value_of(kind, mode, meta),  # type: ignore[arg-type]  (read only)
-                             policy.cost_of(kind, mode, meta),  # type: ignore[arg-type]
-                             reason))
+                             w[0](meta), w[1](meta), reason))
     return tuple(out)
 
 
