@@ -49,12 +49,19 @@ def _digest(plan: Any) -> str:
 
 
 def _median_time(fn: Any, repeats: int) -> tuple[float, Any]:
-    times, out = [], None
+    wall, _cpu, out = _median_times(fn, repeats)
+    return wall, out
+
+
+def _median_times(fn: Any, repeats: int) -> tuple[float, float, Any]:
+    """Median wall and median CPU time (this process: what the call costs with a core to itself)."""
+    walls, cpus, out = [], [], None
     for _ in range(repeats):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         out = fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times), out
+        cpus.append(time.process_time() - c)
+        walls.append(time.perf_counter() - t)
+    return statistics.median(walls), statistics.median(cpus), out
 
 
 # --------------------------------------------------------------------------- subprocess workers
@@ -119,7 +126,7 @@ def plan_worker(folder: str, repeats: int) -> dict[str, Any]:
     policy = load("tool-agent")
     event = event_from_dict(meta["event"])
     store = Store(os.path.join(folder, "store.db"))
-    plan_s, plan = _median_time(lambda: compute_plan(policy, store, event, "mincut", "ortools"), repeats)
+    plan_s, plan_cpu_s, plan = _median_times(lambda: compute_plan(policy, store, event, "mincut", "ortools"), repeats)
     plan_peak = peak_rss_mb()  # planning alone; the phase breakdown and the floor below hold more at once
     t0 = time.perf_counter()
     scope = read_scope(store, event.roots)
@@ -157,6 +164,7 @@ def plan_worker(folder: str, repeats: int) -> dict[str, Any]:
     assert side - 1 == len(plan.selection.selected)
     out = {"n": meta["n"], "artifacts": meta["artifacts"], "cascade": len(plan.cascade),
            "candidates": len(plan.candidates), "selected": len(plan.selection.selected), "plan_s": plan_s,
+           "plan_cpu_s": plan_cpu_s,
            "scope_s": t1 - t0, "candidates_s": t2 - t1, "selection_s": t3 - t2, "order_s": t4 - t3,
            "floor_s": floor_s, "repeats": repeats,
            # compared with the reference's; above REF_LIMIT there is none (and the JSON would take GBs)
@@ -171,6 +179,34 @@ def plan_worker(folder: str, repeats: int) -> dict[str, Any]:
             out["small_noscan_s"] = _median_time(lambda: compute_plan(off, store, small, "mincut", "ortools"), 21)[0]
     out["peak_mb"] = plan_peak
     out["worker_peak_mb"] = peak_rss_mb()
+    return out
+
+
+def separate_worker(folder: str) -> dict[str, Any]:
+    """One size planned in this fresh process on a store file built by :func:`build_worker` (10^7: its
+    build takes longer than the rest of the run): the big event once, the small one 21 times."""
+    from memsteward.repair.events import event_from_dict
+    from memsteward.repair.plan import compute_plan
+    from memsteward.repair.store import Store
+
+    from .repair_policies import load
+
+    with open(os.path.join(folder, "meta.json")) as fh:
+        meta = json.load(fh)
+    policy = load("tool-agent")
+    store = Store(os.path.join(folder, "store.db"))
+    load_start = os.getloadavg()
+    plan_s, plan_cpu_s, plan = _median_times(
+        lambda: compute_plan(policy, store, event_from_dict(meta["event"]), "mincut", "ortools"), 1)
+    out = {k: meta[k] for k in ("n", "artifacts", "edges", "db_mb", "generate_s", "import_s")}
+    out.update(plan_s=plan_s, plan_cpu_s=plan_cpu_s, cascade=len(plan.cascade), candidates=len(plan.candidates),
+               selected=len(plan.selection.selected), peak_mb=peak_rss_mb(), load_start=load_start)
+    del plan
+    if meta["small"]:
+        small = event_from_dict(meta["small"])
+        small_s, sp = _median_time(lambda: compute_plan(policy, store, small, "mincut", "ortools"), 21)
+        out.update(small_s=small_s, small_cascade=len(sp.cascade))
+    out["load_end"] = os.getloadavg()
     return out
 
 
@@ -390,7 +426,7 @@ def run(quick: bool = False) -> str:
 
     start = time.perf_counter()
     load_start = os.getloadavg()
-    sizes = [1_000, 10_000] if quick else SIZES
+    sizes = [1_000, 10_000] if quick else [n for n in SIZES if n <= int(os.environ.get("REPAIR_SCALE_MAX", SIZES[-1]))]
     built, plans, refs, failed = {}, {}, {}, {}
     bar = progress(len(sizes) * 3, "planning scale")
     with tempfile.TemporaryDirectory(prefix="memsteward-scale-") as tmp:
@@ -473,11 +509,15 @@ def _x(a: float, b: float) -> str:
 def _verdict(plans: dict, small_ns: list[int], bres: dict) -> str:
     """Which of issue 11's planning and barrier targets this run meets (on this run's loaded machine)."""
     checks = []
-    if 100_000 in plans:
-        checks.append(("plan 10^5 ≤ 0.3 s", plans[100_000]["plan_s"] <= 0.3))
+
+    for n, name, limit in ((100_000, "10^5", 0.3), (1_000_000, "10^6", 3.0)):
+        if n in plans:
+            p = plans[n]
+            checks.append((f"plan {name} ≤ {limit:g} s (wall)", p["plan_s"] <= limit))
+            if "plan_cpu_s" in p:  # the planning process's CPU time (older raw files: wall only)
+                checks.append((f"plan {name} ≤ {limit:g} s (CPU)", p["plan_cpu_s"] <= limit))
     if 1_000_000 in plans:
         p = plans[1_000_000]
-        checks.append(("plan 10^6 ≤ 3 s", p["plan_s"] <= 3.0))
         checks.append(("plan 10^6 peak ≤ 1 GB", p["peak_mb"] <= 1024))
     if small_ns:
         checks.append(("small delete ≤ 10 ms at every size",
@@ -532,7 +572,9 @@ def render(sizes: list[int], built: dict, plans: dict, refs: dict, bres: dict, b
             continue
         p, r = plans[n], refs.get(n)
         target_rows.append([f"plan from the on-disk store, {p['artifacts']:,} artifacts, 30 % migration "
-                            f"(C(F) = {p['cascade']:,})", target, f"**{p['plan_s']:.2f} s, {p['peak_mb']:.0f} MB**",
+                            f"(C(F) = {p['cascade']:,})", target,
+                            f"**{p['plan_s']:.2f} s ({p.get('plan_cpu_s', float('nan')):.2f} s CPU), "
+                            f"{p['peak_mb']:.0f} MB**",
                             _ref_cell(r), f"{p['floor_s']:.3f} s",
                             f"{p['peak_mb']:.0f} / {r['peak_mb']:.0f}" if r else f"{p['peak_mb']:.0f} / –"])
     for n in small_ns:
@@ -588,7 +630,8 @@ def render(sizes: list[int], built: dict, plans: dict, refs: dict, bres: dict, b
     ax.loglog(xs, [plans[n]["floor_s"] for n in sizes], "--^", color="k", label="floor: raw OR-Tools max-flow")
     if separate is not None:  # 10^7, planned in its own process after the run (see the section)
         ax.loglog([xs[-1], separate["artifacts"]], [plans[sizes[-1]]["plan_s"], separate["plan_s"]], ":o",
-                  color="C0", mfc="white", label="engine at 10^7 (separate process, load ≈ 30)")
+                  color="C0", mfc="white",
+                  label=f"engine at 10^7 (separate process, load ≈ {separate['load_start'][0]:.0f})")
     ax.set_xlabel("artifacts in the store (C(F) ≈ 14 %)")
     ax.set_ylabel("seconds (median)")
     ax.grid(alpha=0.3, which="both")
@@ -683,6 +726,13 @@ if __name__ == "__main__":
     if len(sys.argv) >= 2 and sys.argv[1] == "--render":
         with open(RAW) as fh:
             rerender(json.load(fh))
+    elif len(sys.argv) >= 4 and sys.argv[1] == "--separate":  # --separate FOLDER "note on how it was run"
+        with open(RAW) as fh:
+            raw = json.load(fh)
+        raw["separate"] = {**_spawn(["--worker", "separate", sys.argv[2]], timeout=4 * 3600), "note": sys.argv[3]}
+        with open(RAW, "w") as fh:
+            json.dump(raw, fh, indent=1)
+        rerender(raw)
     elif len(sys.argv) >= 2 and sys.argv[1] == "--worker":
         kind, args = sys.argv[2], sys.argv[3:]
         if kind == "build":
@@ -691,6 +741,8 @@ if __name__ == "__main__":
             res = plan_worker(args[0], int(args[1]))
         elif kind == "reference":
             res = reference_worker(args[0], int(args[1]), args[2] == "1")
+        elif kind == "separate":
+            res = separate_worker(args[0])
         else:
             res = barrier_worker(int(args[0]), int(args[1]))
         print(json.dumps(res))
