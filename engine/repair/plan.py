@@ -13,7 +13,7 @@ import gc
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from ..jsonio import bounded_fraction
 from ..policy.model import Policy
@@ -139,10 +139,12 @@ def root_actions(event: Event) -> dict[str, str]:
     return out
 
 
-def execution_order(candidates: tuple[Candidate, ...], selected: frozenset[str]) -> tuple[str, ...]:
-    """Topological order of E^req[S_ρ] (Algorithm 1 line 7), ties broken by id."""
-    return lexicographic_topological_order(
-        selected, ((j, i) for j, i in requirement_edges(candidates) if i in selected and j in selected))
+def execution_order(candidates: tuple[Candidate, ...], selected: frozenset[str],
+                    requirements: Sequence[tuple[str, str]] | None = None) -> tuple[str, ...]:
+    """Topological order of E^req[S_ρ] (Algorithm 1 line 7), ties broken by id (``requirements``:
+    E^req when already computed from ``candidates``)."""
+    edges = requirement_edges(candidates) if requirements is None else requirements
+    return lexicographic_topological_order(selected, ((j, i) for j, i in edges if i in selected and j in selected))
 
 
 def compute_plan(policy: Policy, source: Provenance, event: Event, selector: str = "mincut",
@@ -190,27 +192,33 @@ def event_scope(policy: Policy, source: Provenance, event: Event) -> Scope:
 def plan_from_scope(policy: Policy, scope: Scope, event: Event, selector: str = "mincut",
                     backend: str = "networkx", operators: OperatorRegistry | None = None,
                     ordering: tuple[list[str], frozenset[str]] | None = None,
-                    order_fn: Callable[[tuple[Candidate, ...], frozenset[str]], tuple[str, ...]] = execution_order,
+                    order_fn: Callable[..., tuple[str, ...]] = execution_order,
                     assign_fn: Callable[..., Assignment] = assign) -> TransitionPlan:
     """Lines 3–6 and the order of line 7 over one event's :class:`Scope` (pure). ``ordering``,
     ``order_fn`` and ``assign_fn`` let :mod:`memsteward.repair.reference` substitute its own steps."""
-    affected = scope.cascade
     roots = frozenset(event.roots)
     assignment = assign_fn(policy, scope, event, operators, ordering)
     lam = policy.selection.tradeoff
     budget = policy.selection.budget
     sel = select(assignment.candidates, lam, selector, budget, backend)
-    members = sorted(affected)
+    members = sorted(scope.cascade)
+    base_versions: dict[str, int] = {}
+    unservable: list[str] = []
+    for i in members:
+        art = scope.artifacts[i]
+        base_versions[i] = art.version
+        if art.state not in SERVABLE_STATES and i not in roots:
+            unservable.append(i)
+    requirements = tuple(requirement_edges(assignment.candidates))
     return TransitionPlan(
         event=event, selector=selector, tradeoff=lam, budget=budget,
         cascade=tuple(members), descendants=tuple(i for i in members if i not in roots),
         barrier=() if selector == "no_action" else tuple(members),
         modes=dict(sorted(assignment.modes.items())), candidates=assignment.candidates,
-        requirements=tuple(requirement_edges(assignment.candidates)), selection=sel,
-        order=order_fn(assignment.candidates, sel.selected),
-        base_versions={i: scope.artifacts[i].version for i in members},
+        requirements=requirements, selection=sel,
+        order=order_fn(assignment.candidates, sel.selected, requirements),
+        base_versions=base_versions,
         roots=root_actions(event) if selector != "no_action" else {},
-        unservable=tuple(i for i in members
-                         if i not in roots and scope.artifacts[i].state not in SERVABLE_STATES),
+        unservable=tuple(unservable),
         untracked={i: dict(m) for i, m in sorted(scope.untracked.items())},
     )

@@ -37,8 +37,10 @@ def networkx_scope(snapshot: Snapshot, roots: Sequence[str]) -> tuple[Scope, nx.
                  {i: snapshot.artifacts[i].state for i in needed}), g
 
 
-def networkx_execution_order(candidates: tuple[Candidate, ...], selected: frozenset[str]) -> tuple[str, ...]:
-    """Topological order of E^req[S_ρ], ties by id, by networkx."""
+def networkx_execution_order(candidates: tuple[Candidate, ...], selected: frozenset[str],
+                             requirements: object = None) -> tuple[str, ...]:
+    """Topological order of E^req[S_ρ], ties by id, by networkx (E^req rebuilt from the candidates'
+    prerequisites, whatever the engine computed: ``requirements`` is ignored)."""
     g = nx.DiGraph()
     g.add_nodes_from(selected)
     g.add_edges_from((j, c.id) for c in candidates if c.id in selected for j in c.prerequisites if j in selected)
