@@ -6,7 +6,6 @@ built on the same functions. Plans are frozen values with ``to_json()``.
 
 from __future__ import annotations
 
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -35,6 +34,8 @@ def bundled_path(*parts: str) -> Path:
     >>> bundled_path("policies", "default.yaml").name
     'default.yaml'
     """
+    from importlib import resources  # not at import: it loads tempfile, zipfile, shutil
+
     return Path(str(resources.files("memsteward").joinpath("data", *parts)))
 
 

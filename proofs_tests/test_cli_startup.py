@@ -23,7 +23,8 @@ from memsteward.cli import COMMANDS, main
 from memsteward.errors import InputError
 from memsteward.policy import verdicts
 from memsteward.policy.endpoints import EndpointRules
-from memsteward.policy.loader import load_checked_source
+from memsteward.policy import loader
+from memsteward.policy.loader import load_checked_source, load_policy
 
 ROOT = Path(__file__).resolve().parent.parent
 POLICY = ROOT / "policies" / "default.yaml"
@@ -75,6 +76,8 @@ def test_repair_dry_run_imports_z3_only_on_a_policys_first_run(env, tmp_path):
     assert "z3" in first  # nothing remembered yet: the policy is checked (with Z3) before it runs
     second = imported(args, env, tmp_path)
     assert "memsteward.repair.execute" in second and "pydantic" in tops(second)
+    assert "yaml" not in tops(second)  # the validated policy is remembered: its YAML is not parsed again
+    assert "memsteward.policy.domain" in second and "memsteward.policy.analysis" not in second
     assert "ortools" in tops(second)  # the summary's regeneration is a candidate: the cut runs on OR-Tools
     assert not tops(second) & {"z3", "networkx", "numpy", "scipy", "hypothesis", "psycopg", "ray"}, sorted(tops(second))
     assert not {m for m in second if m.startswith(("memsteward.testing", "memsteward.clearance.attribution",
@@ -182,3 +185,145 @@ def test_an_untrusted_cache_directory_is_ignored(monkeypatch, tmp_path):
     d.chmod(0o700)
     monkeypatch.setenv(verdicts.CACHE_VAR, "")  # no cache at all
     assert verdicts.cache_dir() is None and not verdicts.passed_before(key)
+
+
+# ----------------------------------------------------------------------------- remembered policies
+
+def no_yaml(monkeypatch) -> list[int]:
+    """Count the policy files parsed from YAML from now on."""
+    calls: list[int] = []
+    real = loader.parse_yaml
+    monkeypatch.setattr(loader, "parse_yaml", lambda *a: calls.append(1) or real(*a))
+    return calls
+
+
+def entry_path(tmp_path: Path, text: str) -> Path:
+    return tmp_path / "cache" / "policies" / verdicts.policy_key(text, EndpointRules.from_environment())
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (ROOT / "policies").glob("*.yaml")))
+def test_a_remembered_policy_is_the_policy_its_file_loads_to(monkeypatch, tmp_path, name):
+    monkeypatch.setenv(verdicts.CACHE_VAR, str(tmp_path / "cache"))
+    fresh = load_policy(ROOT / "policies" / name)
+    assert entry_path(tmp_path, (ROOT / "policies" / name).read_text()).is_file()
+    parsed = no_yaml(monkeypatch)
+    again = load_policy(ROOT / "policies" / name)
+    assert parsed == [] and again == fresh
+    assert again.model_dump_json() == fresh.model_dump_json()
+    assert again == load_checked_source(ROOT / "policies" / name).policy
+
+
+def tampered(doc: dict) -> dict:
+    return {**doc, "policy": {**doc["policy"], "selection": {**doc["policy"]["selection"], "tradeoff": 0.9}}}
+
+
+@pytest.mark.parametrize("damage", ["tampered", "other key", "garbage", "truncated", "not a policy", "format",
+                                    "symlink", "fifo", "directory"])
+def test_an_unusable_entry_changes_nothing(monkeypatch, tmp_path, damage):
+    monkeypatch.setenv(verdicts.CACHE_VAR, str(tmp_path / "cache"))
+    fresh = load_policy(POLICY)
+    entry = entry_path(tmp_path, POLICY.read_text())
+    raw = entry.read_bytes()
+    doc = json.loads(raw)
+    entry.unlink()
+    if damage == "tampered":  # a valid policy, but not one a clean verdict is remembered for
+        entry.write_text(json.dumps(tampered(doc)))
+    elif damage == "other key":
+        entry.write_text(json.dumps({**doc, "key": "0" * 64}))
+    elif damage == "garbage":
+        entry.write_bytes(b"\xff\x00not json")
+    elif damage == "truncated":
+        entry.write_bytes(raw[: len(raw) // 2])
+    elif damage == "not a policy":
+        entry.write_text(json.dumps({**doc, "policy": {"kinds": "nope"}}))
+    elif damage == "format":
+        entry.write_text(json.dumps({**doc, "format": "memsteward-policy-0"}))
+    elif damage == "symlink":
+        (tmp_path / "elsewhere").write_bytes(raw)
+        entry.symlink_to(tmp_path / "elsewhere")
+    elif damage == "fifo":
+        os.mkfifo(entry)  # never opened for a blocking read
+    else:
+        entry.mkdir()
+    parsed = no_yaml(monkeypatch)
+    assert load_policy(POLICY) == fresh and parsed == [1]  # read and checked as if nothing were remembered
+    if damage not in ("fifo", "directory"):
+        assert json.loads(entry.read_bytes()) == doc  # and remembered again, correctly
+        parsed.clear()
+        assert load_policy(POLICY) == fresh and parsed == []
+
+
+def test_an_edited_entry_whose_policy_was_never_checked_is_not_run(monkeypatch, tmp_path):
+    """The entry's policy must have a remembered verdict of its own: an edited entry whose policy was
+    never checked is not run (the file is loaded instead)."""
+    monkeypatch.setenv(verdicts.CACHE_VAR, str(tmp_path / "cache"))
+    load_policy(POLICY)
+    entry = entry_path(tmp_path, POLICY.read_text())
+    entry.write_text(json.dumps(tampered(json.loads(entry.read_bytes()))))
+    assert load_policy(POLICY).selection.tradeoff == 0.3
+
+
+def test_a_changed_file_or_a_bad_policy_is_never_read_from_the_cache(monkeypatch, tmp_path):
+    monkeypatch.setenv(verdicts.CACHE_VAR, str(tmp_path / "cache"))
+    path = tmp_path / "p.yaml"
+    path.write_text(POLICY.read_text())
+    assert load_policy(path).selection.tradeoff == 0.3
+    path.write_text(POLICY.read_text().replace("tradeoff: 0.3", "tradeoff: 0.5", 1))
+    assert load_policy(path).selection.tradeoff == 0.5
+    assert len(list((tmp_path / "cache" / "policies").iterdir())) == 2
+    errors = []
+    for text in (POLICY.read_text().replace("tradeoff: 0.3", "tradeoff: -0.3", 1),  # a `check` error
+                 POLICY.read_text().replace("tradeoff: 0.3", "tradeoff: [0.3]", 1),  # a schema error
+                 "kinds: {record: {}}\nkinds: {}\n"):  # a YAML error (duplicate key)
+        path.write_text(text)
+        for _ in range(2):
+            with pytest.raises(InputError) as exc:
+                load_policy(path)
+            errors.append(exc.value.render())
+    assert errors[0] == errors[1] and errors[2] == errors[3] and errors[4] == errors[5], errors
+    assert "the policy has errors" in errors[0] and "duplicate key" in errors[4]
+    assert len(list((tmp_path / "cache" / "policies").iterdir())) == 2
+
+
+def test_remembered_policies_follow_the_allow_lists_and_the_cache_settings(monkeypatch, tmp_path):
+    monkeypatch.setenv(verdicts.CACHE_VAR, str(tmp_path / "cache"))
+    load_policy(POLICY)
+    parsed = no_yaml(monkeypatch)
+    monkeypatch.setenv("MEMSTEWARD_ALLOWED_KEY_ENVS", "HOME")
+    load_policy(POLICY)
+    assert parsed == [1]  # other allow-lists: another key
+    d = tmp_path / "cache" / "policies"
+    d.chmod(0o777)  # anyone could plant an entry: not trusted
+    load_policy(POLICY)
+    assert parsed == [1, 1]
+    d.chmod(0o700)
+    monkeypatch.setenv(verdicts.CACHE_VAR, "")  # no cache at all
+    load_policy(POLICY)
+    assert parsed == [1, 1, 1] and verdicts.cache_dir("policies") is None
+
+
+def test_a_policy_whose_document_reads_back_differently_is_not_remembered(monkeypatch, tmp_path):
+    """A YAML date inside a schema oracle's JSON Schema is a ``date`` in the policy but a string in
+    its JSON document: remembering the document would change the policy, so it is not remembered."""
+    monkeypatch.setenv(verdicts.CACHE_VAR, str(tmp_path / "cache"))
+    path = tmp_path / "p.yaml"
+    path.write_text(POLICY.read_text().replace("schema: {type: string, minLength: 1}",
+                                               "schema: {type: string, minLength: 1, examples: [2024-01-01]}", 1))
+    policy = load_policy(path)
+    assert policy != load_policy(POLICY)
+    assert not entry_path(tmp_path, path.read_text()).exists()
+    parsed = no_yaml(monkeypatch)
+    assert load_policy(path) == policy and parsed == [1]
+
+
+def test_a_config_error_is_reported_as_before(monkeypatch, tmp_path):
+    monkeypatch.setenv(verdicts.CACHE_VAR, str(tmp_path / "cache"))
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("kinds: {record: {}}\nmodes: nope\n")
+    (tmp_path / "config.toml").write_text("not toml [")
+    monkeypatch.setenv("MEMSTEWARD_CONFIG", str(tmp_path / "config.toml"))
+    with pytest.raises(InputError) as policy_first:  # the policy's own error comes first
+        load_policy(bad)
+    assert policy_first.value.file == str(bad)
+    with pytest.raises(InputError, match="invalid TOML"):
+        load_policy(POLICY)

@@ -1,16 +1,45 @@
-"""The policy language: model, safe loading, the Φ_μ domain, and Z3 analysis."""
+"""The policy language: model, safe loading, the Φ_μ domain, and Z3 analysis.
 
-from .domain import Cell, decide, enumerate_cells, firing_rule, matches
-from .findings import Finding
-from .loader import PolicySchemaError, PolicySource, load_policy, load_policy_source
-from .model import (
-    ARCHITECTURES, EVENTS, KINDS, MODES, ORACLES, ClearanceSpec, Endpoint, Evaluator, ModeRule,
-    Policy, Recovery, SelectionSpec, SupportSpec, ValidationRule, When,
-)
+The names are loaded on first access (PEP 562 ``__getattr__``, as in :mod:`memsteward`):
+importing :mod:`memsteward.policy.model` does not import the YAML loader, the domain or Z3, so an
+engine that runs a remembered policy (:mod:`memsteward.policy.verdicts`) never imports ``yaml``.
+"""
 
-__all__ = [
-    "ARCHITECTURES", "EVENTS", "KINDS", "MODES", "ORACLES", "Cell", "ClearanceSpec", "Endpoint",
-    "Evaluator", "Finding", "ModeRule", "Policy", "PolicySchemaError", "PolicySource", "Recovery",
-    "SelectionSpec", "SupportSpec", "ValidationRule", "When", "decide", "enumerate_cells",
-    "firing_rule", "load_policy", "load_policy_source", "matches",
-]
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# name → the module (relative to this package) that defines it: the one table of the exports
+_EXPORTS: dict[str, str] = {
+    **dict.fromkeys(("Cell", "decide", "enumerate_cells", "firing_rule", "matches"), ".domain"),
+    "Finding": ".findings",
+    **dict.fromkeys(("PolicySchemaError", "PolicySource", "load_policy", "load_policy_source"), ".loader"),
+    **dict.fromkeys(("ARCHITECTURES", "EVENTS", "KINDS", "MODES", "ORACLES", "ClearanceSpec", "Endpoint",
+                     "Evaluator", "ModeRule", "Policy", "Recovery", "SelectionSpec", "SupportSpec",
+                     "ValidationRule", "When"), ".model"),
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    """Import a name's module on first access and cache the name in this package."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
+    from .domain import Cell, decide, enumerate_cells, firing_rule, matches
+    from .findings import Finding
+    from .loader import PolicySchemaError, PolicySource, load_policy, load_policy_source
+    from .model import (ARCHITECTURES, EVENTS, KINDS, MODES, ORACLES, ClearanceSpec, Endpoint, Evaluator,
+                        ModeRule, Policy, Recovery, SelectionSpec, SupportSpec, ValidationRule, When)

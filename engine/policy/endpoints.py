@@ -22,7 +22,6 @@ from __future__ import annotations
 import fnmatch
 import ipaddress
 import os
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping
@@ -126,6 +125,8 @@ def _config(env: Mapping[str, str]) -> tuple[str, dict[str, Any]]:
         except OSError:
             return "", {}
     text = read_text(path, MAX_CONFIG_BYTES, "memsteward config file (TOML)")
+    import tomllib  # only when there is a config file
+
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

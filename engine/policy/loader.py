@@ -5,6 +5,9 @@ errors. Duplicate keys, documents over :data:`MAX_BYTES`, nesting deeper than
 :data:`MAX_DEPTH` and alias expansion beyond :data:`MAX_NODES` nodes (billion laughs) are
 rejected before any value is built. Schema errors from pydantic are mapped back to the
 line and column of the offending field.
+
+``yaml`` is imported on first use: a policy whose text was checked before is read back from the
+remembered validated policy (:mod:`memsteward.policy.verdicts`) without parsing YAML.
 """
 
 from __future__ import annotations
@@ -14,15 +17,18 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import yaml
 from pydantic import ValidationError
 
 from ..errors import InputError
 from ..jsonio import read_text
 from .findings import Finding
 from .model import ORACLES, Policy
+
+if TYPE_CHECKING:
+    import yaml
+    from .endpoints import EndpointRules
 
 MAX_BYTES = 1 << 20  # 1 MiB
 MAX_DEPTH = 48
@@ -124,11 +130,11 @@ def _walk(node: yaml.Node, loc: Loc, positions: dict[Loc, tuple[int, int]], name
                          line=node.start_mark.line + 1, col=node.start_mark.column + 1,
                          field=dotted(loc))
     positions.setdefault(loc, (node.start_mark.line + 1, node.start_mark.column + 1))
-    if isinstance(node, yaml.MappingNode):
+    if node.id == "mapping":  # yaml.MappingNode (checked by its id: no yaml import here)
         seen: dict[str, int] = {}
         for key_node, value_node in node.value:
-            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag != "tag:yaml.org,2002:str":
-                shown = key_node.value if isinstance(key_node, yaml.ScalarNode) else "a collection"
+            if key_node.id != "scalar" or key_node.tag != "tag:yaml.org,2002:str":
+                shown = key_node.value if key_node.id == "scalar" else "a collection"
                 raise InputError(f"mapping keys must be plain strings, got {shown!r}", file=name,
                                  line=key_node.start_mark.line + 1, col=key_node.start_mark.column + 1,
                                  field=dotted(loc))
@@ -141,7 +147,7 @@ def _walk(node: yaml.Node, loc: Loc, positions: dict[Loc, tuple[int, int]], name
             positions[loc + (key,)] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
             _walk(value_node, loc + (key,), positions, name, depth + 1, budget)
             positions[loc + (key,)] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
-    elif isinstance(node, yaml.SequenceNode):
+    elif node.id == "sequence":
         for index, item in enumerate(node.value):
             _walk(item, loc + (index,), positions, name, depth + 1, budget)
 
@@ -160,7 +166,13 @@ def dotted(loc: Loc, limit: int = 80) -> str:
 
 def load_yaml(path: str | Path) -> tuple[Any, SourceMap]:
     """Read a YAML document safely and return (data, source map). Raises :class:`InputError`."""
-    name, text = _read_text(path)
+    return parse_yaml(*_read_text(path))
+
+
+def parse_yaml(name: str, text: str) -> tuple[Any, SourceMap]:
+    """Parse the YAML text of file ``name`` safely: (data, source map). Raises :class:`InputError`."""
+    import yaml
+
     try:
         loader = yaml.SafeLoader(text)
     except yaml.reader.ReaderError as exc:
@@ -275,15 +287,21 @@ def load_checked_source(path: str | Path) -> PolicySource:
     A clean verdict is remembered (:mod:`memsteward.policy.verdicts`): the same policy under the
     same allow-lists and code is not analysed (nor Z3 imported) again.
     """
+    return _checked_source(*_read_text(path))
+
+
+def _checked_source(name: str, text: str, rules: EndpointRules | None = None) -> PolicySource:
+    """:func:`load_checked_source` of text already read (``rules``: the operator's allow-lists, read
+    from the environment when None)."""
     from .endpoints import EndpointRules
     from .verdicts import passed_before, remember_passed, verdict_key
 
     try:
-        src = load_policy_source(path)
+        src = parse_policy(*parse_yaml(name, text))
     except PolicySchemaError as exc:
         first = exc.findings[0]
         raise InputError(first.message, file=first.file, line=first.line, col=first.col, field=first.field) from None
-    rules = EndpointRules.from_environment()
+    rules = EndpointRules.from_environment() if rules is None else rules
     key = verdict_key(src.policy, rules)
     if passed_before(key):
         return src
@@ -303,5 +321,21 @@ def load_policy(path: str | Path) -> Policy:
     """Load a policy for execution (:func:`load_checked_source`, without the source map).
 
     Engines call this; a policy the engine runs has passed ``memsteward check`` without errors.
+    The validated policy is remembered by the SHA-256 of its text (:func:`~memsteward.policy.
+    verdicts.remembered_policy`): the same text under the same allow-lists and code is read back
+    without parsing YAML. Anything else — a first run, a changed file, an unusable cache entry, an
+    invalid config file — takes the full path, with its errors.
     """
-    return load_checked_source(path).policy
+    from .endpoints import EndpointRules
+    from .verdicts import remember_policy, remembered_policy
+
+    name, text = _read_text(path)
+    try:
+        rules = EndpointRules.from_environment()
+    except InputError:  # reported by the full path, in its order (a policy error first)
+        return _checked_source(name, text).policy
+    policy = remembered_policy(text, rules)
+    if policy is None:
+        policy = _checked_source(name, text, rules).policy
+        remember_policy(text, rules, policy)
+    return policy
