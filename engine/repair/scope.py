@@ -173,8 +173,8 @@ def strong_components(succ: Sequence[Sequence[int]]) -> list[list[int]]:
 
 
 PEEL_MIN_MEMBERS = 2048  # below this many members of C(F), Tarjan alone (no numpy import: CLI start-up)
-PEEL_NARROW_LEVELS = 256  # levels narrower than PEEL_NARROW allowed before the rest goes to Tarjan
-PEEL_NARROW = 8
+PEEL_NARROW = 8  # a level with fewer members is narrow: peeling it costs more than Tarjan would
+PEEL_NARROW_LEVELS = 256  # after this many narrow levels (a long chain) the rest goes to Tarjan
 
 
 def order_and_cycles(scope: Scope) -> tuple[list[str], frozenset[str]]:
