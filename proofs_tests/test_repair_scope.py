@@ -249,3 +249,39 @@ def test_peeled_order_is_parents_first_with_cycles_by_id(doc, data):
         members = [v for v in order if comp[v] == k]
         assert members == sorted(members) and at[members[-1]] - at[members[0]] == len(members) - 1
     assert cyclic == {v for v in g if g.has_edge(v, v) or sum(comp[u] == comp[v] for u in g) > 1}
+
+
+def test_large_cascade_with_cycles_plans_as_the_reference_at_the_real_thresholds():
+    """≈ 2,800 members (above PEEL_MIN_MEMBERS, so the array peel runs unpatched), 400 random influence
+    edges inside C(F) (cycles, self-loops) and 300 members already withdrawn, erased or republished:
+    every event type plans exactly as the networkx reference."""
+    import random
+
+    from bench.repair_policies import load
+    from bench.repair_traces import scale_snapshot
+    from memsteward.repair.artifacts import Artifact, Edge, Snapshot
+    from memsteward.repair.scope import PEEL_MIN_MEMBERS
+
+    policy = load("tool-agent")
+    snap, ev = scale_snapshot(20_000, seed=3, event_share=0.3)
+    rng = random.Random(3)
+    ids = sorted(snap.artifacts)
+    cascade = sorted(snap.reach(ev["roots"]))
+    assert len(cascade) >= PEEL_MIN_MEMBERS
+    extra = tuple(Edge(rng.choice(cascade), rng.choice(cascade)) for _ in range(400))
+    arts = dict(snap.artifacts)
+    for i in rng.sample([x for x in ids if not x.startswith("api-")], 300):
+        a = arts[i]
+        arts[i] = Artifact(a.id, a.kind, a.arch, a.version, a.content, a.meta,
+                           rng.choice(["withdrawn", "erased", "republished"]))
+    snap = Snapshot(arts, tuple(dict.fromkeys(snap.edges + extra)))
+    for etype in ("migrate", "delete", "correct"):
+        doc = {"type": etype, "roots": ev["roots"]}
+        if etype == "migrate":
+            doc["interface"] = ev["interface"]
+        if etype == "correct":
+            doc["replacements"] = [{"id": r, "kind": "record", "content": {"text": "new"}} for r in ev["roots"]]
+        event = parse_event(doc, snap)
+        want = reference_plan(policy, snap, event, "mincut", "ortools").to_json()
+        assert any(c["reason"].startswith("on a cycle") for c in want["candidates"])
+        assert compute_plan(policy, snap, event, "mincut", "ortools").to_json() == want
