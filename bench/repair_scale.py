@@ -113,7 +113,7 @@ def plan_worker(folder: str, repeats: int) -> dict[str, Any]:
     from ortools.graph.python import max_flow
 
     from memsteward.repair.candidates import assign
-    from memsteward.repair.closure import _scaled, select
+    from memsteward.repair.closure import _scaled, closure_network, select
     from memsteward.repair.events import event_from_dict
     from memsteward.repair.plan import compute_plan, execution_order
     from memsteward.repair.scope import read_scope
@@ -138,21 +138,9 @@ def plan_worker(folder: str, repeats: int) -> dict[str, Any]:
     execution_order(asg.candidates, sel.selected)
     t4 = time.perf_counter()
     # the floor of the selection step: OR-Tools max-flow alone on the same closure network
-    cands = asg.candidates
-    ints, _ = _scaled(cands, policy.selection.tradeoff, __import__("fractions").Fraction(0))
-    index = {c.id: k + 2 for k, c in enumerate(cands)}
-    inf = sum(abs(v) for v in ints.values()) + 1
-    arcs = []
-    for c in cands:
-        p, k = ints[c.id], index[c.id]
-        if p > 0:
-            arcs.append((0, k, p))
-        if not c.executable:
-            arcs.append((k, 1, inf))
-        elif p < 0:
-            arcs.append((k, 1, -p))
-        arcs.extend((k, index[j], inf) for j in c.prerequisites if j in index)
-    tails, heads, caps = (np.asarray(x, dtype=d) for x, d in zip(zip(*arcs), (np.int32, np.int32, np.int64)))
+    ints, _ = _scaled(asg.candidates, policy.selection.tradeoff, __import__("fractions").Fraction(0))
+    tails, heads, caps = (np.asarray(x, dtype=d) for x, d in zip(closure_network(asg.candidates, ints),
+                                                                 (np.int32, np.int32, np.int64)))
 
     def floor() -> int:
         smf = max_flow.SimpleMaxFlow()

@@ -110,77 +110,70 @@ def is_feasible(candidates: Sequence[Candidate], selected: Collection[str]) -> b
     return True
 
 
-def _prereqs_in_plus(c: Candidate, plus: Collection[str]) -> list[str]:
-    return [j for j in c.prerequisites if j in plus]
-
-
-def _scaled(candidates: Sequence[Candidate], tradeoff: float, extra: Fraction) -> tuple[dict[str, int], int]:
-    """Integer capacities p_i · L, L the lcm of the p_i's reduced denominators (the smallest integer
-    scaling). With p_i = P_i / D (:func:`_numerators`), p_i reduces to denominator D / gcd(P_i, D), and
-    the lcm of such divisors of D is D / gcd(D, P_1, …, P_n): no rational per candidate."""
+def _scaled(candidates: Sequence[Candidate], tradeoff: float, extra: Fraction) -> tuple[list[int], int]:
+    """Integer capacities p_i · L (in the candidates' order), L the lcm of the p_i's reduced
+    denominators (the smallest integer scaling). With p_i = P_i / D (:func:`_numerators`), p_i reduces
+    to denominator D / gcd(P_i, D), and the lcm of such divisors of D is D / gcd(D, P_1, …, P_n): no
+    rational per candidate."""
     lam = (tradeoff if isinstance(tradeoff, Fraction) else exact(tradeoff)) + extra
     nums, den = _numerators(candidates, lam)
     g = math.gcd(den, *nums)
-    return {c.id: n // g for c, n in zip(candidates, nums)}, den // g
+    return [n // g for n in nums], den // g
 
 
 # --------------------------------------------------------------------------- min cut backends
 
 
-def _cut_networkx(candidates: Sequence[Candidate], ints: dict[str, int]) -> frozenset[str]:
+def closure_network(candidates: Sequence[Candidate], ints: Sequence[int]) -> tuple[list[int], list[int], list[int]]:
+    """The Picard network of Eq. 1–4 as arc lists (tails, heads, capacities): node 0 = s, 1 = t,
+    k + 2 = candidate k; s → k with p_k > 0, k → t with −p_k for p_k < 0 or ∞ when v_k = 0, and
+    k → j with ∞ for j ∈ P̄_k. ∞ = Σ |p| + 1 exceeds every finite cut."""
+    index = {c.id: k for k, c in enumerate(candidates, 2)}
+    inf = sum(map(abs, ints)) + 1
+    tails: list[int] = []
+    heads: list[int] = []
+    caps: list[int] = []
+    for k, (c, p) in enumerate(zip(candidates, ints), 2):
+        if p > 0:
+            tails.append(0), heads.append(k), caps.append(p)
+        if not c.executable:
+            tails.append(k), heads.append(1), caps.append(inf)
+        elif p < 0:
+            tails.append(k), heads.append(1), caps.append(-p)
+        for j in c.prerequisites:
+            h = index.get(j)
+            if h is not None:
+                tails.append(k), heads.append(h), caps.append(inf)
+    return tails, heads, caps
+
+
+def _cut_networkx(candidates: Sequence[Candidate], ints: Sequence[int]) -> list[int]:
+    """The minimal min cut's source side (candidate positions) by networkx's preflow-push."""
     import networkx as nx  # local: the reference backend only (CLI start-up imports no networkx)
 
-    plus = {c.id for c in candidates}
     g = nx.DiGraph()
-    s, t = ("__source__",), ("__sink__",)
-    g.add_node(s)
-    g.add_node(t)
-    for c in candidates:
-        p = ints[c.id]
-        g.add_node(c.id)
-        if p > 0:
-            g.add_edge(s, c.id, capacity=p)
-        if not c.executable:
-            g.add_edge(c.id, t)  # no capacity attribute: infinite (one DiGraph edge per pair)
-        elif p < 0:
-            g.add_edge(c.id, t, capacity=-p)
-        for j in _prereqs_in_plus(c, plus):
-            g.add_edge(c.id, j)
-    residual = nx.algorithms.flow.preflow_push(g, s, t)
-    seen = {s}
-    stack = [s]
+    g.add_nodes_from(range(len(candidates) + 2))
+    for u, v, cap in zip(*closure_network(candidates, ints)):
+        g.add_edge(u, v, capacity=cap)
+    residual = nx.algorithms.flow.preflow_push(g, 0, 1)
+    seen = {0}
+    stack = [0]
     while stack:
         u = stack.pop()
         for v, attr in residual[u].items():
             if v not in seen and attr["capacity"] - attr["flow"] > 0:
                 seen.add(v)
                 stack.append(v)
-    return frozenset(n for n in seen if n != s)
+    return sorted(k - 2 for k in seen if k > 1)
 
 
-def _cut_ortools(candidates: Sequence[Candidate], ints: dict[str, int]) -> frozenset[str]:
+def _cut_ortools(candidates: Sequence[Candidate], ints: Sequence[int]) -> list[int]:
+    """The minimal min cut's source side (candidate positions) by OR-Tools' ``SimpleMaxFlow``."""
     if not candidates:
-        return frozenset()
+        return []
     from ortools.graph.python import max_flow  # local: imported only when there is something to select
 
-    index = {c.id: k + 2 for k, c in enumerate(candidates)}
-    s, t = 0, 1
-    inf = sum(abs(v) for v in ints.values()) + 1
-    tails: list[int] = []
-    heads: list[int] = []
-    caps: list[int] = []
-    for k, c in enumerate(candidates, 2):
-        p = ints[c.id]
-        if p > 0:
-            tails.append(s), heads.append(k), caps.append(p)
-        if not c.executable:
-            tails.append(k), heads.append(t), caps.append(inf)
-        elif p < 0:
-            tails.append(k), heads.append(t), caps.append(-p)
-        for j in c.prerequisites:
-            h = index.get(j)
-            if h is not None:
-                tails.append(k), heads.append(h), caps.append(inf)
+    tails, heads, caps = closure_network(candidates, ints)
     smf = max_flow.SimpleMaxFlow()
     if len(tails) <= SMALL_CUT_ARCS:  # one call per arc: a small event's cut needs no numpy (CLI start-up)
         for arc in zip(tails, heads, caps):
@@ -190,10 +183,10 @@ def _cut_ortools(candidates: Sequence[Candidate], ints: dict[str, int]) -> froze
 
         smf.add_arcs_with_capacity(np.asarray(tails, dtype=np.int32), np.asarray(heads, dtype=np.int32),
                                    np.asarray(caps, dtype=np.int64))
-    status = smf.solve(s, t)
+    status = smf.solve(0, 1)
     if status != smf.OPTIMAL:
         raise RuntimeError(f"OR-Tools max flow failed with status {status}")
-    return frozenset(candidates[k - 2].id for k in smf.get_source_side_min_cut() if k > 1)
+    return [k - 2 for k in smf.get_source_side_min_cut() if k > 1]
 
 
 def max_weight_closure(candidates: Sequence[Candidate], tradeoff: float, backend: str = "networkx",
@@ -202,16 +195,17 @@ def max_weight_closure(candidates: Sequence[Candidate], tradeoff: float, backend
     ints, scale = _scaled(candidates, tradeoff, extra)
     method = backend
     if backend == "ortools":
-        if 2 * sum(abs(v) for v in ints.values()) + 2 < INT64_SAFE:
-            chosen = _cut_ortools(candidates, ints)
+        if 2 * sum(map(abs, ints)) + 2 < INT64_SAFE:
+            side = _cut_ortools(candidates, ints)
         else:
-            method, chosen = "ortools→networkx (capacities exceed int64)", _cut_networkx(candidates, ints)
+            method, side = "ortools→networkx (capacities exceed int64)", _cut_networkx(candidates, ints)
     elif backend == "networkx":
-        chosen = _cut_networkx(candidates, ints)
+        side = _cut_networkx(candidates, ints)
     else:
         raise ValueError(f"unknown backend {backend!r}")
+    chosen = frozenset(candidates[k].id for k in side)
     # Eq. 1 of the cut: Σ p_i over S_ρ = Σ ints_i / scale, exact (with a Lagrangian shift, recomputed at λ)
-    value = (Fraction(sum(ints[i] for i in chosen), scale) if extra == 0
+    value = (Fraction(sum(ints[k] for k in side), scale) if extra == 0
              else objective(candidates, chosen, tradeoff))
     return Selection(chosen, value, f"mincut/{method}", True)
 
