@@ -1,4 +1,4 @@
-from memsteward.cli import main
+from memsteward.cli import run
 
 if __name__ == "__main__":
-    main()
+    run()

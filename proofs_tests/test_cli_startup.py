@@ -84,6 +84,30 @@ def test_repair_dry_run_imports_z3_only_on_a_policys_first_run(env, tmp_path):
                                                    "memsteward.policy.analysis", "memsteward.specs"))}
 
 
+def test_the_executable_exits_quickly_and_still_closes_its_stores(env, tmp_path):
+    """``memsteward`` / ``python -m memsteward`` is :func:`memsteward.cli.run`: garbage is collected
+    (finalizers run) before the rest is frozen for the interpreter's exit. A store the command leaves
+    to the collector is closed, its WAL checkpointed and removed (a freeze without the collection
+    leaves ``-wal``/``-shm`` behind); exit codes and messages are those of ``main``."""
+    db, event = tiny_store(tmp_path, env)
+    assert sorted(p.name for p in tmp_path.glob("tiny.db*")) == ["tiny.db"]
+    args = ["repair", "--policy", str(POLICY), "--store", db, "--event", event]
+    done = subprocess.run([sys.executable, "-m", "memsteward", *args], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in tmp_path.glob("tiny.db*")) == ["tiny.db"]
+    again = subprocess.run([sys.executable, "-m", "memsteward", *args], capture_output=True, text=True, env=env,
+                           cwd=tmp_path, timeout=120)
+    in_process = CliRunner().invoke(main, args, env={verdicts.CACHE_VAR: env[verdicts.CACHE_VAR]})
+    assert again.returncode == in_process.exit_code == 2  # r1 was erased by the first run
+    assert again.stderr == in_process.output and "erased by an earlier delete event" in again.stderr
+    code = ("import atexit, sys; from memsteward import cli; calls = []; "
+            "atexit.register = lambda f: calls.append(f); cli.main = lambda: None; cli.run(); "
+            "print(calls == [cli._quick_exit])")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60).stdout.strip() == "True"
+
+
 def test_check_still_uses_z3(env, tmp_path):
     assert "z3" in tops(imported(["check", str(POLICY)], env, tmp_path))
 

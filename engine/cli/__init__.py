@@ -5,10 +5,15 @@ violations; 2 bad input (unreadable, unparsable, or naming things that do not ex
 3 internal error.
 
 Commands are imported on use (:class:`~memsteward.cli.lazy.LazyGroup`): ``COMMANDS`` is the one
-table of names, where each is defined, and the one-line help ``memsteward --help`` prints.
+table of names, where each is defined, and the one-line help ``memsteward --help`` prints. The
+``memsteward`` executable (and ``python -m memsteward``) is :func:`run`: :data:`main` with a quicker
+interpreter exit.
 """
 
 from __future__ import annotations
+
+import atexit
+import gc
 
 import click
 
@@ -53,3 +58,27 @@ def main() -> None:
     migrate event (MemoRepair) and how harmful memories are cleared from one query's
     context (MeClear). Start with `memsteward demo`, then `memsteward check policies/*.yaml`.
     """
+
+
+def _quick_exit() -> None:
+    """Collect what is garbage now, then freeze what is still alive so that the interpreter's
+    finalisation does not traverse it again in its own full collections."""
+    gc.collect()
+    gc.freeze()
+
+
+def run() -> None:
+    """The ``memsteward`` executable: :data:`main`, then a quicker interpreter exit.
+
+    CPython's finalisation runs full garbage collections over every object still alive: once
+    pydantic's schemas and the engine are loaded, the exit of a ``repair --dry-run`` costs ≈ 50 ms
+    of CPU, of which collecting once and freezing saves ≈ 20–35 ms (bench/cli_startup.py).
+    :func:`_quick_exit`, registered before any command module is imported, runs after the atexit
+    handlers those modules register (logging, multiprocessing, Ray, executors; atexit is LIFO): it
+    collects the garbage of the command — finalizers run as before, so a store left to the collector
+    is still closed and its WAL checkpointed — and freezes the rest (modules, classes, caches), which
+    the process is about to discard; Python does not promise finalizers for objects alive at exit.
+    Only the executable does this: importing :data:`main` (tests, ``CliRunner``) changes nothing.
+    """
+    atexit.register(_quick_exit)
+    main()
