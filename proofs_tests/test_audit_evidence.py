@@ -17,6 +17,7 @@ from click.testing import CliRunner
 
 from memsteward.cli import main
 from memsteward.repair.auditchain import GENESIS, row_hash
+from memsteward.repair.planstore import plan_text, read_plan
 
 DATA = Path("engine/data/repair")
 KEY = "k" * 32
@@ -97,9 +98,9 @@ def test_short_key_is_bad_input(signed_db: str, monkeypatch):
 def test_check_detects_an_edited_plan(signed_db: str):
     con = sqlite3.connect(signed_db)
     (plan,) = con.execute("SELECT plan FROM events WHERE id = 1").fetchone()
-    doc = json.loads(plan)
+    doc = read_plan(plan)
     doc["withdrawn"] = doc["withdrawn"][1:]
-    con.execute("UPDATE events SET plan = ? WHERE id = 1", (json.dumps(doc, sort_keys=True, separators=(",", ":")),))
+    con.execute("UPDATE events SET plan = ? WHERE id = 1", (plan_text(doc),))
     con.commit()
     con.close()
     r = CliRunner().invoke(main, ["audit", "--store", signed_db, "--check", "--json"])

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from memsteward.cli import main
 from memsteward.repair.attestation import _support_check
+from memsteward.repair.planstore import plan_text, read_plan
 from memsteward.repair.store import Store
 
 DATA = Path("engine/data/repair")
@@ -112,10 +113,10 @@ def test_rewritten_plan_outside_the_chain_is_detected(store: str):
     """Editing the unchained events table (drop an artifact from the cascade, serve it) fails."""
     con = sqlite3.connect(store)
     (plan,) = con.execute("SELECT plan FROM events WHERE id = 1").fetchone()
-    doc = json.loads(plan)
+    doc = read_plan(plan)
     doc["cascade"].remove("sum-digest")
     doc["barrier"].remove("sum-digest")
-    con.execute("UPDATE events SET plan = ? WHERE id = 1", (json.dumps(doc),))
+    con.execute("UPDATE events SET plan = ? WHERE id = 1", (plan_text(doc),))
     con.execute("UPDATE artifacts SET state = 'servable' WHERE id = 'sum-digest'")
     con.commit()
     con.close()

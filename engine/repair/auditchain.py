@@ -59,17 +59,24 @@ def row_hash(prev: str, seq: int, at: str, event_id: int | None, action: str, ar
 def chain_same(prev: str, seq: int, at: str, event_id: int | None, action: str,
                artifact_ids: Sequence[str | None], detail: str) -> list[str]:
     """:func:`row_hash` of rows seq, seq+1, … that differ only in ``artifact_id`` (a barrier's
-    withdraw rows), continuing from ``prev``: the shared fields are encoded once, not per row."""
-    middle = ",%s,%s,%s," % (_string(at), "null" if event_id is None else "%d" % event_id, _string(action))
-    tail = ",%s]" % _string(detail)
+    withdraw rows), continuing from ``prev``: the shared fields go into one format string, the ids
+    are quoted in one pass, and a link is quoted without the encoder (a hex digest needs no escaping;
+    the first ``prev``, read from the store, is escaped as :func:`row_hash` does)."""
+    shared = ",%s,%s,%s," % (_string(at), "null" if event_id is None else "%d" % event_id, _string(action))
+    row = ('["%s",%d' + shared.replace("%", "%%") + "%s" + (",%s]" % _string(detail)).replace("%", "%%"))
     sha256 = hashlib.sha256
-    out = []
-    for k, artifact_id in enumerate(artifact_ids):
-        prev = sha256(("[%s,%d%s%s%s" % (_string(prev), seq + k, middle,
-                                         "null" if artifact_id is None else _string(artifact_id), tail)
-                       ).encode("utf-8")).hexdigest()
-        out.append(prev)
+    out: list[str] = []
+    append = out.append
+    link = _string(prev)[1:-1]
+    quoted = map(_string if None not in artifact_ids else _quote, artifact_ids)
+    for k, q in enumerate(quoted, seq):
+        link = sha256((row % (link, k, q)).encode("utf-8")).hexdigest()
+        append(link)
     return out
+
+
+def _quote(artifact_id: str | None) -> str:
+    return "null" if artifact_id is None else _string(artifact_id)
 
 
 def chain(rows: Iterable[Sequence[Any]], prev: str = GENESIS) -> list[str]:

@@ -44,10 +44,13 @@ __all__ = ["db_errors", "PG_SCHEMA", "SCHEMA_VERSION", "SQLITE_SCHEMA", "PgConne
 #      a dead process on another host is recognised; SQLite gains the ``memsteward_schema`` table.
 #   3  ``shingles``: the lineage index (word-trigram hashes of every current content, see
 #      memsteward.repair.lineage), filled by the migration from the stored contents.
+#   4  ``events.plan`` may hold a plan in its packed form (memsteward.repair.planstore), which a release of
+#      version 3 would misread; no table changes, and the plans stored before stay as they are (their
+#      SHA-256 pins in the audit log name that text), so the migration only records the version.
 # ANY change to a table or column of either schema (a new table included: `CREATE TABLE IF NOT EXISTS`
 # reaches new stores only) bumps SCHEMA_VERSION and appends one step per backend to MIGRATIONS; a store
 # of an older version is refused (exit 2, nothing changed) until `memsteward store migrate` ran.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 CORE_TABLES = frozenset({"artifacts", "versions", "edges", "events", "audit"})  # what makes a database a store
 
 SQLITE_SCHEMA = """
@@ -184,11 +187,21 @@ def _pg_v2_to_v3(conn: Any) -> str:
     return "SELECT 1"
 
 
+def _sqlite_v3_to_v4(conn: Any) -> str:
+    """Nothing to change: a plain stored plan reads as it is (planstore.read_plan)."""
+    return ""
+
+
+def _pg_v3_to_v4(conn: Any) -> str:
+    """Nothing to change: a plain stored plan reads as it is (planstore.read_plan)."""
+    return "SELECT 1"
+
+
 # MIGRATIONS[backend][v - 1](conn) is the SQL that takes a store from version v to v + 1 (it may read
 # the store to decide); the store runs every pending step and the new version in ONE write transaction.
 MIGRATIONS: dict[str, tuple[Callable[[Any], str], ...]] = {
-    "sqlite": (_sqlite_v1_to_v2, _sqlite_v2_to_v3),
-    "postgresql": (_pg_v1_to_v2, _pg_v2_to_v3),
+    "sqlite": (_sqlite_v1_to_v2, _sqlite_v2_to_v3, _sqlite_v3_to_v4),
+    "postgresql": (_pg_v1_to_v2, _pg_v2_to_v3, _pg_v3_to_v4),
 }
 assert all(len(steps) == SCHEMA_VERSION - 1 for steps in MIGRATIONS.values())
 

@@ -1,0 +1,114 @@
+"""The stored plan (``events.plan``, memsteward.repair.planstore) and the barrier's bulk rows.
+
+* packing is exact: the packed text reads back as the plain canonical JSON does — same values and
+  types (compared through canonical text, where ``1``, ``1.0`` and ``true`` differ) — for a barrier
+  of hundreds of artifacts and for lists chosen to trip run-length coding (1 / 1.0 / True, 0.0 / -0.0);
+* on every backend the barrier stores the plan so that ``Store.event`` gives back the same
+  TransitionPlan, the SHA-256 pin of the chained barrier row verifies (``audit --check``), the plan
+  steps carry each step's mode, and the withdraw rows chain;
+* a plan stored in the plain form (schema version 3 and before) still reads.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bench.repair_traces import barrier_snapshot
+from memsteward.policy.loader import load_policy
+from memsteward.repair.attestation import check_records
+from memsteward.repair.auditchain import first_broken
+from memsteward.repair.events import event_from_dict
+from memsteward.repair.plan import TransitionPlan, compute_plan
+from memsteward.repair.planstore import PACK_MIN, canonical, pack, plan_text, read_plan
+from memsteward.repair.execute import policy_document, root_successors
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _plain(doc):
+    """What the plain stored form reads back as."""
+    return json.loads(canonical(doc))
+
+
+def _same(a, b) -> bool:
+    return canonical(a) == canonical(b)  # type-exact: 1, 1.0 and true are different texts
+
+
+def _planned(store, n: int):
+    snap, ev = barrier_snapshot(n)
+    store.import_snapshot(snap)
+    policy = load_policy(str(ROOT / "policies" / "default.yaml"))
+    event = event_from_dict(ev)
+    return policy, event, compute_plan(policy, store, event)
+
+
+def test_packed_plan_reads_back_exactly_and_is_packed(store_factory):
+    store = store_factory()
+    _, _, plan = _planned(store, 300)
+    doc = plan.to_json()
+    text = plan_text(doc)
+    back = read_plan(text)
+    assert back == _plain(doc) and _same(back, _plain(doc))
+    assert TransitionPlan.from_json(back) == plan
+    fields = json.loads(text)["fields"]
+    # the bulky parts are packed, not copied: id runs, columns, run-length values
+    assert "ids" in fields["cascade"] and "ids" in fields["barrier"] and "rows" in fields["candidates"]
+    assert len(text) < len(canonical(doc)) / 3
+
+
+@pytest.mark.parametrize("column", [
+    [1, 1.0, True] * PACK_MIN, [1] * PACK_MIN + [1.0] * PACK_MIN + [True] * PACK_MIN,
+    [0.0] * PACK_MIN + [-0.0] * PACK_MIN, [0.5] * 2 * PACK_MIN, [None, "a"] * PACK_MIN + ["a"] * 4 * PACK_MIN,
+    [[1], [1.0]] * PACK_MIN, [{"a": 1}, {"a": 1.0}] * PACK_MIN, [{"a": 1}] * PACK_MIN + [{"b": 1}],
+    [{"a": 1, "b": [2]}] * 3 * PACK_MIN, [[], [1, 2], ("x",)] * PACK_MIN, ["s-1", "other"] * PACK_MIN,
+])
+def test_packing_keeps_every_value_and_type(column):
+    ids = [f"s-{k}" for k in range(3 * PACK_MIN)]
+    doc = {"cascade": ids, "col": column, "rev": ids[::-1], "part": ids[2:10] + ids[20:], "map": dict.fromkeys(ids, 0.0),
+           "mapped": {i: v for i, v in zip(ids, column)}}
+    back = read_plan(plan_text(doc))
+    assert _same(back, _plain(doc))
+
+
+def test_a_cascade_with_repeated_ids_is_not_a_table():
+    doc = {"cascade": ["a", "a"] * PACK_MIN, "barrier": ["a"] * PACK_MIN}
+    assert pack(doc)["ids"] == [] and _same(read_plan(plan_text(doc)), _plain(doc))
+
+
+def test_barrier_stores_the_plan_its_pin_verifies_and_the_rows_are_written(store_factory):
+    store = store_factory()
+    policy, event, plan = _planned(store, 300)
+    doc = plan.to_json()
+    eid = store.barrier(doc, policy_document(policy), root_successors(event, store), store.generation())
+    ev = store.event(eid)
+    assert ev["plan"] == _plain(doc) and TransitionPlan.from_json(ev["plan"]) == plan
+    assert check_records(store) is None  # the stored text is the one the barrier row pins
+    steps = store.steps(eid)
+    assert set(steps) == set(plan.order)
+    assert {i: s.status for i, s in steps.items()} == dict.fromkeys(plan.order, "pending")
+    modes = {r[0]: r[1] for r in store.conn.execute(
+        "SELECT artifact_id, mode FROM plan_steps WHERE event_id = ? ORDER BY seq", (eid,))}
+    assert modes == {i: plan.modes[i] for i in plan.order}
+    seqs = [r[0] for r in store.conn.execute("SELECT artifact_id FROM plan_steps WHERE event_id = ? ORDER BY seq",
+                                             (eid,))]
+    assert seqs == list(plan.order)
+    rows = store.audit_rows()
+    assert [r[4] for r in rows if r[3] == "withdraw"] == list(plan.barrier)
+    assert first_broken(rows, store.audit_head()) is None
+    assert {i for i, (s, _) in store.states().items() if s == "withdrawn"} == set(plan.barrier)
+    (unfinished_id, _, _, stored) = store.unfinished_event()
+    assert unfinished_id == eid and stored == ev["plan"]
+
+
+def test_a_plain_stored_plan_still_reads(store_factory):
+    store = store_factory()
+    policy, event, plan = _planned(store, 40)
+    doc = plan.to_json()
+    eid = store.barrier(doc, policy_document(policy), root_successors(event, store), store.generation())
+    with store.transaction() as c:  # as a release of schema version 3 wrote it
+        c.execute("UPDATE events SET plan = ? WHERE id = ?", (canonical(doc), eid))
+    assert store.event(eid)["plan"] == _plain(doc)
+    assert TransitionPlan.from_json(store.unfinished_event()[3]) == plan
