@@ -112,3 +112,10 @@ def test_a_plain_stored_plan_still_reads(store_factory):
         c.execute("UPDATE events SET plan = ? WHERE id = ?", (canonical(doc), eid))
     assert store.event(eid)["plan"] == _plain(doc)
     assert TransitionPlan.from_json(store.unfinished_event()[3]) == plan
+
+
+@pytest.mark.parametrize("damage", [{"fields": {"x": {"ids": [0, "a"]}}}, {"fields": {"x": {"nope": 1}}},
+                                    {"fields": {"x": {"rows": ["a"]}}}, {"ids": None, "fields": {"x": {"ids": [0, 1]}}}])
+def test_a_damaged_packed_plan_is_a_value_error(damage):
+    with pytest.raises(ValueError, match="damaged stored plan"):
+        read_plan(canonical({"packed": 2, "ids": ["a"], "fields": {}, **damage}))

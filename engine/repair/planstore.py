@@ -53,7 +53,10 @@ def read_plan(text: str) -> dict[str, Any]:
     """A stored plan (packed, or plain as written before schema version 4) → the TransitionPlan JSON."""
     doc = json.loads(text)
     if isinstance(doc, dict) and "packed" in doc:
-        return unpack(doc)
+        try:
+            return unpack(doc)
+        except (KeyError, TypeError, IndexError, AttributeError, StopIteration) as exc:
+            raise ValueError(f"damaged stored plan ({type(exc).__name__}: {exc})") from None
     return doc
 
 
