@@ -724,7 +724,9 @@ def render(sizes: list[int], built: dict, plans: dict, refs: dict, bres: dict, b
         _verdict(plans, small_ns, bres) + "\n",
         "**Per size.** scope = reading C(F), its parents and artifacts from the file; candidates = modes, SCCs, "
         "executability; selection = exact min cut (with exact rational scaling); order = execution order; plan = "
-        "`compute_plan` end to end (median of `reps` in one fresh process; the first run pays the lazy imports of numpy and OR-Tools); the phase columns are one further run, with the collector paused as in `compute_plan`. Same plan = the engine's TransitionPlan equals the reference's "
+        "`compute_plan` end to end (median of `reps` in one fresh process; the first run pays the lazy imports "
+        "of numpy and OR-Tools); the phase columns are one further run, with the collector paused as in "
+        "`compute_plan`. Same plan = the engine's TransitionPlan equals the reference's "
         "(SHA-256 of the JSON, selection backend aside).\n",
         table(["artifacts", "db MB", "|C(F)|", "candidates", "scope s", "candidates s", "selection s", "order s",
                "plan s", "floor s", "ref. load s", "ref. plan s", "ref./engine", "same plan", "peak MB", "ref. peak MB",
