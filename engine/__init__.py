@@ -14,8 +14,9 @@ import the engine, so the command line starts fast and each command imports only
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .lazyexports import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -43,18 +44,7 @@ _EXPORTS: dict[str, str] = {
 __all__ = sorted([*_EXPORTS, "__version__"])
 
 
-def __getattr__(name: str) -> Any:
-    """Import a public name's module on first access and cache the name in this module."""
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals(), __all__)
 
 
 if TYPE_CHECKING:  # static analysers and IDEs see the eager imports

@@ -83,13 +83,18 @@ def scenarios(draw):
     return doc, event, selector, policy
 
 
-@given(scenarios())
-def test_indexed_plan_equals_networkx_reference(scenario):
+def _with_reference(scenario):
+    """(policy, snapshot, event, selector, the networkx reference's plan JSON) of a drawn scenario."""
     doc, event_doc, selector, policy_name = scenario
     policy = _policy(policy_name)
     snap = parse_store_document(doc, "<test>")
     event = parse_event(event_doc, snap)
-    want = reference_plan(policy, snap, event, selector, "networkx").to_json()
+    return policy, snap, event, selector, reference_plan(policy, snap, event, selector, "networkx").to_json()
+
+
+@given(scenarios())
+def test_indexed_plan_equals_networkx_reference(scenario):
+    policy, snap, event, selector, want = _with_reference(scenario)
     assert compute_plan(policy, snap, event, selector, "networkx").to_json() == want
     store = Store()
     try:
@@ -220,11 +225,7 @@ def test_peel_levels_are_the_topological_generations_before_any_cycle(graph):
 
 @given(scenarios())
 def test_plans_through_the_array_peel_equal_the_networkx_reference(scenario):
-    doc, event_doc, selector, policy_name = scenario
-    policy = _policy(policy_name)
-    snap = parse_store_document(doc, "<test>")
-    event = parse_event(event_doc, snap)
-    want = reference_plan(policy, snap, event, selector, "networkx").to_json()
+    policy, snap, event, selector, want = _with_reference(scenario)
     with _peel_everything():
         assert compute_plan(policy, snap, event, selector, "networkx").to_json() == want
 

@@ -7,8 +7,9 @@ engine that runs a remembered policy (:mod:`memsteward.policy.verdicts`) never i
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..lazyexports import lazy_exports
 
 # name → the module (relative to this package) that defines it: the one table of the exports
 _EXPORTS: dict[str, str] = {
@@ -23,18 +24,7 @@ _EXPORTS: dict[str, str] = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    """Import a name's module on first access and cache the name in this package."""
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals(), __all__)
 
 
 if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
