@@ -286,3 +286,18 @@ def test_large_cascade_with_cycles_plans_as_the_reference_at_the_real_thresholds
         want = reference_plan(policy, snap, event, "mincut", "ortools").to_json()
         assert any(c["reason"].startswith("on a cycle") for c in want["candidates"])
         assert compute_plan(policy, snap, event, "mincut", "ortools").to_json() == want
+
+
+def test_artifacts_read_together_never_share_a_metadata_mapping():
+    """Operators are pluggable and receive these artifacts: one mutating its artifact's metadata must
+    not change another's (equal stored metadata is decoded once per artifact)."""
+    doc = {"artifacts": [{"id": f"c{k}", "kind": "cache", "content": "x", "meta": {"transform": "texts"}}
+                         for k in range(3)], "edges": []}
+    store = Store()
+    try:
+        store.import_snapshot(parse_store_document(doc, "<test>"))
+        arts = store.artifacts_of(["c0", "c1", "c2"])
+        arts["c0"].meta["transform"] = "changed"  # type: ignore[index]
+        assert arts["c1"].meta == {"transform": "texts"} and arts["c2"].meta == {"transform": "texts"}
+    finally:
+        store.close()

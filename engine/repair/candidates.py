@@ -137,7 +137,6 @@ def _static_support(policy: Policy, scope: Scope, event: Event, desc: frozenset[
     correct = event.type == "correct"
     servable = SERVABLE_STATES
     fields: dict[str, tuple[tuple[str, float], ...]] = {}
-    heads: dict[tuple, tuple] = {}
     out = {}
     artifacts = scope.artifacts
     for i, parents in scope.parents.items():
@@ -156,13 +155,10 @@ def _static_support(policy: Policy, scope: Scope, event: Event, desc: frozenset[
                     in_desc.append(p)
             elif p in reps or states[p] in servable:
                 kept += 1
-        kind, meta = art.kind, art.meta
-        hkey = (kind, art.arch, id(meta))  # artifacts read together share equal metadata mappings
-        head = heads.get(hkey)
-        if head is None:
-            if kind not in fields:
-                fields[kind] = _meta_fields(policy, kind)
-            head = heads[hkey] = (kind, art.arch, _meta_key(fields[kind], meta))
+        kind = art.kind
+        if kind not in fields:
+            fields[kind] = _meta_fields(policy, kind)
+        head = (kind, art.arch, _meta_key(fields[kind], art.meta))
         partitions = kind == "skill" and art.arch == "neural" and forget > 0 and kept > 0
         out[i] = (len(parents), kept, tuple(in_desc), partitions, head, art.state == "erased")
     return out

@@ -389,18 +389,11 @@ class Store:
             "WHERE e.type = 'influence'", (_id_list(ids),)).fetchall()
 
     def artifacts_of(self, ids: Collection[str]) -> dict[str, Artifact]:
-        """The current version of each of ``ids`` that exists (by primary key). Artifacts whose
-        stored metadata is the same text share one decoded (read-only) mapping."""
+        """The current version of each of ``ids`` that exists (by primary key)."""
         q = ("SELECT a.id, a.kind, a.arch, a.version, a.state, v.content, v.meta FROM json_each(?) j "
              "CROSS JOIN artifacts a ON a.id = j.value JOIN versions v ON v.id = a.id AND v.version = a.version")
-        metas: dict[str, Any] = {}
-        out = {}
-        for i, k, ar, ver, st, c, m in self.conn.execute(q, (_id_list(ids),)).fetchall():
-            meta = metas.get(m)
-            if meta is None:
-                meta = metas[m] = _load(m)
-            out[i] = Artifact(i, k, ar, ver, _load(c), meta, st)
-        return out
+        return {i: Artifact(i, k, ar, ver, _load(c), _load(m), st)
+                for i, k, ar, ver, st, c, m in self.conn.execute(q, (_id_list(ids),)).fetchall()}
 
     def shingle_candidates(self, roots: Mapping[str, Any], n: int) -> list[tuple[str, Any]]:
         """(id, content) of the servable artifacts that may share an n-word run with one of ``roots``'
