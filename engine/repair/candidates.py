@@ -86,64 +86,35 @@ def assign(policy: Policy, scope: Scope, event: Event, operators: OperatorRegist
     ``ordering`` is a parents-first order of C(F) and its cyclic members; by default
     :func:`~memsteward.repair.scope.order_and_cycles` (the networkx reference passes its own).
 
-    What does not depend on other members' modes is computed once per member (:func:`_static_support`:
-    |inputs|, inputs retained outside C(F), whether partitions exist, the cell's static part); the pass
-    in parents-first order then only counts the repairable affected inputs, Σ_{j ∈ P_i ∩ D(F)} [μ_j ≠
-    remove]. Φ_μ is evaluated once per distinct cell (a cascade of 10^5 members has a few dozen),
-    operators and the weight tables are looked up once per (mode, kind, arch).
+    One pass in parents-first order: for each descendant i its inputs are classified once — in
+    Ret(e) (:func:`~memsteward.repair.scope.is_retained`: outside C(F), or a correction's
+    replacement), counted as support when also servable (or a replacement); affected (the forget
+    set); in D(F), counted as support when already repairable, Σ_{j ∈ P_i ∩ D(F)} [μ_j ≠ remove]
+    (a cycle's later members are not yet decided: not support). Partitions exist for a neural
+    skill with a forget set (inputs in C(F) \\ X_Δ) and a reference set (retained inputs).
+    Φ_μ is evaluated once per distinct cell (a cascade of 10^5 members has a few dozen).
     """
     operators = operators or operators_for(policy)
     order, cyclic = ordering if ordering is not None else order_and_cycles(scope)
     roots = frozenset(event.roots)
-    desc = scope.cascade - roots
-    static = _static_support(policy, scope, event, desc)
-    sufficient = policy.support.sufficient
-    modes: dict[str, str] = {}
-    cells: dict[str, Cell] = {}
-    decided: dict[tuple, tuple[Cell, str]] = {}
-    repairable_modes = modes.get
-    for i in order:
-        if i in roots:
-            continue
-        inputs, kept, in_desc, partitions, head, erased = static[i]
-        retained = kept
-        for p in in_desc:
-            if repairable_modes(p, "remove") != "remove":
-                retained += 1
-        key = (head, sufficient(retained, inputs), partitions)
-        hit = decided.get(key)
-        if hit is None:
-            kind, arch, meta = head
-            cell = Cell(kind, arch, event.type, "sufficient" if key[1] else "insufficient", partitions, dict(meta))
-            hit = decided[key] = (cell, decide(policy, cell) or "remove")
-        cells[i] = hit[0]
-        # an erased artifact (deleted by an earlier event) is never repaired: that would resurrect it
-        modes[i] = "remove" if erased else hit[1]
-    return Assignment(modes, _candidates(policy, scope, modes, desc, cyclic, static, operators), cells)
-
-
-def _static_support(policy: Policy, scope: Scope, event: Event, desc: frozenset[str],
-                    ) -> dict[str, tuple[int, int, tuple[str, ...], bool, tuple, bool]]:
-    """Per descendant i: (|inputs|, inputs retained outside C(F), P_i ∩ D(F) in id order, whether
-    partitions exist, (kind, arch, numeric metadata) of its cell, erased).
-
-    An input is in Ret(e) (:func:`~memsteward.repair.scope.is_retained`) when it lies outside C(F) or
-    is a correction's replacement; it counts as retained support when it is also servable (or is a
-    replacement). Partitions exist for a neural skill with a forget set (inputs in C(F) \\ X_Δ) and a
-    reference set (retained inputs)."""
     affected = scope.cascade
-    states = scope.states
+    desc = affected - roots
+    states, artifacts, parents_of = scope.states, scope.artifacts, scope.parents
     reps = event.replacement_ids
     correct = event.type == "correct"
     servable = SERVABLE_STATES
+    sufficient = policy.support.sufficient
     fields: dict[str, tuple[tuple[str, float], ...]] = {}
-    out = {}
-    artifacts = scope.artifacts
-    for i, parents in scope.parents.items():
-        if i not in desc:
+    modes: dict[str, str] = {}
+    cells: dict[str, Cell] = {}
+    in_desc_of: dict[str, tuple[str, ...]] = {}
+    decided: dict[tuple, tuple[Cell, str]] = {}
+    mode_of = modes.get
+    for i in order:
+        if i in roots:
             continue
-        art = artifacts[i]
-        kept = forget = 0
+        parents = parents_of[i]
+        kept = forget = repairable = 0
         in_desc = []
         for p in parents:
             if p in affected:
@@ -153,35 +124,46 @@ def _static_support(policy: Policy, scope: Scope, event: Event, desc: frozenset[
                     forget += 1
                 if p in desc:
                     in_desc.append(p)
+                    if mode_of(p, "remove") != "remove":
+                        repairable += 1
             elif p in reps or states[p] in servable:
                 kept += 1
-        kind = art.kind
+        in_desc_of[i] = tuple(in_desc)
+        art = artifacts[i]
+        kind, arch = art.kind, art.arch
         if kind not in fields:
             fields[kind] = _meta_fields(policy, kind)
-        head = (kind, art.arch, _meta_key(fields[kind], art.meta))
-        partitions = kind == "skill" and art.arch == "neural" and forget > 0 and kept > 0
-        out[i] = (len(parents), kept, tuple(in_desc), partitions, head, art.state == "erased")
-    return out
+        key = (kind, arch, _meta_key(fields[kind], art.meta), sufficient(kept + repairable, len(parents)),
+               kind == "skill" and arch == "neural" and forget > 0 and kept > 0)
+        hit = decided.get(key)
+        if hit is None:
+            cell = Cell(kind, arch, event.type, "sufficient" if key[3] else "insufficient", key[4], dict(key[2]))
+            hit = decided[key] = (cell, decide(policy, cell) or "remove")
+        cells[i] = hit[0]
+        # an erased artifact (deleted by an earlier event) is never repaired: that would resurrect it
+        modes[i] = "remove" if art.state == "erased" else hit[1]
+    return Assignment(modes, _candidates(policy, scope, modes, cyclic, in_desc_of, operators), cells)
 
 
-def _candidates(policy: Policy, scope: Scope, modes: Mapping[str, str], desc: frozenset[str],
-                cyclic: frozenset[str], static: Mapping[str, tuple], operators: OperatorRegistry,
-                ) -> tuple[Candidate, ...]:
-    """Q_ρ: q_i for every i ∈ D⁺(F) = {i ∈ D(F) : μ_i ≠ remove}, in id order."""
+def _candidates(policy: Policy, scope: Scope, modes: Mapping[str, str], cyclic: frozenset[str],
+                in_desc_of: Mapping[str, tuple[str, ...]], operators: OperatorRegistry) -> tuple[Candidate, ...]:
+    """Q_ρ: q_i for every i ∈ D⁺(F) = {i ∈ D(F) : μ_i ≠ remove}, in id order. The operator and
+    the weight functions are looked up once per (mode, kind, arch)."""
     plus = frozenset(i for i, m in modes.items() if m != "remove")
-    found: dict[tuple[str, str, str | None], Operator | None] = {}
-    weights: dict[tuple[str, str], tuple[Callable, Callable]] = {}
+    per_key: dict[tuple[str, str, str | None], tuple[Operator | None, str, Callable, Callable]] = {}
+    artifacts = scope.artifacts
+    value, cost = policy.selection.value, policy.selection.cost
     out = []
     for i in sorted(plus):
-        art = scope.artifacts[i]
-        mode, kind, meta = modes[i], art.kind, art.meta
-        key3 = (mode, kind, art.arch)
-        op = found[key3] if key3 in found else found.setdefault(key3, operators.find(*key3))
-        w = weights.get(key3[:2])
-        if w is None:
-            w = weights[key3[:2]] = (policy.selection.value.resolver(kind, mode),
-                                     policy.selection.cost.resolver(kind, mode))
-        prereqs = () if mode == "param" else static[i][2]
+        art = artifacts[i]
+        mode, kind, arch, meta = modes[i], art.kind, art.arch, art.meta
+        found = per_key.get((mode, kind, arch))
+        if found is None:
+            op = operators.find(mode, kind, arch)
+            found = per_key[(mode, kind, arch)] = (op, "" if op is None else op.name,
+                                                   value.resolver(kind, mode), cost.resolver(kind, mode))
+        op = found[0]
+        prereqs = () if mode == "param" else in_desc_of[i]
         reason = ""
         for p in prereqs:
             if p not in plus:
@@ -194,8 +176,8 @@ def _candidates(policy: Policy, scope: Scope, modes: Mapping[str, str], desc: fr
                 reason = f"no operator registered for mode {mode}"
             else:
                 reason = op.check(art) or ""
-        out.append(Candidate(i, kind, art.arch, mode, op.name if op is not None else "", prereqs, not reason,
-                             w[0](meta), w[1](meta), reason))
+        out.append(Candidate(i, kind, arch, mode, found[1], prereqs, not reason, found[2](meta), found[3](meta),
+                             reason))
     return tuple(out)
 
 
