@@ -144,15 +144,17 @@ def test_strong_components_match_networkx(graph):
 
 
 @given(st.integers(1, 16).flatmap(lambda n: st.tuples(
-    st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=3 * n))))
+    st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=3 * n),
+    st.permutations(range(n)), st.sampled_from(["set", "sorted", "shuffled", "repeated"]))))
 def test_lexicographic_order_matches_networkx(graph):
-    n, pairs = graph
-    nodes = [f"x{k:02d}" for k in range(n)]
-    edges = [(nodes[min(u, v)], nodes[max(u, v)]) for u, v in pairs if u != v]  # a DAG
+    n, pairs, names, given_as = graph
+    nodes = [f"x{names[k]:02d}" for k in range(n)]  # a DAG in position order, ids not in that order
+    edges = [(nodes[min(u, v)], nodes[max(u, v)]) for u, v in pairs if u != v]
     g = nx.DiGraph()
     g.add_nodes_from(nodes)
     g.add_edges_from(edges)
-    assert lexicographic_topological_order(nodes, set(edges)) == tuple(nx.lexicographical_topological_sort(g))
+    arg = {"set": set(nodes), "sorted": sorted(nodes), "shuffled": nodes, "repeated": sorted(nodes + nodes[::2])}
+    assert lexicographic_topological_order(arg[given_as], set(edges)) == tuple(nx.lexicographical_topological_sort(g))
 
 
 @given(st.text(), st.integers(1, 2**62), st.text(), st.one_of(st.none(), st.integers(0, 2**62)), st.text(),

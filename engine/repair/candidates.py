@@ -98,7 +98,6 @@ def assign(policy: Policy, scope: Scope, event: Event, operators: OperatorRegist
     order, cyclic = ordering if ordering is not None else order_and_cycles(scope)
     roots = frozenset(event.roots)
     affected = scope.cascade
-    desc = affected - roots
     states, artifacts, parents_of = scope.states, scope.artifacts, scope.parents
     reps = event.replacement_ids
     correct = event.type == "correct"
@@ -122,7 +121,7 @@ def assign(policy: Policy, scope: Scope, event: Event, operators: OperatorRegist
                     kept += 1
                 else:
                     forget += 1
-                if p in desc:
+                if p not in roots:  # p ∈ D(F) (a small set's probe instead of a large one's)
                     in_desc.append(p)
                     if mode_of(p, "remove") != "remove":
                         repairable += 1

@@ -144,7 +144,10 @@ def execution_order(candidates: tuple[Candidate, ...], selected: frozenset[str],
     """Topological order of E^req[S_ρ] (Algorithm 1 line 7), ties broken by id (``requirements``:
     E^req when already computed from ``candidates``)."""
     edges = requirement_edges(candidates) if requirements is None else requirements
-    return lexicographic_topological_order(selected, ((j, i) for j, i in edges if i in selected and j in selected))
+    chosen = [c.id for c in candidates if c.id in selected]  # the candidates come in id order
+    if len(chosen) != len(selected):  # a selection naming what is not a candidate: order it all the same
+        chosen = sorted(selected)
+    return lexicographic_topological_order(chosen, [(j, i) for j, i in edges if i in selected and j in selected])
 
 
 def compute_plan(policy: Policy, source: Provenance, event: Event, selector: str = "mincut",
@@ -201,20 +204,17 @@ def plan_from_scope(policy: Policy, scope: Scope, event: Event, selector: str = 
     lam = policy.selection.tradeoff
     budget = policy.selection.budget
     sel = select(assignment.candidates, lam, selector, budget, backend)
-    members = sorted(scope.cascade)
-    base_versions: dict[str, int] = {}
-    unservable: list[str] = []
-    for i in members:
-        art = scope.artifacts[i]
-        base_versions[i] = art.version
-        if art.state not in SERVABLE_STATES and i not in roots:
-            unservable.append(i)
+    members = scope.members
+    artifacts = scope.artifacts
+    base_versions = {i: artifacts[i].version for i in members}
+    unservable = [i for i in members if artifacts[i].state not in SERVABLE_STATES and i not in roots]
+    modes = assignment.modes
     requirements = tuple(requirement_edges(assignment.candidates))
     return TransitionPlan(
         event=event, selector=selector, tradeoff=lam, budget=budget,
         cascade=tuple(members), descendants=tuple(i for i in members if i not in roots),
         barrier=() if selector == "no_action" else tuple(members),
-        modes=dict(sorted(assignment.modes.items())), candidates=assignment.candidates,
+        modes={i: modes[i] for i in members if i in modes}, candidates=assignment.candidates,
         requirements=requirements, selection=sel,
         order=order_fn(assignment.candidates, sel.selected, requirements),
         base_versions=base_versions,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any, Collection, Iterable, Mapping, Protocol, Sequence
 
 from .artifacts import Artifact, Edge, Snapshot
@@ -52,6 +53,11 @@ class Scope:
     states: Mapping[str, str]  # the state of every member of C(F) and of every parent of one
     untracked: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # content-scan matches
 
+    @cached_property
+    def members(self) -> list[str]:
+        """C(F) in id order (sorted once per scope: the order, the plan and its columns all use it)."""
+        return sorted(self.cascade)
+
 
 def read_scope(source: Provenance, roots: Sequence[str]) -> Scope:
     """C(F), pa(C(F)), the members' artifacts and the parents' states in four indexed reads (§2.1).
@@ -67,8 +73,10 @@ def read_scope(source: Provenance, roots: Sequence[str]) -> Scope:
     artifacts = source.artifacts_of(members)
     states = {i: a.state for i, a in artifacts.items()}
     states.update(source.states_of(sorted(outside)))
-    return Scope(tuple(roots), affected, {i: (ps[0],) if len(ps) == 1 else tuple(sorted(ps))
-                                          for i, ps in parents.items()}, artifacts, states)
+    scope = Scope(tuple(roots), affected, {i: (ps[0],) if len(ps) == 1 else tuple(sorted(ps))
+                                           for i, ps in parents.items()}, artifacts, states)
+    vars(scope)["members"] = members  # Scope.members, already sorted here
+    return scope
 
 
 def with_untracked(source: Provenance, scope: Scope, roots_content: Mapping[str, Any], shingle_words: int,
@@ -188,7 +196,7 @@ def order_and_cycles(scope: Scope) -> tuple[list[str], frozenset[str]]:
     two orders need not agree with the networkx reference's, only be parents-first with each cycle's
     members in id order.
     """
-    ids = sorted(scope.cascade)
+    ids = scope.members
     pos = {i: k for k, i in enumerate(ids)}
     src: list[int] = []
     dst: list[int] = []
@@ -262,8 +270,9 @@ def peel_levels(n: int, src: Sequence[int], dst: Sequence[int]) -> list[int]:
 def lexicographic_topological_order(nodes: Collection[str], edges: Iterable[tuple[str, str]]) -> tuple[str, ...]:
     """The topological order that always takes the smallest available id (Kahn with a heap);
     the same sequence as ``networkx.lexicographical_topological_sort``. ValueError on a cycle.
-    Ids are ranked once, so the heap compares integers."""
-    ids = sorted(set(nodes))
+    Ids are ranked once, so the heap compares integers (``nodes`` given as a list in id order are
+    ranked without a full sort)."""
+    ids = _unique_sorted(nodes) if isinstance(nodes, list) else sorted(set(nodes))
     rank = {n: k for k, n in enumerate(ids)}
     indegree = [0] * len(ids)
     succ: list[list[int]] = [[] for _ in ids]
@@ -284,3 +293,9 @@ def lexicographic_topological_order(nodes: Collection[str], edges: Iterable[tupl
     if len(out) != len(ids):
         raise ValueError("the requirement graph has a cycle")
     return tuple(out)
+
+
+def _unique_sorted(nodes: list[str]) -> list[str]:
+    """``sorted(set(nodes))``, linear when ``nodes`` is already in order (timsort finds one run)."""
+    ordered = sorted(nodes)
+    return [n for k, n in enumerate(ordered) if k == 0 or n != ordered[k - 1]]
