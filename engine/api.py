@@ -7,7 +7,7 @@ built on the same functions. Plans are frozen values with ``to_json()``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from .errors import InputError
 from .policy.model import Policy
@@ -97,12 +97,14 @@ def open_store(path: str | Path = ":memory:", create: bool = True) -> Store:
 
 def apply_event(store: Store, policy: Policy, event: Event | Mapping[str, Any], *, dry_run: bool = False,
                 selector: str = "mincut", backend: str = "networkx",
-                executor: "Executor | str | None" = None) -> TransitionPlan:
+                executor: "Executor | str | None" = None,
+                progress: "Callable[[int, int], None] | None" = None) -> TransitionPlan:
     """Apply a delete / correct / migrate event (MemoRepair Algorithm 1): barrier, repair,
     validate, publish. With ``dry_run`` the plan is executed on an in-memory copy and the store
     is untouched. ``event`` is an :class:`Event` or its JSON object. ``executor`` runs the
     candidates' operators and oracles: ``"sequential"`` (None), ``"pool[:N]"``, ``"ray[:N]"``,
     ``"ray://host:port[:N]"`` or an executor object (:mod:`memsteward.repair.executors`).
+    ``progress(done, total)`` is called after every repair step's outcome (total = |S_ρ|).
 
     Raises
     ------
@@ -132,16 +134,18 @@ def apply_event(store: Store, policy: Policy, event: Event | Mapping[str, Any], 
 
     runner = executor_from(executor)  # a malformed executor is refused before anything is read
     ev = event if isinstance(event, Event) else parse_event(dict(event), store)
-    return (simulate if dry_run else run_event)(store, policy, ev, selector, backend, executor=runner)
+    return (simulate if dry_run else run_event)(store, policy, ev, selector, backend, executor=runner,
+                                                progress=progress)
 
 
-def recover_event(store: Store, executor: "Executor | str | None" = None) -> TransitionPlan | None:
+def recover_event(store: Store, executor: "Executor | str | None" = None,
+                  progress: "Callable[[int, int], None] | None" = None) -> TransitionPlan | None:
     """Roll an interrupted event forward (``memsteward recover``); None when nothing is pending.
-    ``executor`` as for :func:`apply_event`."""
+    ``executor`` and ``progress`` as for :func:`apply_event`."""
     from .repair.execute import recover
     from .repair.executors import executor_from
 
-    return recover(store, executor=executor_from(executor))
+    return recover(store, executor=executor_from(executor), progress=progress)
 
 
 def clear_context(case: Case | Mapping[str, Any] | str | Path, policy: Policy | None = None,

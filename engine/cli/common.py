@@ -8,7 +8,8 @@ import os
 import sqlite3
 import sys
 import traceback
-from typing import Any, Callable, TypeVar
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, TypeVar
 
 import click
 
@@ -98,6 +99,36 @@ executor_option = click.option(
     help="Where operators and oracles run: sequential, a local pool of N workers (threads; processes "
          "for param retraining), or Ray (memsteward[ray]); N ≤ 256. A successor starts only after its "
          "prerequisites validated; publication stays one transaction.")
+
+progress_option = click.option(
+    "--progress/--no-progress", "progress", default=None,
+    help="A progress bar of the repair steps on stderr [default: when stderr is a terminal].")
+
+
+@contextmanager
+def step_progress(enabled: bool | None, desc: str) -> Iterator[Callable[[int, int], None] | None]:
+    """A ``progress(done, total)`` callback drawing a tqdm bar on stderr (None when disabled;
+    ``enabled`` None: only when stderr is a terminal). tqdm is imported only when drawing."""
+    if not (sys.stderr.isatty() if enabled is None else enabled):
+        yield None
+        return
+    from tqdm import tqdm
+
+    bar: Any = None
+
+    def update(done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = tqdm(total=total, initial=done, desc=desc, unit="step", file=sys.stderr, dynamic_ncols=True)
+        else:
+            bar.update(done - bar.n)
+
+    try:
+        yield update
+    finally:
+        if bar is not None:
+            bar.close()
+
 
 MAX_DEADLINE = 86400.0
 

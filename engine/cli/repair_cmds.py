@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Callable
 
 import click
@@ -17,7 +18,9 @@ from ..repair.plan import TransitionPlan
 from ..repair.store import Store
 from ..repair.executors import parse_executor
 from .common import (FiniteFloat, deadline_option, emit_json, executor_option, handle_errors, policy_with_deadline,
-                     terminal)
+                     progress_option, step_progress, terminal)
+
+LIST_LIMIT = 20  # candidates and steps listed one per line; the rest are counted (--json lists them all)
 
 
 def describe_plan(plan: TransitionPlan, echo: Callable[[str], None] = click.echo) -> None:
@@ -25,23 +28,34 @@ def describe_plan(plan: TransitionPlan, echo: Callable[[str], None] = click.echo
     raw_echo = echo
     echo = lambda line: raw_echo(terminal(line))  # noqa: E731
     ev = plan.event
-    echo(f"event    {ev.type} roots={', '.join(ev.roots)}")
+    echo(f"event    {ev.type} roots={_ids(ev.roots)}")
     echo(f"cascade  C(F) = {len(plan.cascade)} artifacts, D(F) = {len(plan.descendants)} descendants")
     echo(f"barrier  withdrew {len(plan.barrier)}: {_ids(plan.barrier)}")
     removed = sorted(i for i, m in plan.modes.items() if m == "remove")
     echo(f"modes    {len(plan.candidates)} candidates, {len(removed)} removed: {_ids(removed)}")
-    for c in plan.candidates:
+    for c in plan.candidates[:LIST_LIMIT]:
         flag = "" if c.executable else f"  [non-executable: {c.reason}]"
         pre = f" needs {','.join(c.prerequisites)}" if c.prerequisites else ""
         echo(f"  q {c.id:<18} {c.mode:<9} w={c.value:g} c={c.cost:g}{pre}{flag}")
+    _more(echo, len(plan.candidates), "candidates")
     echo(f"select   {plan.selection.method} λ={plan.tradeoff:g}: {_ids(sorted(plan.selection.selected))} "
          f"(objective {plan.selection.objective:.4g})")
-    for s in plan.executed:
+    for s in plan.executed[:LIST_LIMIT]:
         why = "; ".join(f"{r['oracle']}: {r.get('detail', '')}" for r in s.reports if not r.get("passed", True))
         echo(f"  run {s.id:<16} {s.status}{'  (' + (why or s.error) + ')' if s.status != 'republished' else ''}")
-    echo(f"publish  republished {_ids(plan.republished)}; roots: "
-         + ", ".join(f"{r} {a}" for r, a in sorted(plan.roots.items())))
+    _more(echo, len(plan.executed), "steps", Counter(s.status for s in plan.executed))
+    actions = sorted(plan.roots.items())
+    roots = (", ".join(f"{r} {a}" for r, a in actions) if len(actions) <= LIST_LIMIT else
+             f"{len(actions)} (" + ", ".join(f"{a} {k}" for a, k in sorted(Counter(a for _, a in actions).items())) + ")")
+    echo(f"publish  republished {_ids(plan.republished)}; roots: {roots}")
     echo(f"         still withdrawn: {_ids(plan.withdrawn)}")
+
+
+def _more(echo: Callable[[str], None], n: int, what: str, counts: Counter | None = None) -> None:
+    """The line after a list cut at LIST_LIMIT: how many are not shown (and, for steps, the tally)."""
+    if n > LIST_LIMIT:
+        tally = "" if counts is None else " — " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+        echo(f"  … {n - LIST_LIMIT} more {what} of {n}{tally} (--json lists them all)")
 
 
 def _ids(ids) -> str:
@@ -65,10 +79,11 @@ def _ids(ids) -> str:
 @click.option("--budget", type=FiniteFloat(0.0, 1e15), default=None, help="Override the policy's hard budget β.")
 @deadline_option
 @executor_option
+@progress_option
 @handle_errors
 def repair(policy_path: str, store_path: str, event_path: str, dry_run: bool, as_json: bool,
            selector: str, backend: str, tradeoff: float | None, budget: float | None,
-           deadline: float | None, executor: str) -> None:
+           deadline: float | None, executor: str, progress: bool | None) -> None:
     """Apply a delete / correct / migrate EVENT: barrier, repair, validate, republish.
 
     Exit 0 when the event was applied (failed validations — and operators that failed, e.g. a
@@ -84,8 +99,9 @@ def repair(policy_path: str, store_path: str, event_path: str, dry_run: bool, as
         policy = policy.model_copy(update={"selection": sel})
     store = open_store(store_path, create=False)
     event = load_event(event_path, store)
-    plan = apply_event(store, policy, event, dry_run=dry_run, selector=selector, backend=backend,
-                       executor=runner)
+    with step_progress(progress, "repair") as report:
+        plan = apply_event(store, policy, event, dry_run=dry_run, selector=selector, backend=backend,
+                           executor=runner, progress=report)
     if as_json:
         doc = plan.to_json()
         doc["dry_run"] = dry_run
@@ -104,8 +120,10 @@ def repair(policy_path: str, store_path: str, event_path: str, dry_run: bool, as
 @click.option("--json", "as_json", is_flag=True)
 @deadline_option
 @executor_option
+@progress_option
 @handle_errors
-def recover_cmd(store_path: str, as_json: bool, deadline: float | None, executor: str) -> None:
+def recover_cmd(store_path: str, as_json: bool, deadline: float | None, executor: str,
+                progress: bool | None) -> None:
     """Roll forward an event interrupted by a crash (no-op when none is pending).
 
     One writer per event: the process that runs an event holds a lease on it in the store. If
@@ -122,7 +140,8 @@ def recover_cmd(store_path: str, as_json: bool, deadline: float | None, executor
         recorded = policy_with_deadline(Policy.model_validate(pending[2]), deadline)
         operators = operators_for(recorded)
     try:
-        plan = recover(store, operators, executor=runner)
+        with step_progress(progress, "recover") as report:
+            plan = recover(store, operators, executor=runner, progress=report)
     except EventHeld as held:  # another live process is completing the event: do nothing, say who
         if as_json:
             emit_json({"recovered": False, "plan": None, "held_by": held.holder})

@@ -29,6 +29,8 @@ from .schemas import interface_problem
 from .dialect import db_errors
 from .store import Store
 
+Progress = Callable[[int, int], None]  # (outcomes recorded, |S_ρ|), after every step's outcome
+
 T = TypeVar("T")
 MAX_DETAIL_CHARS = 300
 
@@ -101,21 +103,21 @@ def root_successors(event: Event, snapshot: Snapshot) -> dict[str, Artifact]:
 
 def run_event(store: Store, policy: Policy, event: Event, selector: str = "mincut", backend: str = "networkx",
               operators: OperatorRegistry | None = None, oracles: OracleRegistry | None = None,
-              executor: Executor | str | None = None) -> TransitionPlan:
+              executor: Executor | str | None = None, progress: Progress | None = None) -> TransitionPlan:
     """Plan (pure) and execute one event on a store; ``executor`` runs the candidates' work
-    (:mod:`.executors`; None: sequential)."""
+    (:mod:`.executors`; None: sequential); ``progress`` as for :func:`resume`."""
     executor = executor_from(executor)
     if store.unfinished_event() is not None:
         raise InputError("the store has an unfinished event; run `memsteward recover` first", file=store.path)
     operators = operators or operators_for(policy)
     generation = store.generation()
     plan = compute_plan(policy, store, event, selector, backend, operators)
-    return execute(store, policy, plan, operators, oracles, generation, executor)
+    return execute(store, policy, plan, operators, oracles, generation, executor, progress)
 
 
 def execute(store: Store, policy: Policy, plan: TransitionPlan, operators: OperatorRegistry | None = None,
             oracles: OracleRegistry | None = None, generation: int | None = None,
-            executor: Executor | str | None = None) -> TransitionPlan:
+            executor: Executor | str | None = None, progress: Progress | None = None) -> TransitionPlan:
     """Barrier (one transaction), then :func:`resume`. *No action* changes nothing.
 
     ``generation`` (from :meth:`Store.generation` when the plan was computed) makes the barrier
@@ -133,11 +135,12 @@ def execute(store: Store, policy: Policy, plan: TransitionPlan, operators: Opera
     roots = Snapshot(store.artifacts_of(plan.event.roots), ())
     event_id = store.barrier(plan.to_json(), policy_document(policy), root_successors(plan.event, roots),
                              generation)
-    return resume(store, event_id, policy, plan, operators, oracles, executor)
+    return resume(store, event_id, policy, plan, operators, oracles, executor, progress)
 
 
 def recover(store: Store, operators: OperatorRegistry | None = None,
-            oracles: OracleRegistry | None = None, executor: Executor | str | None = None) -> TransitionPlan | None:
+            oracles: OracleRegistry | None = None, executor: Executor | str | None = None,
+            progress: Progress | None = None) -> TransitionPlan | None:
     """Roll an interrupted event forward from its recorded plan and steps (None: nothing to do)."""
     executor = executor_from(executor)
     getattr(executor, "check", lambda: None)()  # an unreachable Ray address: exit 2 even with nothing to do
@@ -155,7 +158,8 @@ def recover(store: Store, operators: OperatorRegistry | None = None,
     if not store.take_event(event_id):  # one writer per event: a live holder makes this raise EventHeld
         return None  # completed meanwhile by the process that held it
     policy = Policy.model_validate(policy_doc)
-    return resume(store, event_id, policy, TransitionPlan.from_json(plan_doc), operators, oracles, executor)
+    return resume(store, event_id, policy, TransitionPlan.from_json(plan_doc), operators, oracles, executor,
+                  progress)
 
 
 def _interface(parents: list[str], event: Event, available: Mapping[str, Artifact]) -> dict[str, Any]:
@@ -279,11 +283,14 @@ def run_task(store: Store, work: EventWork, task: CandidateTask) -> tuple[StepRe
 
 def resume(store: Store, event_id: int, policy: Policy, plan: TransitionPlan,
            operators: OperatorRegistry | None = None, oracles: OracleRegistry | None = None,
-           executor: Executor | str | None = None) -> TransitionPlan:
+           executor: Executor | str | None = None, progress: Progress | None = None) -> TransitionPlan:
     """Alg. 1 lines 7–8 from whatever steps the store already records (idempotent): run S_ρ
     respecting E^req[S_ρ] — candidate i is handed to the executor only once every prerequisite
     j ∈ P̄_i has a recorded outcome; if one did not validate, i is blocked (never run). With the
-    sequential executor this is exactly plan order. Publication waits for every candidate."""
+    sequential executor this is exactly plan order. Publication waits for every candidate.
+
+    ``progress(done, total)`` is called once with the outcomes already recorded (a resumed event
+    starts above 0) and after every further outcome, ending at ``done == total == |S_ρ|``."""
     operators = operators or operators_for(policy)
     executor = executor_from(executor)
     store = Serialized(store)  # type: ignore[assignment]  # one lock for the coordinator and worker threads
@@ -322,6 +329,9 @@ def resume(store: Store, event_id: int, policy: Policy, plan: TransitionPlan,
             if waiting[k] == 0:
                 heapq.heappush(ready, position[k])
 
+    total = len(plan.order)
+    report = progress or (lambda done, total: None)
+    report(len(results), total)
     session = executor.open(Shared(run_task, EventWork(event_id, policy, operators, oracles), store,
                                    locator_of(store)))
     in_flight = 0
@@ -339,6 +349,7 @@ def resume(store: Store, event_id: int, policy: Policy, plan: TransitionPlan,
                 except StepFailure as exc:
                     results[i] = _fail(store, event_id, c, "blocked" if missing else "failed", exc.detail, exc.stage)
                     settle(i)
+                    report(len(results), total)
                     continue
                 session.submit(i, c.mode, CandidateTask(c, ctx, steps[i]))
                 in_flight += 1
@@ -348,6 +359,7 @@ def resume(store: Store, event_id: int, policy: Policy, plan: TransitionPlan,
                 if staged is not None:
                     successors[i] = staged
                 settle(i)
+                report(len(results), total)
     finally:
         session.close()
     return _publish(store, event_id, plan, [results[i] for i in plan.order])
@@ -392,7 +404,7 @@ def _publish(store: Store, event_id: int, plan: TransitionPlan, results: list[St
 
 def dry_run(store: Store, policy: Policy, event: Event, selector: str = "mincut", backend: str = "networkx",
             operators: OperatorRegistry | None = None, oracles: OracleRegistry | None = None,
-            executor: Executor | str | None = None) -> TransitionPlan:
+            executor: Executor | str | None = None, progress: Progress | None = None) -> TransitionPlan:
     """Plan and execute on an in-memory copy: the full report, the real store untouched. The
     copy lives in this process only, so a Ray executor runs as a local pool of its size."""
     executor = executor_from(executor)
@@ -400,6 +412,6 @@ def dry_run(store: Store, policy: Policy, event: Event, selector: str = "mincut"
         executor = LocalPool(executor.workers)
     copy = store.copy_in_memory()
     try:
-        return run_event(copy, policy, event, selector, backend, operators, oracles, executor)
+        return run_event(copy, policy, event, selector, backend, operators, oracles, executor, progress)
     finally:
         copy.close()
