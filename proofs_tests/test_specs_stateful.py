@@ -500,11 +500,11 @@ def _skip_dependent_of_failure(monkeypatch):
     """A candidate runs even when a prerequisite failed (its successor ignores the failure)."""
     real = execute_mod.resume
 
-    def resume(store, event_id, pol, plan, operators=None, oracles=None, executor=None):
+    def resume(store, event_id, pol, plan, operators=None, oracles=None, executor=None, progress=None):
         stripped = plan.replace(candidates=tuple(c.__class__(c.id, c.kind, c.arch, c.mode, c.operator, (),
                                                              c.executable, c.value, c.cost, c.reason)
                                                  for c in plan.candidates))
-        return real(store, event_id, pol, stripped, operators, oracles, executor)
+        return real(store, event_id, pol, stripped, operators, oracles, executor, progress)
     monkeypatch.setattr(execute_mod, "resume", resume)
 
 
