@@ -91,8 +91,8 @@ class Snapshot:
         parents = self._influence_index[1]
         return [(u, v) for v in ids for u in parents.get(v, ())]
 
-    def artifacts_of(self, ids: Collection[str]) -> dict[str, Artifact]:
-        """The artifacts among ``ids`` that exist."""
+    def artifacts_of(self, ids: Collection[str], content: bool = True) -> dict[str, Artifact]:
+        """The artifacts among ``ids`` that exist (in memory already: always with content)."""
         return {i: self.artifacts[i] for i in ids if i in self.artifacts}
 
     def states_of(self, ids: Collection[str]) -> dict[str, str]:

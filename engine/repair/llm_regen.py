@@ -57,6 +57,7 @@ class LLMRegen:
     backoff: float = 0.2
     deadline: float | None = None  # seconds per call (None: the endpoint's, else its default)
     name: str = "regen:llm"
+    checks_content = False
     # the prompt's fixed text: the `grounded` oracle rejects successors that copy it
     scaffold: tuple[str, ...] = (SYSTEM, *(INSTRUCTION.format(what=w) for w in WHAT.values()))
     calls: int = 0

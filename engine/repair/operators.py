@@ -18,7 +18,7 @@ import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Callable, Collection, Mapping, Protocol
 
 from . import neural
 from .artifacts import Artifact
@@ -58,6 +58,8 @@ class Successor:
 
 class Operator(Protocol):
     name: str
+    # Optional ``checks_content: bool`` (absent means True): whether :meth:`check` reads the
+    # artifact's content. Planning reads content only where some check may (:func:`reads_content`).
 
     def check(self, artifact: Artifact) -> str | None:
         """Why the operator can never run on this artifact (None: it can)."""
@@ -127,6 +129,7 @@ class Recompute:
     """Deterministic replay: successor = TRANSFORMS[meta.transform](contents of inputs)."""
 
     name: str = "recompute:transform"
+    checks_content = False  # meta.transform only
 
     def check(self, artifact: Artifact) -> str | None:
         t = artifact.meta.get("transform")
@@ -184,6 +187,7 @@ class RegenText:
     """Regenerate a summary or prompt skill extractively from retained support only."""
 
     name: str = "regen:extractive"
+    checks_content = False
 
     def check(self, artifact: Artifact) -> str | None:
         return None
@@ -214,6 +218,7 @@ class RegenChain:
     and rewrite every call to the post-event interface κ_e."""
 
     name: str = "regen:chain-rewrite"
+    checks_content = False
 
     def check(self, artifact: Artifact) -> str | None:
         return None
@@ -244,6 +249,7 @@ class ParamRetrain:
     """Parametric repair: retrain the model on the reference set Ref_i(e) only."""
 
     name: str = "param:retrain"
+    checks_content = True  # the content must be a model
 
     def check(self, artifact: Artifact) -> str | None:
         return None if neural.is_params(artifact.content) else "content is not a bow-softmax model"
@@ -272,6 +278,24 @@ class OperatorRegistry:
             if key in self._ops:
                 return self._ops[key]
         return None
+
+
+def reads_content(operators: OperatorRegistry, modes_for: Callable[[str, str | None], Collection[str]],
+                  ) -> Callable[[str, str | None], bool]:
+    """Whether an artifact of (kind, arch) may need its content at planning time: when the
+    operator of some mode in ``modes_for(kind, arch)`` has a :meth:`~Operator.check` that reads
+    content (an operator that does not say ``checks_content = False`` is assumed to). Decided
+    once per (kind, arch)."""
+    seen: dict[tuple[str, str | None], bool] = {}
+
+    def needs(kind: str, arch: str | None) -> bool:
+        key = (kind, arch)
+        if key not in seen:
+            ops = [operators.find(m, kind, arch) for m in modes_for(kind, arch)]
+            seen[key] = any(getattr(op, "checks_content", True) for op in ops if op is not None)
+        return seen[key]
+
+    return needs
 
 
 def default_operators() -> OperatorRegistry:

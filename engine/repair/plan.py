@@ -21,7 +21,7 @@ from .artifacts import SERVABLE_STATES
 from .candidates import Assignment, Candidate, assign, requirement_edges
 from .closure import Selection, select
 from .events import Event, event_from_dict
-from .operators import OperatorRegistry
+from .operators import OperatorRegistry, operators_for, reads_content
 from .scope import Provenance, Scope, lexicographic_topological_order, read_scope, with_untracked
 
 
@@ -159,8 +159,10 @@ def compute_plan(policy: Policy, source: Provenance, event: Event, selector: str
     those artifacts are read (:func:`~memsteward.repair.scope.read_scope`), so the cost grows with
     the cascade, not with the store.
     """
+    operators = operators or operators_for(policy)
     with paused_gc():
-        return plan_from_scope(policy, event_scope(policy, source, event), event, selector, backend, operators)
+        return plan_from_scope(policy, event_scope(policy, source, event, operators), event, selector, backend,
+                               operators)
 
 
 @contextmanager
@@ -181,15 +183,35 @@ def paused_gc() -> Iterator[None]:
             gc.enable()
 
 
-def event_scope(policy: Policy, source: Provenance, event: Event) -> Scope:
+def event_scope(policy: Policy, source: Provenance, event: Event, operators: OperatorRegistry | None = None,
+                ) -> Scope:
     """C(F) and its neighbourhood; on a delete or privacy correction with ``lineage.content_scan``,
-    grown by the untracked derivations the content scan finds (:func:`~memsteward.repair.scope.with_untracked`)."""
-    scope = read_scope(source, event.roots)
+    grown by the untracked derivations the content scan finds (:func:`~memsteward.repair.scope.with_untracked`).
+    Content is read for the roots and where an operator's check may read it (:func:`content_needed`)."""
+    needs = content_needed(policy, operators or operators_for(policy), event)
+    scope = read_scope(source, event.roots, needs)
     lin = policy.lineage
     if not lin.content_scan or not (event.type == "delete" or (event.type == "correct" and event.privacy)):
         return scope
     roots_content = {r: scope.artifacts[r].content for r in event.roots if r in scope.artifacts}
-    return with_untracked(source, scope, roots_content, lin.shingle_words, lin.min_shared)
+    return with_untracked(source, scope, roots_content, lin.shingle_words, lin.min_shared, needs)
+
+
+def content_needed(policy: Policy, operators: OperatorRegistry, event: Event) -> Callable[[str, str | None], bool]:
+    """(kind, arch) → whether planning may need such an artifact's content: some mode rule that can
+    fire for the kind, arch and event type (its ``support``, ``partitions`` and ``meta`` guards are
+    not known before planning, so they are assumed to match) assigns a mode whose operator's check
+    reads content (:func:`~memsteward.repair.operators.reads_content`)."""
+    def modes_for(kind: str, arch: str | None) -> set[str]:
+        out = set()
+        for rule in policy.modes:
+            w = rule.when
+            if rule.mode != "remove" and (w.kind is None or kind in w.kind) and (
+                    w.arch is None or arch in w.arch) and (w.event is None or event.type in w.event):
+                out.add(rule.mode)
+        return out
+
+    return reads_content(operators, modes_for)
 
 
 def plan_from_scope(policy: Policy, scope: Scope, event: Event, selector: str = "mincut",

@@ -16,7 +16,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any, Collection, Iterable, Mapping, Protocol, Sequence
+from typing import Any, Callable, Collection, Iterable, Mapping, Protocol, Sequence
 
 from .artifacts import Artifact, Edge, Snapshot
 
@@ -30,8 +30,9 @@ class Provenance(Protocol):
     def parent_edges(self, ids: Collection[str]) -> Iterable[tuple[str, str]]:
         """Every influence edge (u, v) with v ∈ ``ids``."""
 
-    def artifacts_of(self, ids: Collection[str]) -> Mapping[str, Artifact]:
-        """The current version of each id that exists (unknown ids are left out)."""
+    def artifacts_of(self, ids: Collection[str], content: bool = True) -> Mapping[str, Artifact]:
+        """The current version of each id that exists (unknown ids are left out); ``content`` False
+        allows leaving the content out (``None``)."""
 
     def states_of(self, ids: Collection[str]) -> Mapping[str, str]:
         """The visibility state of each id that exists."""
@@ -49,7 +50,9 @@ class Scope:
     roots: tuple[str, ...]
     cascade: frozenset[str]
     parents: Mapping[str, tuple[str, ...]]  # i ∈ C(F) → its influence parents (sorted)
-    artifacts: Mapping[str, Artifact]  # every member of C(F), at its current version
+    # every member of C(F) at its current version; read with ``needs_content``, the content only of
+    # the roots and of members some operator's check may read it for (others: None)
+    artifacts: Mapping[str, Artifact]
     states: Mapping[str, str]  # the state of every member of C(F) and of every parent of one
     untracked: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # content-scan matches
 
@@ -59,9 +62,15 @@ class Scope:
         return sorted(self.cascade)
 
 
-def read_scope(source: Provenance, roots: Sequence[str]) -> Scope:
+def read_scope(source: Provenance, roots: Sequence[str],
+               needs_content: Callable[[str, str | None], bool] | None = None) -> Scope:
     """C(F), pa(C(F)), the members' artifacts and the parents' states in four indexed reads (§2.1).
-    Ids are passed in sorted order (the store probes its B-trees in key order)."""
+    Ids are passed in sorted order (the store probes its B-trees in key order).
+
+    ``needs_content(kind, arch)`` (:func:`~memsteward.repair.operators.reads_content`) limits the
+    content read to the roots and the members it holds for: a mode decision reads kind, arch,
+    metadata and states only, so a cascade of large contents costs no more to plan than a small one.
+    None reads every member's content."""
     affected = source.reach(roots)
     members = sorted(affected)
     parents: dict[str, list[str]] = {i: [] for i in members}
@@ -70,7 +79,13 @@ def read_scope(source: Provenance, roots: Sequence[str]) -> Scope:
         parents[v].append(u)
         if u not in affected:
             outside.add(u)
-    artifacts = source.artifacts_of(members)
+    if needs_content is None:
+        artifacts = source.artifacts_of(members)
+    else:
+        artifacts = dict(source.artifacts_of(members, content=False))
+        wanted = set(roots)
+        wanted.update(i for i, a in artifacts.items() if needs_content(a.kind, a.arch))
+        artifacts.update(source.artifacts_of(sorted(wanted)))
     states = {i: a.state for i, a in artifacts.items()}
     states.update(source.states_of(sorted(outside)))
     scope = Scope(tuple(roots), affected, {i: (ps[0],) if len(ps) == 1 else tuple(sorted(ps))
@@ -80,7 +95,7 @@ def read_scope(source: Provenance, roots: Sequence[str]) -> Scope:
 
 
 def with_untracked(source: Provenance, scope: Scope, roots_content: Mapping[str, Any], shingle_words: int,
-                   min_shared: int) -> Scope:
+                   min_shared: int, needs_content: Callable[[str, str | None], bool] | None = None) -> Scope:
     """The scope grown by untracked derivations (:mod:`memsteward.repair.lineage`): every servable
     artifact outside C(F) sharing n-word runs with a root joins as the root's child (a virtual
     influence edge), with everything reachable from it."""
@@ -90,7 +105,7 @@ def with_untracked(source: Provenance, scope: Scope, roots_content: Mapping[str,
                                       if i not in scope.cascade), shingle_words, min_shared)
     if not found:
         return scope
-    extra = read_scope(source, sorted(found))
+    extra = read_scope(source, sorted(found), needs_content)
     parents = {i: tuple(ps) for i, ps in scope.parents.items()}
     for i, ps in extra.parents.items():
         parents.setdefault(i, tuple(ps))

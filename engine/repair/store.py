@@ -388,9 +388,11 @@ class Store:
             "SELECT e.src, e.dst FROM json_each(?) j CROSS JOIN edges e ON e.dst = j.value "
             "WHERE e.type = 'influence'", (_id_list(ids),)).fetchall()
 
-    def artifacts_of(self, ids: Collection[str]) -> dict[str, Artifact]:
-        """The current version of each of ``ids`` that exists (by primary key)."""
-        q = ("SELECT a.id, a.kind, a.arch, a.version, a.state, v.content, v.meta FROM json_each(?) j "
+    def artifacts_of(self, ids: Collection[str], content: bool = True) -> dict[str, Artifact]:
+        """The current version of each of ``ids`` that exists (by primary key); with ``content``
+        False the content is not read (``None``: planning reads only what checks need)."""
+        q = ("SELECT a.id, a.kind, a.arch, a.version, a.state, " + ("v.content" if content else "NULL") +
+             ", v.meta FROM json_each(?) j "
              "CROSS JOIN artifacts a ON a.id = j.value JOIN versions v ON v.id = a.id AND v.version = a.version")
         return {i: Artifact(i, k, ar, ver, _load(c), _load(m), st)
                 for i, k, ar, ver, st, c, m in self.conn.execute(q, (_id_list(ids),)).fetchall()}
