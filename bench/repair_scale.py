@@ -257,7 +257,7 @@ def reference_worker(folder: str, repeats: int, small_only: bool) -> dict[str, A
     return out
 
 
-BARRIER_PARTS = ("plan encoding", "events row", "plan steps", "UPDATE", "audit hashing", "audit rows", "commit")
+BARRIER_PARTS = ("plan encoding", "events row", "UPDATE", "audit hashing", "audit rows", "commit")
 
 
 def _barrier_parts(st: Any) -> tuple[dict[str, float], dict[str, float], Any]:
@@ -286,8 +286,7 @@ def _barrier_parts(st: Any) -> tuple[dict[str, float], dict[str, float], Any]:
 
     wrap(store_mod, "stored_plan", "plan encoding", False)
     wrap(store_mod, "chain_same", "audit hashing", False)
-    for name, label in (("_insert_event", "events row"), ("_pending_steps", "plan steps"), ("_withdraw", "UPDATE"),
-                        ("_append_withdrawals", "audit rows")):
+    for name, label in (("_insert_event", "events row"), ("_withdraw", "UPDATE"), ("_append_withdrawals", "audit rows")):
         wrap(st, name, label, True)
     stamps: list[tuple[float, float]] = []
     hook = st.checkpoint
@@ -781,7 +780,7 @@ def render(sizes: list[int], built: dict, plans: dict, refs: dict, bres: dict, b
         + _scale_text(sizes, plans, refs, built) + "\n",
         f"**Barrier.** Withdrawing {bres['barrier']:,} artifacts (C(F) of one delete) in a file-backed SQLite store "
         "(WAL, synchronous=FULL): one transaction that records the event, the plan (its full JSON and SHA-256), the "
-        "plan steps, one set-based `UPDATE … WHERE id IN (SELECT value FROM json_each(?))` and a hash-chained audit "
+        "one set-based `UPDATE … WHERE id IN (SELECT value FROM json_each(?))` and a hash-chained audit "
         f"row per withdrawn artifact, hashed in one pass: **{bres['barrier_s']:.2f} s** (median of "
         f"{len(bres['barrier_all'])}: {', '.join(f'{x:.2f}' for x in bres['barrier_all'])} s); the bare UPDATE of the "
         f"same ids in one transaction takes {bres['floor_s']:.2f} s; {bres['withdrawn']:,} artifacts withdrawn "
@@ -789,8 +788,8 @@ def render(sizes: list[int], built: dict, plans: dict, refs: dict, bres: dict, b
         f"cascade, columns, run lengths): {bres['plan_mb']:.1f} MB encoded in {bres['encode_s']:.2f} s, where the "
         f"plain canonical JSON stored before was {bres['plain_mb']:.0f} MB and takes {bres['plain_s']:.2f} s to encode "
         "in this run; it is encoded before `BEGIN IMMEDIATE`, so the write lock is held "
-        f"≈ {max(0.0, bres['barrier_s'] - bres['encode_s']):.2f} s. The plan steps and the withdraw rows go in as "
-        "one `INSERT … SELECT … FROM json_each(?)` each (no per-row binding). The call's CPU time was "
+        f"≈ {max(0.0, bres['barrier_s'] - bres['encode_s']):.2f} s. The steps of the order get no row (a step "
+        "without one is pending); the withdraw rows go in as one `INSERT … SELECT … FROM json_each(?)` (no per-row binding). The call's CPU time was "
         f"{bres['barrier_cpu_s']:.2f} s (load average {bres['load']:.1f}). Median wall (CPU) seconds per part: "
         + ", ".join(f"{p} {bres['parts'][p]:.3f} ({bres['parts_cpu'][p]:.3f})" for p in bres["parts"]) + ".\n",
         f"**Start-up.** Medians of {5} runs: `python -c pass` {boot['python']:.2f} s, `memsteward --help` "

@@ -4,8 +4,12 @@
   types (compared through canonical text, where ``1``, ``1.0`` and ``true`` differ) — for a barrier
   of hundreds of artifacts and for lists chosen to trip run-length coding (1 / 1.0 / True, 0.0 / -0.0);
 * on every backend the barrier stores the plan so that ``Store.event`` gives back the same
-  TransitionPlan, the SHA-256 pin of the chained barrier row verifies (``audit --check``), the plan
-  steps carry each step's mode, and the withdraw rows chain;
+  TransitionPlan, the SHA-256 pin of the chained barrier row verifies (``audit --check``) and the
+  withdraw rows chain;
+* the barrier writes no ``plan_steps`` rows: a step without one reads as pending (also from another
+  process's store, which has only the stored plan), and the first recorded outcome writes the row an
+  earlier release wrote at the barrier (seq = position in the order, the step's mode); pending rows of
+  an earlier release are updated in place; a crash between the barrier and the first step recovers;
 * a plan stored in the plain form (schema version 3 and before) still reads.
 """
 
@@ -37,11 +41,15 @@ def _same(a, b) -> bool:
     return canonical(a) == canonical(b)  # type-exact: 1, 1.0 and true are different texts
 
 
-def _planned(store, n: int):
+CORRECTION = {"type": "correct", "roots": ["corpus"],
+              "replacements": [{"id": "corpus", "kind": "record", "content": {"text": "the corrected corpus"}}]}
+
+
+def _planned(store, n: int, event_doc=None):
     snap, ev = barrier_snapshot(n)
     store.import_snapshot(snap)
     policy = load_policy(str(ROOT / "policies" / "default.yaml"))
-    event = event_from_dict(ev)
+    event = event_from_dict(event_doc or ev)
     return policy, event, compute_plan(policy, store, event)
 
 
@@ -87,20 +95,82 @@ def test_barrier_stores_the_plan_its_pin_verifies_and_the_rows_are_written(store
     assert ev["plan"] == _plain(doc) and TransitionPlan.from_json(ev["plan"]) == plan
     assert check_records(store) is None  # the stored text is the one the barrier row pins
     steps = store.steps(eid)
-    assert set(steps) == set(plan.order)
-    assert {i: s.status for i, s in steps.items()} == dict.fromkeys(plan.order, "pending")
-    modes = {r[0]: r[1] for r in store.conn.execute(
-        "SELECT artifact_id, mode FROM plan_steps WHERE event_id = ? ORDER BY seq", (eid,))}
-    assert modes == {i: plan.modes[i] for i in plan.order}
-    seqs = [r[0] for r in store.conn.execute("SELECT artifact_id FROM plan_steps WHERE event_id = ? ORDER BY seq",
-                                             (eid,))]
-    assert seqs == list(plan.order)
+    assert list(steps) == list(plan.order)
+    assert {i: s for i, s in steps.items()} == dict.fromkeys(plan.order, ("pending", None, None))
+    assert _step_rows(store, eid) == []  # pending steps have no row
     rows = store.audit_rows()
     assert [r[4] for r in rows if r[3] == "withdraw"] == list(plan.barrier)
     assert first_broken(rows, store.audit_head()) is None
     assert {i for i, (s, _) in store.states().items() if s == "withdrawn"} == set(plan.barrier)
     (unfinished_id, _, _, stored) = store.unfinished_event()
     assert unfinished_id == eid and stored == ev["plan"]
+
+
+def _step_rows(store, eid):
+    return [tuple(r) for r in store.conn.execute("SELECT seq, artifact_id, mode, status, version, report "
+                                                 "FROM plan_steps WHERE event_id = ? ORDER BY seq", (eid,))]
+
+
+def _barrier_then_other_process(store_factory, n: int, legacy_rows: bool = False, event_doc=None):
+    """A barrier, then a store that did not run it (``recover`` in a restarted process): the one
+    the test reads the steps from, and the plan. ``legacy_rows``: a pending row per step, as a
+    release before this one wrote them in the barrier's transaction."""
+    store = store_factory()
+    policy, event, plan = _planned(store, n, event_doc)
+    eid = store.barrier(plan.to_json(), policy_document(policy), root_successors(event, store), store.generation())
+    if legacy_rows:
+        with store.transaction() as c:
+            c.executemany("INSERT INTO plan_steps(event_id, seq, artifact_id, mode, status) VALUES (?,?,?,?,?)",
+                          [(eid, k, i, plan.modes[i], "pending") for k, i in enumerate(plan.order)])
+    other = store.copy_in_memory() if store.backend == "sqlite" else _reopen(store)
+    store.close()  # the barrier's process is gone: its lease is free to take
+    return other, eid, plan
+
+
+def _reopen(store):
+    from memsteward.repair.store import Store
+
+    return Store.open(store.url)
+
+
+@pytest.mark.parametrize("event_doc", [None, CORRECTION], ids=["delete-fails", "correct-republishes"])
+@pytest.mark.parametrize("legacy_rows", [False, True], ids=["no-rows", "legacy-pending-rows"])
+def test_steps_without_rows_are_pending_and_recovery_writes_the_rows_in_order(store_factory, legacy_rows, event_doc):
+    """Killed between the barrier's commit and the first step: another process reads every step as
+    pending from the stored plan alone, and recovery leaves one row per step with seq = the step's
+    position in the order and the step's mode (what the barrier of an earlier release wrote)."""
+    from memsteward.repair.execute import recover
+
+    other, eid, plan = _barrier_then_other_process(store_factory, 120, legacy_rows, event_doc)
+    assert other._plan_steps is None  # nothing remembered from the barrier: only the stored plan
+    steps = other.steps(eid)
+    assert list(steps) == list(plan.order) and {s.status for s in steps.values()} == {"pending"}
+    done = recover(other)
+    assert done is not None and [s.id for s in done.executed] == list(plan.order)
+    assert {s.status for s in done.executed} == ({"republished"} if event_doc else {"failed", "blocked"})
+    rows = _step_rows(other, eid)
+    assert [(seq, i, mode) for seq, i, mode, *_ in rows] == [(k, i, plan.modes[i]) for k, i in enumerate(plan.order)]
+    by_id = {s.id: s for s in done.executed}
+    for _, i, _, status, version, report in rows:
+        assert status == ("validated" if by_id[i].status == "republished" else by_id[i].status)
+        assert version == by_id[i].version and json.loads(report) == list(by_id[i].reports)
+    assert {i: s.status for i, s in other.steps(eid).items()} == {i: r[3] for i, r in zip(plan.order, rows)}
+    other.close()
+
+
+def test_a_staged_step_keeps_its_version_when_its_outcome_is_recorded(store_factory):
+    store = store_factory()
+    policy, event, plan = _planned(store, 40)
+    eid = store.barrier(plan.to_json(), policy_document(policy), root_successors(event, store), store.generation())
+    first, second = plan.order[0], plan.order[1]
+    version = store.stage(eid, first, "successor", {})
+    assert store.steps(eid)[first] == ("staged", version, None) and store.steps(eid)[second].status == "pending"
+    store.record_step(eid, first, "failed", [{"oracle": "x", "passed": False}])
+    store.record_step(eid, second, "blocked", [])
+    assert store.steps(eid)[first] == ("failed", version, [{"oracle": "x", "passed": False}])
+    assert store.steps(eid)[second] == ("blocked", None, [])
+    assert [r[:4] for r in _step_rows(store, eid)] == [(0, first, plan.modes[first], "failed"),
+                                                      (1, second, plan.modes[second], "blocked")]
 
 
 def test_a_plain_stored_plan_still_reads(store_factory):

@@ -39,7 +39,7 @@ from .artifacts import SERVABLE_STATES, Artifact, Edge, Snapshot, parse_store_do
 from .auditchain import GENESIS, chain_same, row_hash, seal, signing_key
 from .dialect import CORE_TABLES, MIGRATIONS, SCHEMA_VERSION, SQLITE_SCHEMA, check_version, db_errors, PgConnection, connect_postgres, is_postgres_url, redact, retrying
 from .lineage import candidates, index_hashes
-from .planstore import plan_text as stored_plan, read_plan
+from .planstore import plan_text as stored_plan, read_fields, read_plan
 from .store_api import StepRecord
 from .writes import Write, canonical_json, content_digest, prepare
 
@@ -112,7 +112,7 @@ def _dump(x: Any) -> str:
     return json.dumps(x, sort_keys=True, separators=(",", ":"))
 
 
-_CODES = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"  # plan-step mode codes (a policy has four modes)
+_PENDING = StepRecord("pending", None, None)  # a step of the order without a ``plan_steps`` row
 
 _decoder = json.JSONDecoder()
 _decode, _scan = _decoder.decode, _decoder.scan_once
@@ -162,6 +162,9 @@ class Store:
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(6)}"
         _OPEN[self.owner] = self
         self._checkpoints = 0
+        # the latest event's plan steps: (event id, order, modes) as the barrier had them, or
+        # (event id, {id: (seq, mode)}) once read; an event's order never changes once committed
+        self._plan_steps: tuple[Any, ...] | None = None
 
     def _setup_sqlite(self, migrate: bool) -> None:
         """PRAGMAs and the schema: created in an empty database, checked (version, foreign tables)
@@ -673,7 +676,8 @@ class Store:
     def barrier(self, plan_doc: Mapping[str, Any], policy_doc: Mapping[str, Any],
                 staged_roots: Mapping[str, Artifact], generation: int | None = None) -> int:
         """B_ρ ← C(F): record the event and plan, withdraw all of C(F) and stage root
-        replacements / new interfaces — in ONE transaction (§2.2, Alg. 1 line 2).
+        replacements / new interfaces — in ONE transaction (§2.2, Alg. 1 line 2). The plan's steps
+        are pending from here on without a row each (:meth:`steps` reads them from the stored order).
 
         ``generation`` is :meth:`generation` at planning time: if another process changed the
         store since, or left an event unfinished, nothing is written (InputError).
@@ -698,7 +702,6 @@ class Store:
                                  file=self.path)
             event_id = self._insert_event(plan_doc["event"]["type"], event_text, policy_text, plan_text)
             self._lease(event_id)
-            self._pending_steps(event_id, plan_doc["order"], plan_doc["modes"])
             self._withdraw(ids_text)
             self.checkpoint()
             for root, art in sorted(staged_roots.items()):
@@ -709,6 +712,7 @@ class Store:
                                 "plan_sha256": digest(plan_text),
                                 "withdrawn": len(barrier)})
             self._append_withdrawals(event_id, barrier)  # one transaction, one time, one hashing pass
+        self._plan_steps = (event_id, plan_doc["order"], plan_doc["modes"])  # committed: its steps' keys
         return event_id
 
     def _insert_event(self, kind: str, event_text: str, policy_text: str, plan_text: str) -> int:
@@ -724,25 +728,6 @@ class Store:
         """B_ρ: every id of the JSON array ``ids_text`` withdrawn (erased ones stay erased), one UPDATE."""
         self.conn.execute("UPDATE artifacts SET state = 'withdrawn', staged_version = NULL "
                           "WHERE id IN (SELECT value FROM json_each(?)) AND state != 'erased'", (ids_text,))
-
-    def _pending_steps(self, event_id: int, order: Sequence[str], modes: Mapping[str, str]) -> None:
-        """One ``pending`` plan-step row per step of the order (inside the barrier's transaction).
-
-        SQLite: one INSERT … SELECT over a JSON array of strings ``<code><id>``, where the one-letter
-        code names the step's mode in a small JSON object: no per-row parameter binding, so 10^5 rows
-        cost what SQLite's inserts cost. PostgreSQL: one COPY (:class:`~memsteward.repair.dialect.PgConnection`)."""
-        step_modes = list(map(modes.__getitem__, order))
-        names = sorted(set(step_modes))
-        if self.backend != "sqlite" or len(names) > len(_CODES):
-            self.conn.executemany("INSERT INTO plan_steps(event_id, seq, artifact_id, mode, status) VALUES (?,?,?,?,?)",
-                                  [(event_id, k, i, m, "pending") for k, (i, m) in enumerate(zip(order, step_modes))])
-            return
-        code = dict(zip(names, _CODES))
-        self.conn.execute("INSERT INTO plan_steps(event_id, seq, artifact_id, mode, status) SELECT ?, j.key, "
-                          "substr(j.value, 2), json_extract(?, '$.' || substr(j.value, 1, 1)), 'pending' "
-                          "FROM json_each(?) j",
-                          (event_id, json.dumps({c: m for m, c in code.items()}),
-                           json.dumps(list(map(str.__add__, map(code.__getitem__, step_modes), order)))))
 
     def _lease(self, event_id: int) -> None:
         """Record this process as the event's one writer (inside the caller's transaction)."""
@@ -803,9 +788,42 @@ class Store:
         return self.version_of(ident, int(row[0]))
 
     def steps(self, event_id: int) -> dict[str, StepRecord]:
-        """The recorded plan steps of an event: artifact id → (status, staged version, report)."""
-        return {i: StepRecord(st, v, None if r is None else json.loads(r)) for i, st, v, r in self.conn.execute(
+        """The plan steps of an event in execution order: artifact id → (status, staged version, report).
+
+        A step has a ``plan_steps`` row from its first recorded outcome on (staged, then validated,
+        failed or blocked); a step of the stored plan's order without one is ``pending``. (Releases
+        before this one wrote a pending row per step at the barrier; such rows read the same.)"""
+        recorded = {i: StepRecord(st, v, None if r is None else json.loads(r)) for i, st, v, r in self.conn.execute(
             "SELECT artifact_id, status, version, report FROM plan_steps WHERE event_id = ?", (event_id,))}
+        return {i: recorded.get(i, _PENDING) for i in self._step_keys(event_id)}
+
+    def _step_keys(self, event_id: int) -> dict[str, tuple[int, str]]:
+        """Each step of the event's order → (seq, mode) of its ``plan_steps`` row: its position in the
+        order and its mode, from the barrier this store ran or else from the stored plan (read once)."""
+        cached = self._plan_steps
+        if cached is not None and cached[0] == event_id:
+            if len(cached) == 2:
+                return cached[1]
+            order, modes = cached[1], cached[2]
+        else:
+            row = self.conn.execute("SELECT plan FROM events WHERE id = ?", (event_id,)).fetchone()
+            if row is None:
+                raise InputError(f"no event {event_id} in the store", file=self.path)
+            fields = read_fields(row[0], ("order", "modes"))
+            order, modes = fields["order"], fields["modes"]
+        keys = {i: (k, modes[i]) for k, i in enumerate(order)}
+        self._plan_steps = (event_id, keys)
+        return keys
+
+    def _record(self, event_id: int, ident: str, status: str, column: str, value: int | str) -> None:
+        """Write one step's status and its ``version`` (staged) or ``report`` (an outcome), inside the
+        caller's transaction: the row is inserted, or updated where one exists (the staged step's, or a
+        pending row of an earlier release) — keyed by (event, seq), as the barrier once wrote it."""
+        seq, mode = self._step_keys(event_id)[ident]
+        self.conn.execute(
+            f"INSERT INTO plan_steps(event_id, seq, artifact_id, mode, status, {column}) VALUES (?,?,?,?,?,?) "
+            f"ON CONFLICT(event_id, seq) DO UPDATE SET status = excluded.status, {column} = excluded.{column}",
+            (event_id, seq, ident, mode, status, value))
 
     @retrying
     def stage(self, event_id: int, ident: str, content: Any, meta: Mapping[str, Any],
@@ -819,8 +837,7 @@ class Store:
             self._check_lease(event_id)
             version = self._insert_version(event_id, ident, content, meta)
             self.conn.execute("UPDATE artifacts SET state = 'staged' WHERE id = ?", (ident,))
-            self.conn.execute("UPDATE plan_steps SET status = 'staged', version = ? WHERE event_id = ? "
-                              "AND artifact_id = ?", (version, event_id, ident))
+            self._record(event_id, ident, "staged", "version", version)
             self._audit("stage", ident, event_id, {"version": version, "support": list(support),
                                                    "forget": list(forget)})
         return version
@@ -830,8 +847,7 @@ class Store:
         """Record validated / failed / blocked; a failed or blocked successor stays withdrawn."""
         with self.transaction():
             self._check_lease(event_id)
-            self.conn.execute("UPDATE plan_steps SET status = ?, report = ? WHERE event_id = ? AND artifact_id = ?",
-                              (status, _dump(report), event_id, ident))
+            self._record(event_id, ident, status, "report", _dump(report))
             if status != "validated":
                 self.conn.execute("UPDATE artifacts SET state = 'withdrawn' WHERE id = ?", (ident,))
             self._audit(status, ident, event_id, {"report": report} if status != "validated" else {})
