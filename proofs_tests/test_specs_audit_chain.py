@@ -132,3 +132,19 @@ def test_rows_appended_beyond_the_recorded_head_are_detected(demo_db: Path, tmp_
     con.close()
     r = CliRunner().invoke(main, ["audit", "--store", str(db), "--check"])
     assert r.exit_code == 1 and "recorded head" in r.output
+
+
+def test_the_barriers_one_pass_hashing_is_pinned():
+    """chain_same's links, pinned to values the row-by-row implementation gave (release of schema
+    version 4): a faster hashing of withdraw rows must give the same hashes (``audit --check`` on
+    existing stores), and equal the documented format computed here."""
+    ids = ["a", 'x"y', "é\u2028", None, "sum-7"]
+    at = "2026-12-01T11:00:00.000001+00:00"
+    links = auditchain.chain_same("0" * 64, 41, at, 3, "withdraw", ids, "{}")
+    assert links[-1] == "8a83ca856824dc776ff607287ef55ff66dfa611d2c1d53c1db94477243b873c4"
+    prev = "0" * 64
+    for k, (i, link) in enumerate(zip(ids, links)):
+        prev = reference_link(prev, (41 + k, at, 3, "withdraw", i, "{}"))
+        assert link == prev
+    many = auditchain.chain_same(auditchain.GENESIS, 1, "t", None, "withdraw", [f"cache-{k}" for k in range(1000)], "{}")
+    assert many[-1] == "cb2ca9b5a4f5799465dec6aacfcf2488077f8f428643781a29c6e579053e88a4"

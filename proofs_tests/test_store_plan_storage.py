@@ -25,7 +25,7 @@ from memsteward.repair.attestation import check_records
 from memsteward.repair.auditchain import first_broken
 from memsteward.repair.events import event_from_dict
 from memsteward.repair.plan import TransitionPlan, compute_plan
-from memsteward.repair.planstore import PACK_MIN, canonical, pack, plan_text, read_plan
+from memsteward.repair.planstore import PACK_MIN, Rows, canonical, pack, plan_text, read_plan
 from memsteward.repair.execute import policy_document, root_successors
 from pathlib import Path
 
@@ -189,3 +189,150 @@ def test_a_plain_stored_plan_still_reads(store_factory):
 def test_a_damaged_packed_plan_is_a_value_error(damage):
     with pytest.raises(ValueError, match="damaged stored plan"):
         read_plan(canonical({"packed": 2, "ids": ["a"], "fields": {}, **damage}))
+
+
+# ------------------------------------------------------------------ the plan handed over column by column
+
+
+@pytest.mark.parametrize("n, event_doc", [(6, None), (40, CORRECTION), (300, None)])
+def test_the_columnar_plan_stores_the_same_text(store_factory, n, event_doc):
+    """execute.barrier hands the barrier ``to_columns`` (no object per candidate): the stored text is
+    the one ``to_json`` packs to, byte for byte, and reads back as the plan (small plans: below PACK_MIN)."""
+    from memsteward.repair.execute import barrier
+
+    store = store_factory()
+    policy, _event, plan = _planned(store, n, event_doc)
+    cols = plan.to_columns()
+    assert plan_text(cols) == plan_text(plan.to_json())
+    for other in (plan.replace(cascade=plan.cascade[::-1]), plan.replace(cascade=plan.cascade[1:] + plan.cascade[:1]),
+                  plan.replace(cascade=plan.cascade[:-1])):  # selection not read off a sorted, complete cascade
+        assert plan_text(other.to_columns()) == plan_text(other.to_json())
+    assert canonical(list(cols["candidates"])) == canonical([c.as_dict() for c in plan.candidates])
+    eid = barrier(store, policy, plan, store.generation())
+    ev = store.event(eid)
+    assert ev["plan"] == _plain(plan.to_json()) and TransitionPlan.from_json(ev["plan"]) == plan
+    assert check_records(store) is None
+
+
+def test_rows_are_the_list_of_their_objects():
+    rows = Rows(["b", "a"], [[1, 2, 3], ["x", "y", "z"]])
+    objs = [{"a": "x", "b": 1}, {"a": "y", "b": 2}, {"a": "z", "b": 3}]
+    assert list(rows) == objs and rows[1] == objs[1] and rows[1:] == objs[1:] and len(rows) == 3
+    assert rows.keys == ["a", "b"]
+    big = Rows(["id", "n"], [[f"s-{k}" for k in range(3 * PACK_MIN)], [0] * 3 * PACK_MIN])
+    ids = [f"s-{k}" for k in range(3 * PACK_MIN)]
+    for doc in ({"cascade": ids, "c": big}, {"cascade": ids, "c": rows}, {"c": Rows(["k"], [[]])}):
+        plain = {k: list(v) if isinstance(v, Rows) else v for k, v in doc.items()}
+        assert pack(doc) == pack(plain) and _same(read_plan(plan_text(doc)), _plain(plain))
+    for bad in ((["a", "a"], [[1], [2]]), (["a"], [[1], [2]]), (["a", "b"], [[1], [2, 3]])):
+        with pytest.raises(ValueError):
+            Rows(*bad)
+
+
+@pytest.mark.parametrize("part", [None, 7, 1], ids=["one-part", "parts-of-7", "parts-of-1"])
+def test_withdraw_rows_hash_as_documented_for_ids_that_need_escaping(store_factory, monkeypatch, part):
+    """Every row of a barrier — the withdraw rows go in by parts, one INSERT over a BLOB of hashes
+    each, written on a second thread while the next part is hashed (SQLite) — links as the
+    documented format says (hashlib over the compact JSON, computed here), and each withdraw row
+    names its artifact exactly (quotes, backslashes, non-ASCII, a line separator)."""
+    import hashlib
+
+    from memsteward.repair import store as store_mod
+    from memsteward.repair.artifacts import Artifact, Edge, Snapshot
+    from memsteward.repair.auditchain import GENESIS
+    from memsteward.repair.execute import barrier
+
+    if part is not None:
+        monkeypatch.setattr(store_mod, "WITHDRAW_PART", part)
+    store = store_factory()
+    odd = ['q"uote', "back\\slash", "é-ünï", "line\u2028sep", "tab\tid", "plain"] + [f"x-{k}" for k in range(40)]
+    arts = {"root": Artifact("root", "record", None, 1, "root text", {})}
+    arts.update({i: Artifact(i, "cache", None, 1, f"out {k}", {"transform": "texts"}) for k, i in enumerate(odd)})
+    store.import_snapshot(Snapshot(arts, tuple(Edge("root", i) for i in odd)))
+    policy = load_policy(str(ROOT / "policies" / "default.yaml"))
+    plan = compute_plan(policy, store, event_from_dict({"type": "delete", "roots": ["root"]}))
+    barrier(store, policy, plan, store.generation())
+    rows = store.audit_rows()
+    prev = GENESIS
+    for seq, at, event_id, action, artifact_id, detail, stored in rows:
+        text = json.dumps([prev, seq, at, event_id, action, artifact_id, detail], ensure_ascii=False,
+                          separators=(",", ":"))
+        assert stored == hashlib.sha256(text.encode("utf-8")).hexdigest(), (seq, action)
+        prev = stored
+    assert [r[4] for r in rows if r[3] == "withdraw"] == list(plan.barrier) and set(odd) < set(plan.barrier)
+    assert [r[0] for r in rows] == list(range(1, len(rows) + 1)) and store.audit_head() == (rows[-1][0], rows[-1][6])
+    assert {i for i, (s, _) in store.states().items() if s == "withdrawn"} == set(plan.barrier)
+
+
+@pytest.mark.parametrize("failing", ["_withdraw", "_insert_withdrawals", "chain_same_bytes"])
+def test_a_failure_beside_the_second_thread_rolls_the_barrier_back(store_factory, monkeypatch, failing):
+    """The UPDATE and the withdraw rows' INSERTs run on a second thread (SQLite, large barriers): an
+    error there — or in the hashing of the next part while a part's INSERT runs — is raised by the
+    barrier, whose one transaction then leaves the store as it was."""
+    import threading
+
+    from memsteward.repair import store as store_mod
+    from memsteward.repair.execute import barrier
+
+    monkeypatch.setattr(store_mod, "WITHDRAW_PART", 16)
+    store = store_factory()
+    if store.backend != "sqlite" and failing != "_withdraw":
+        pytest.skip("PostgreSQL writes the withdraw rows as one COPY, hashed in one call")
+    policy, _event, plan = _planned(store, 100)
+    before = store.dump_state(), store.audit_rows(), store.audit_head()
+    owner = store_mod if failing == "chain_same_bytes" else store_mod.Store
+    real = getattr(owner, failing)
+    threads = []
+
+    def broken(*args):
+        threads.append(threading.current_thread().name)
+        if len(threads) == 2 or failing == "_withdraw":
+            raise RuntimeError("disk on fire")
+        return real(*args)
+    monkeypatch.setattr(owner, failing, broken)
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        barrier(store, policy, plan, store.generation())
+    assert (store.dump_state(), store.audit_rows(), store.audit_head()) == before
+    assert store.unfinished_event() is None
+    if store.backend == "sqlite" and failing != "chain_same_bytes":
+        assert set(threads) == {"memsteward-barrier"}  # the write did run on the second thread
+    assert all(t.name != "memsteward-barrier" for t in threading.enumerate())  # nothing left running
+
+
+def _id_runs_reference(col, index):
+    """The runs as first written: every index looked up, runs by index − position (groupby)."""
+    from itertools import count, groupby
+    from operator import sub
+
+    try:
+        idx = list(map(index.__getitem__, col))
+    except (KeyError, TypeError):
+        return None
+    limit, out, at = len(col) // 4 + 1, [], 0
+    for _, run in groupby(map(sub, idx, count())):
+        n = len(list(run))
+        out += (idx[at], n)
+        at += n
+        if len(out) > 2 * limit:
+            return None
+    return out
+
+
+def test_id_runs_equal_the_reference():
+    import random
+
+    from memsteward.repair.planstore import _id_runs
+
+    rng = random.Random(7)
+    table = [f"t{k}" for k in range(300)]
+    index = {t: k for k, t in enumerate(table)}
+    cases = [table, table[5:], table[:-1], table[::-1], table[:100] + table[150:], [table[-1]], table[-3:] + table[:3],
+             table[:50] + ["not-an-id"] + table[50:], table[:50] + [["unhashable"]], table[:200] + table[100:]]
+    for _ in range(300):
+        cuts = sorted(rng.sample(range(301), rng.randint(1, 8)))
+        parts = [table[a:b] for a, b in zip([0] + cuts, cuts + [300]) if rng.random() < 0.7]
+        rng.shuffle(parts)
+        cases.append([i for p in parts for i in p])
+    for col in cases:
+        if col:
+            assert _id_runs(col, index, table) == _id_runs_reference(col, index), col[:5]

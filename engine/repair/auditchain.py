@@ -59,18 +59,31 @@ def row_hash(prev: str, seq: int, at: str, event_id: int | None, action: str, ar
 def chain_same(prev: str, seq: int, at: str, event_id: int | None, action: str,
                artifact_ids: Sequence[str | None], detail: str) -> list[str]:
     """:func:`row_hash` of rows seq, seq+1, … that differ only in ``artifact_id`` (a barrier's
-    withdraw rows), continuing from ``prev``: the shared fields go into one format string, the ids
-    are quoted in one pass, and a link is quoted without the encoder (a hex digest needs no escaping;
-    the first ``prev``, read from the store, is escaped as :func:`row_hash` does)."""
+    withdraw rows), continuing from ``prev``; see :func:`chain_same_bytes`."""
+    return [h.decode("ascii") for h in chain_same_bytes(prev, seq, at, event_id, action, artifact_ids, detail)]
+
+
+def chain_same_bytes(prev: str, seq: int, at: str, event_id: int | None, action: str,
+                     artifact_ids: Sequence[str | None], detail: str) -> list[bytes]:
+    """:func:`chain_same` as ASCII bytes. A row's payload is ``["`` + h_{k−1} + the rest, and the rest
+    (``",seq,at,event_id,action,artifact_id,detail]``) does not depend on the chain: every rest is
+    encoded up front in one pass, and each link is a copy of the hash state after ``["`` fed the
+    previous link and the rest — no text is built per row. A link is quoted without the encoder (a
+    hex digest needs no escaping; the first ``prev``, read from the store, is escaped as
+    :func:`row_hash` does)."""
     shared = ",%s,%s,%s," % (_string(at), "null" if event_id is None else "%d" % event_id, _string(action))
-    row = ('["%s",%d' + shared.replace("%", "%%") + "%s" + (",%s]" % _string(detail)).replace("%", "%%"))
-    sha256 = hashlib.sha256
-    out: list[str] = []
+    tail = ",%s]" % _string(detail)
+    rests = [('",%d%s%s%s' % (k, shared, q, tail)).encode("utf-8")
+             for k, q in enumerate(map(_string if None not in artifact_ids else _quote, artifact_ids), seq)]
+    opening = hashlib.sha256(b'["')
+    out: list[bytes] = []
     append = out.append
-    link = _string(prev)[1:-1]
-    quoted = map(_string if None not in artifact_ids else _quote, artifact_ids)
-    for k, q in enumerate(quoted, seq):
-        link = sha256((row % (link, k, q)).encode("utf-8")).hexdigest()
+    link = _string(prev)[1:-1].encode("utf-8")
+    for rest in rests:
+        h = opening.copy()
+        h.update(link)
+        h.update(rest)
+        link = h.hexdigest().encode("ascii")
         append(link)
     return out
 

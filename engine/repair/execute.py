@@ -24,7 +24,7 @@ from .executors import Executor, LocalPool, Serialized, Shared, executor_from, l
 from .scope import is_retained, neighbourhood
 from .operators import OperatorError, OperatorRegistry, RepairContext, Successor, operators_for
 from .oracles import OracleInput, OracleRegistry, validate
-from .plan import StepResult, TransitionPlan, compute_plan
+from .plan import StepResult, TransitionPlan, compute_plan, paused_gc
 from .schemas import interface_problem
 from .dialect import db_errors
 from .store import Store
@@ -132,10 +132,18 @@ def execute(store: Store, policy: Policy, plan: TransitionPlan, operators: Opera
         raise InputError("the ray executor needs a store its workers can open (a SQLite file or "
                          "postgresql://…), not an in-memory store", file=store.path, field="executor")
     prepare(executor)
-    roots = Snapshot(store.artifacts_of(plan.event.roots), ())
-    event_id = store.barrier(plan.to_json(), policy_document(policy), root_successors(plan.event, roots),
-                             generation)
+    event_id = barrier(store, policy, plan, generation)
     return resume(store, event_id, policy, plan, operators, oracles, executor, progress)
+
+
+def barrier(store: Store, policy: Policy, plan: TransitionPlan, generation: int | None = None) -> int:
+    """Alg. 1 line 2, B_ρ ← C(F), as :func:`execute` runs it: the plan handed over column by column
+    (:meth:`TransitionPlan.to_columns`: no object per candidate), then :meth:`Store.barrier`'s one
+    transaction — with the collector paused throughout (10^5-element lists, nothing cyclic)."""
+    roots = Snapshot(store.artifacts_of(plan.event.roots), ())
+    with paused_gc():
+        return store.barrier(plan.to_columns(), policy_document(policy), root_successors(plan.event, roots),
+                             generation)
 
 
 def recover(store: Store, operators: OperatorRegistry | None = None,

@@ -13,6 +13,8 @@ import gc
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from fractions import Fraction
+from itertools import islice
+from operator import attrgetter, lt
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from ..jsonio import bounded_fraction
@@ -104,6 +106,25 @@ class TransitionPlan:
             "unservable": list(self.unservable),
             "untracked": {i: dict(m) for i, m in self.untracked.items()},
         }
+
+    def to_columns(self) -> dict[str, Any]:
+        """:meth:`to_json` as the barrier stores it, built without an object per candidate or edge:
+        ``candidates`` as :class:`~memsteward.repair.planstore.Rows` (one column per field of
+        :class:`Candidate`), ``requirements`` as the tuple of pairs, and ``selection`` read off the
+        sorted cascade when it is (no sort). ``planstore.plan_text`` gives the same text as for
+        :meth:`to_json` (tuples and lists are both JSON arrays)."""
+        from .planstore import Rows
+
+        unsorted = dataclasses.replace(self.selection, selected=frozenset())
+        doc = self.replace(candidates=(), requirements=(), selection=unsorted).to_json()
+        names = [f.name for f in dataclasses.fields(Candidate)]
+        doc["candidates"] = Rows(names, [list(map(attrgetter(n), self.candidates)) for n in names])
+        doc["requirements"] = self.requirements
+        chosen = self.selection.selected  # read off the cascade if strictly increasing there, and all present
+        doc["selection"] = list(filter(chosen.__contains__, self.cascade))
+        if len(doc["selection"]) != len(chosen) or not all(map(lt, doc["selection"], islice(doc["selection"], 1, None))):
+            doc["selection"] = sorted(chosen)
+        return doc
 
     @staticmethod
     def from_json(doc: Mapping[str, Any]) -> "TransitionPlan":

@@ -28,15 +28,45 @@ from __future__ import annotations
 
 import json
 from itertools import chain, count, groupby, islice, repeat
-from operator import itemgetter, sub
-from typing import Any, Callable, Mapping, Sequence
+from operator import itemgetter
+from typing import Any, Callable, Iterator, Mapping, Sequence, overload
 
-__all__ = ["PACKED", "pack", "plan_text", "read_plan", "read_fields", "unpack"]
+__all__ = ["PACKED", "Rows", "pack", "plan_text", "read_plan", "read_fields", "unpack"]
 
 PACKED = 2  # the ``packed`` marker of the stored form (a plain plan document has no such key)
 PACK_MIN = 16  # shorter lists and smaller mappings are kept as they are (a small plan stays readable)
 _RUN_SHARE = 4  # runs are used when there are at most len/_RUN_SHARE of them
 
+
+
+class Rows(Sequence[dict[str, Any]]):
+    """A list of objects with the same keys, held column by column: ``Rows(keys, columns)`` is the
+    list whose k-th object maps ``keys[j]`` to ``columns[j][k]``. A plan's candidates handed over this
+    way (:meth:`~memsteward.repair.plan.TransitionPlan.to_columns`) are packed from their columns,
+    without an object per candidate; :func:`pack` gives the same result as for the list of objects."""
+
+    def __init__(self, keys: Sequence[str], columns: Sequence[Sequence[Any]]) -> None:
+        if len(keys) != len(columns) or len(set(keys)) != len(keys) or len({len(c) for c in columns}) > 1:
+            raise ValueError("Rows needs one column per key (keys distinct), all of one length")
+        order = sorted(range(len(keys)), key=keys.__getitem__)
+        self.keys = [keys[j] for j in order]
+        self.columns = [columns[j] for j in order]
+
+    def __len__(self) -> int:
+        return len(self.columns[0]) if self.columns else 0
+
+    @overload
+    def __getitem__(self, k: int) -> dict[str, Any]: ...
+    @overload
+    def __getitem__(self, k: slice) -> list[dict[str, Any]]: ...
+
+    def __getitem__(self, k: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        if isinstance(k, slice):
+            return list(map(dict, map(zip, repeat(self.keys), zip(*(c[k] for c in self.columns)))))
+        return dict(zip(self.keys, (c[k] for c in self.columns)))
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return map(dict, map(zip, repeat(self.keys), zip(*self.columns)))
 
 
 def canonical(x: Any) -> str:
@@ -103,13 +133,14 @@ class _Packer:
     the same order: C(F), its descendants, the candidate ids, the order, …) is packed once."""
 
     def __init__(self, table: list[str]) -> None:
+        self.table = table
         self.index = dict(zip(table, count()))
         if len(self.index) != len(table):  # repeated ids: not an id table
             self.index = {}
         self.seen: list[tuple[list[str], dict[str, Any]]] = []
 
     def value(self, v: Any) -> dict[str, Any]:
-        if isinstance(v, (list, tuple)):
+        if isinstance(v, (list, tuple, Rows)):
             return self.seq(v)
         if type(v) is dict and len(v) >= PACK_MIN and _types(v.keys()) == {str}:
             return {"map": [self.seq(list(v)), self.seq(list(v.values()))]}
@@ -117,7 +148,12 @@ class _Packer:
 
     def seq(self, col: Sequence[Any]) -> dict[str, Any]:
         """The first packing that applies to ``col`` (each tried on a prefix first, so a list it does
-        not fit costs little); else ``col`` as is."""
+        not fit costs little); else ``col`` as is. :class:`Rows` go column by column, as the list of
+        their objects does (objects are neither ids nor run-length coded: :func:`_rle` takes none)."""
+        if type(col) is Rows:
+            if len(col) >= PACK_MIN and _types(col.keys) == {str}:
+                return self.columns(col.keys, col.columns)
+            col = list(col)
         col = col if type(col) is list else list(col)
         if len(col) < PACK_MIN:
             return {"json": col}
@@ -125,7 +161,7 @@ class _Packer:
             if other == col:
                 return done
         if self.index and type(col[0]) is str and col[0] in self.index:
-            runs = _id_runs(col[:_PROBE], self.index) and _id_runs(col, self.index)
+            runs = _id_runs(col[:_PROBE], self.index, self.table) and _id_runs(col, self.index, self.table)
             if runs is not None:
                 done = {"ids": runs}
                 self.seen.append((col, done))
@@ -150,24 +186,42 @@ class _Packer:
             columns = [list(map(itemgetter(k), col)) for k in keys]
         except KeyError:  # another key set of the same size
             return {"json": col}
+        return self.columns(keys, columns)
+
+    def columns(self, keys: list[str], columns: Sequence[Sequence[Any]]) -> dict[str, Any]:
         return {"rows": keys, "columns": [self.seq(c) for c in columns]}
 
 
 _PROBE = 256  # the prefix a packing is tried on first
 
 
-def _id_runs(col: list[str], index: Mapping[str, int]) -> list[int] | None:
+def _id_runs(col: list[str], index: Mapping[str, int], table: Sequence[str]) -> list[int] | None:
     """[start, length, …] of ``col`` as runs of consecutive id-table entries (None: more than
-    len/_RUN_SHARE runs, or an item outside the table)."""
-    try:
-        idx = list(map(index.__getitem__, col))
-    except (KeyError, TypeError):
-        return None
-    limit, out, at = len(col) // _RUN_SHARE + 1, [], 0
-    for _, run in groupby(map(sub, idx, count())):  # index − position is constant along a run
-        n = len(list(run))
-        out += (idx[at], n)
-        at += n
+    len/_RUN_SHARE runs, or an item outside the table). A run is found by comparing slices of
+    ``col`` and ``table``: doubling lengths until one differs, then halving back — a run of L ids
+    costs O(L) comparisons made by the list type, and O(log L) Python steps."""
+    limit, out, at, n = len(col) // _RUN_SHARE + 1, [], 0, len(col)
+    while at < n:
+        try:
+            start = index[col[at]]
+        except (KeyError, TypeError):
+            return None
+        room = min(n - at, len(table) - start)
+        good, size = 1, 1  # col[at:at + good] == table[start:start + good]
+        while good < room:  # the next segment, twice as long as the last
+            end = min(good + size, room)
+            if col[at + good:at + end] != table[start + good:start + end]:
+                hi = end  # the run ends before hi: halve the gap
+                while hi - good > 1:
+                    mid = (good + hi) // 2
+                    if col[at + good:at + mid] == table[start + good:start + mid]:
+                        good = mid
+                    else:
+                        hi = mid
+                break
+            good, size = end, 2 * size
+        out += (start, good)
+        at += good
         if len(out) > 2 * limit:
             return None
     return out

@@ -27,16 +27,17 @@ import os
 import secrets
 import signal
 import socket
+import threading
 import weakref
 import sqlite3
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Collection, Iterator, Mapping, Sequence
+from typing import Any, Callable, Collection, Iterator, Mapping, Sequence
 
 from ..errors import EventHeld, InputError, WriteRefused
 from .artifacts import SERVABLE_STATES, Artifact, Edge, Snapshot, parse_store_document, read_json
-from .auditchain import GENESIS, chain_same, row_hash, seal, signing_key
+from .auditchain import GENESIS, chain_same, chain_same_bytes, row_hash, seal, signing_key
 from .dialect import CORE_TABLES, MIGRATIONS, SCHEMA_VERSION, SQLITE_SCHEMA, check_version, db_errors, PgConnection, connect_postgres, is_postgres_url, redact, retrying
 from .lineage import candidates, index_hashes
 from .planstore import plan_text as stored_plan, read_fields, read_plan
@@ -113,6 +114,11 @@ def _dump(x: Any) -> str:
 
 
 _PENDING = StepRecord("pending", None, None)  # a step of the order without a ``plan_steps`` row
+WITHDRAW_PART = 25_000  # withdraw rows per INSERT of a barrier; larger barriers write while they pack and hash
+
+
+def _done() -> None:
+    """The join of work that already ran."""
 
 _decoder = json.JSONDecoder()
 _decode, _scan = _decoder.decode, _decoder.scan_once
@@ -271,22 +277,43 @@ class Store:
             out.append((seq, at, event_id, action, artifact_id, detail, prev))
         self._write_audit(out)
 
-    def _append_withdrawals(self, event_id: int, ids: Sequence[str]) -> None:
+    def _append_withdrawals(self, event_id: int, ids: Sequence[str], ids_text: str) -> None:
         """One chained ``withdraw`` row per id, all at one time, hashed in one pass (:func:`chain_same`).
 
-        SQLite: the rows go in as one INSERT … SELECT over a JSON array of hash + id strings (the hash
-        is 64 characters), not 10^5 bound rows; PostgreSQL: one COPY (:class:`~memsteward.repair.dialect.PgConnection`)."""
+        SQLite: the rows go in by parts of ``WITHDRAW_PART`` rows, each part's INSERT running on a
+        thread while the next part is hashed (:meth:`_insert_withdrawals`); PostgreSQL: one COPY
+        (:class:`~memsteward.repair.dialect.PgConnection`)."""
         seq, prev = self._audit_tail()
         at = _now()
-        hashes = chain_same(prev, seq + 1, at, event_id, "withdraw", ids, "{}")
         if self.backend != "sqlite" or not ids:
+            hashes = chain_same(prev, seq + 1, at, event_id, "withdraw", ids, "{}")
             self._write_audit([(seq + 1 + k, at, event_id, "withdraw", i, "{}", h)
                                for k, (i, h) in enumerate(zip(ids, hashes))])
             return
+        written = _done
+        try:
+            for start in range(0, len(ids), WITHDRAW_PART):
+                hashes = chain_same_bytes(prev, seq + 1 + start, at, event_id, "withdraw",
+                                          ids[start:start + WITHDRAW_PART], "{}")
+                written()  # the previous part's rows are in
+                written = self._concurrently(len(ids) > WITHDRAW_PART, self._insert_withdrawals, seq + 1, at,
+                                             event_id, ids_text, start, hashes)
+                prev = hashes[-1].decode("ascii")
+        finally:
+            written()  # never leave a statement running into the rollback
+        self._write_head(seq + len(ids), prev)
+
+    def _insert_withdrawals(self, first: int, at: str, event_id: int, ids_text: str, start: int,
+                            hashes: Sequence[bytes]) -> None:
+        """The withdraw rows of the ids at positions start, start + 1, … of the JSON array ``ids_text``
+        (the one the UPDATE read), row k as audit row ``first + k``: one INSERT … SELECT, each row's
+        hash cut out of one BLOB of the part's concatenated 64-character hashes (a BLOB's ``substr`` is
+        by byte offset; a TEXT's would count characters from its start)."""
         self.conn.execute("INSERT INTO audit(seq, at, event_id, action, artifact_id, detail, hash) SELECT ? + j.key, "
-                          "?, ?, 'withdraw', substr(j.value, 65), '{}', substr(j.value, 1, 64) FROM json_each(?) j",
-                          (seq + 1, at, event_id, json.dumps(list(map(str.__add__, hashes, ids)))))
-        self._write_head(seq + len(ids), hashes[-1])
+                          "?, ?, 'withdraw', j.value, '{}', CAST(substr(?, 64 * (j.key - ?) + 1, 64) AS TEXT) "
+                          "FROM json_each(?) j WHERE j.key >= ? AND j.key < ?",
+                          (first, at, event_id, b"".join(hashes), start, ids_text, start,
+                           start + len(hashes)))
 
     def _audit_tail(self) -> tuple[int, str]:
         last = self.conn.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
@@ -690,19 +717,23 @@ class Store:
     def _barrier(self, plan_doc: Mapping[str, Any], policy_doc: Mapping[str, Any],
                  staged_roots: Mapping[str, Artifact], generation: int | None) -> int:
         barrier = list(plan_doc["barrier"])
-        # encoded before the write lock is taken: the transaction holds it for the writes only. The
-        # plan is stored packed (planstore: ~6x smaller at |C(F)| = 10^5); the ids are encoded once
-        event_text, policy_text, plan_text = _dump(plan_doc["event"]), _dump(policy_doc), stored_plan(plan_doc)
-        ids_text = json.dumps(barrier)
+        event_text, policy_text = _dump(plan_doc["event"]), _dump(policy_doc)
+        ids_text = json.dumps(barrier)  # encoded once: the UPDATE and the withdraw rows read it
         with self.transaction() as c:
             if self.unfinished_event() is not None:
                 raise InputError("the store has an unfinished event; run `memsteward recover` first", file=self.path)
             if generation is not None and self.generation() != generation:
                 raise InputError("the store changed while the event was being planned; run it again",
                                  file=self.path)
+            # SQLite withdraws C(F) while this thread packs the plan (planstore: ~6x smaller at
+            # |C(F)| = 10^5): the sqlite3 module lets go of the GIL while a statement runs
+            withdrawn = self._concurrently(len(barrier) > WITHDRAW_PART, self._withdraw, ids_text)
+            try:
+                plan_text = stored_plan(plan_doc)
+            finally:
+                withdrawn()
             event_id = self._insert_event(plan_doc["event"]["type"], event_text, policy_text, plan_text)
             self._lease(event_id)
-            self._withdraw(ids_text)
             self.checkpoint()
             for root, art in sorted(staged_roots.items()):
                 self._insert_version(event_id, root, art.content, dict(art.meta))
@@ -711,7 +742,7 @@ class Store:
                                 "event_sha256": digest(event_text), "policy_sha256": digest(policy_text),
                                 "plan_sha256": digest(plan_text),
                                 "withdrawn": len(barrier)})
-            self._append_withdrawals(event_id, barrier)  # one transaction, one time, one hashing pass
+            self._append_withdrawals(event_id, barrier, ids_text)  # one transaction, one time, one hashing pass
         self._plan_steps = (event_id, plan_doc["order"], plan_doc["modes"])  # committed: its steps' keys
         return event_id
 
@@ -723,6 +754,38 @@ class Store:
             "VALUES ((SELECT COALESCE(MAX(id), 0) + 1 FROM events),?,?,?,?,?,?) RETURNING id",
             (kind, event_text, policy_text, plan_text, "barrier", _now())).fetchone()
         return int(event_id)
+
+    def _concurrently(self, worth_it: bool, fn: Callable[..., None], *args: Any) -> Callable[[], None]:
+        """Start ``fn(*args)`` — SQLite statements on this connection, which the calling thread leaves
+        alone meanwhile — on a thread, and return the join, which re-raises what ``fn`` raised: the
+        sqlite3 module lets go of the GIL while a statement runs, so SQLite writes while Python
+        packs or hashes. Run at once (and a no-op join) when not ``worth_it`` (small work) or on
+        PostgreSQL, whose writes wait in a queue for the next read (:class:`PgConnection`) anyway."""
+        if not worth_it or self.backend != "sqlite":
+            fn(*args)
+            return _done
+        failed: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                fn(*args)
+            except BaseException as exc:  # noqa: BLE001 — handed to the joining thread
+                failed.append(exc)
+        worker = threading.Thread(target=run, name="memsteward-barrier", daemon=True)
+        worker.start()
+
+        def join() -> None:
+            interrupted: BaseException | None = None
+            while worker.is_alive():  # an interrupt waits for the statement to end: the rollback needs the connection
+                try:
+                    worker.join()
+                except BaseException as exc:  # noqa: BLE001 — KeyboardInterrupt, re-raised below
+                    interrupted = exc
+            if interrupted is not None:
+                raise interrupted
+            if failed:
+                raise failed[0]
+        return join
 
     def _withdraw(self, ids_text: str) -> None:
         """B_ρ: every id of the JSON array ``ids_text`` withdrawn (erased ones stay erased), one UPDATE."""
