@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memsteward.policy.loader import load_policy
-from memsteward.repair.artifacts import parse_store_document
+from memsteward.repair.artifacts import SERVABLE_STATES, parse_store_document
 from memsteward.repair.events import parse_event
 from memsteward.repair.plan import compute_plan
 from memsteward.repair.reference import reference_plan
@@ -123,7 +123,12 @@ def test_scope_reads_only_the_cascade_and_its_parents(doc, data):
         assert set(scope.artifacts) == affected
         expected = snap.artifacts if source is snap else {i: store.get(i) for i in scope.artifacts}
         assert all(scope.artifacts[i] == expected[i] for i in scope.artifacts)
-        assert dict(scope.states) == {i: snap.artifacts[i].state for i in affected.union(*parents.values())}
+        # every member's state is held; a parent outside C(F) only when not servable (else it reads servable)
+        assert set(scope.states) == affected | {p for ps in parents.values() for p in ps
+                                                if snap.artifacts[p].state not in SERVABLE_STATES}
+        assert all(scope.states[i] == snap.artifacts[i].state for i in scope.states)
+        assert all((scope.states[i] in SERVABLE_STATES) == (snap.artifacts[i].state in SERVABLE_STATES)
+                   for i in affected.union(*parents.values()))
     store.close()
 
 

@@ -5,7 +5,9 @@ reference — an in-memory SQLite store given the same calls.
 * every backend's store is a :class:`RepairLog` and a :class:`Reader`, with the Protocol's signatures;
 * ``execute.py`` calls nothing on a store outside :class:`RepairLog` (AST scan of the module);
 * the demo events run through the engine end in the same rows as on the reference, and
-  ``steps()`` returns :class:`StepRecord` values matching the executed plan.
+  ``steps()`` returns :class:`StepRecord` values matching the executed plan;
+* ``parent_edges`` returns every influence edge into the ids, ordered by (v, u) — the order
+  ``read_scope`` groups parents by without sorting — on every backend and the in-memory Snapshot.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import pytest
 
 from memsteward.policy.loader import load_policy
 from memsteward.repair import execute as execute_mod
+from memsteward.repair.artifacts import Artifact, Edge, Snapshot
 from memsteward.repair.events import load_event
 from memsteward.repair.execute import run_event
 from memsteward.repair.store import Store
@@ -67,3 +70,18 @@ def test_demo_events_end_as_on_the_reference(store_factory, event):
         state["events"] = [row[:-1] for row in state["events"]]  # all but `created` (a time)
         ends.append(state)
     assert ends[0] == ends[1]
+
+
+def test_parent_edges_are_ordered_by_child_then_parent(store_factory):
+    # ids and edges inserted in an order unlike the sorted one; non-ASCII ids order by code point
+    ids = ["z", "b", "é", "a", "m", "ab", "B"]
+    edges = [Edge(u, v) for u, v in [("z", "a"), ("b", "a"), ("é", "a"), ("B", "a"), ("m", "ab"), ("a", "ab"),
+                                      ("z", "m"), ("b", "m"), ("é", "é")]] + [Edge("b", "ab", "reference")]
+    snap = Snapshot({i: Artifact(i, "record") for i in ids}, tuple(edges))
+    store = store_factory()
+    store.import_snapshot(snap)
+    asked = ["m", "ab", "é", "a", "zz"]  # unsorted, one unknown
+    expected = sorted((e.src, e.dst) for e in edges if e.type == "influence" and e.dst in asked)
+    expected.sort(key=lambda e: (e[1], e[0]))
+    for source in (store, snap):
+        assert [tuple(e) for e in source.parent_edges(asked)] == expected

@@ -113,6 +113,35 @@ def test_older_schema_is_refused_until_migrated(store_at, tmp_path):
     assert _run("audit", "--store", loc, "--check").returncode == 0
 
 
+def _edge_indexes(loc: str) -> dict[str, str]:
+    if loc.startswith("postgresql://"):  # indexdef names the schema: left out
+        return {n: d.replace(f" {schema}.edges ", " edges ") for n, d, schema in _sql(
+            loc, "SELECT indexname, indexdef, schemaname FROM pg_indexes WHERE schemaname = current_schema() "
+                 "AND tablename = 'edges' AND indexname NOT LIKE '%pkey'")}
+    return dict(_sql(loc, "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'edges' "
+                          "AND sql IS NOT NULL"))
+
+
+def test_version_4_store_gets_the_covering_parents_index(store_at):
+    """Schema 5: ``edges_parents`` ON edges(dst, type, src) replaces ``edges_dst``; a version-4 store is
+    refused until migrated, then has exactly the index set of a fresh store and plans the same."""
+    fresh = _imported(store_at("fresh"))
+    loc = _imported(store_at("v4"))
+    expected = _edge_indexes(fresh)
+    assert set(expected) == {"edges_parents"}
+    _sql(loc, "DROP INDEX edges_parents", "CREATE INDEX edges_dst ON edges(dst)",
+         "UPDATE memsteward_schema SET version = 4")
+    args = ("repair", "--policy", POLICY, "--dry-run", "--json", "--event", str(DATA / "event-migrate.json"))
+    _one_line_exit_2(_run(*args[:-2], "--store", loc, *args[-2:]), "schema version 4")
+    r = _run("store", "migrate", loc, "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == {"store": loc, "from": 4, "to": SCHEMA_VERSION, "migrated": True}
+    assert _edge_indexes(loc) == expected
+    plans = [_run(*args[:-2], "--store", s, *args[-2:]) for s in (fresh, loc)]
+    assert all(p.returncode == 0 for p in plans), [p.stderr for p in plans]
+    assert json.loads(plans[0].stdout)["cascade"] == json.loads(plans[1].stdout)["cascade"]
+
+
 def test_newer_schema_and_foreign_tables_are_refused(store_at):
     loc = _imported(store_at("new"))
     _sql(loc, "UPDATE memsteward_schema SET version = 99")

@@ -20,6 +20,7 @@ from .schemas import artifact_problem
 EDGE_TYPES: tuple[str, ...] = ("influence", "semantic")
 STATES: tuple[str, ...] = ("servable", "withdrawn", "staged", "republished", "erased")
 SERVABLE_STATES: frozenset[str] = frozenset({"servable", "republished"})
+ABSENT = "absent"  # the state planning gives an influence parent that has no artifact (never support)
 ARTIFACT_FIELDS: frozenset[str] = frozenset({"id", "kind", "arch", "version", "content", "meta", "state"})
 
 
@@ -87,17 +88,18 @@ class Snapshot:
         return frozenset(seen)
 
     def parent_edges(self, ids: Collection[str]) -> list[tuple[str, str]]:
-        """Every influence edge (u, v) with v ∈ ``ids``."""
+        """Every influence edge (u, v) with v ∈ ``ids``, ordered by (v, u)."""
         parents = self._influence_index[1]
-        return [(u, v) for v in ids for u in parents.get(v, ())]
+        return [(u, v) for v in sorted(ids) for u in sorted(parents.get(v, ()))]
 
     def artifacts_of(self, ids: Collection[str], content: bool = True) -> dict[str, Artifact]:
         """The artifacts among ``ids`` that exist (in memory already: always with content)."""
         return {i: self.artifacts[i] for i in ids if i in self.artifacts}
 
-    def states_of(self, ids: Collection[str]) -> dict[str, str]:
-        """The state of each of ``ids`` that exists."""
-        return {i: self.artifacts[i].state for i in ids if i in self.artifacts}
+    def unservable_of(self, ids: Collection[str]) -> dict[str, str]:
+        """The state of each of ``ids`` that is not servable (``"absent"``: no such artifact)."""
+        out = {i: self.artifacts[i].state if i in self.artifacts else ABSENT for i in ids}
+        return {i: s for i, s in out.items() if s not in SERVABLE_STATES}
 
     @cached_property
     def _shingle_index(self) -> dict[int, list[str]]:

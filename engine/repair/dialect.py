@@ -47,10 +47,13 @@ __all__ = ["db_errors", "PG_SCHEMA", "SCHEMA_VERSION", "SQLITE_SCHEMA", "PgConne
 #   4  ``events.plan`` may hold a plan in its packed form (memsteward.repair.planstore), which a release of
 #      version 3 would misread; no table changes, and the plans stored before stay as they are (their
 #      SHA-256 pins in the audit log name that text), so the migration only records the version.
+#   5  ``edges_parents`` ON edges(dst, type, src) replaces ``edges_dst`` ON edges(dst): the influence parents
+#      of a set of ids are read from the index alone (no table row per edge), each id's parents in src order
+#      (planning at 10^6 artifacts: 0.48 → 0.29 s for the 3.3·10^5 parent edges of a 30 % migration).
 # ANY change to a table or column of either schema (a new table included: `CREATE TABLE IF NOT EXISTS`
 # reaches new stores only) bumps SCHEMA_VERSION and appends one step per backend to MIGRATIONS; a store
 # of an older version is refused (exit 2, nothing changed) until `memsteward store migrate` ran.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 CORE_TABLES = frozenset({"artifacts", "versions", "edges", "events", "audit"})  # what makes a database a store
 
 SQLITE_SCHEMA = """
@@ -85,7 +88,7 @@ CREATE TABLE IF NOT EXISTS event_lease(
 CREATE TABLE IF NOT EXISTS memsteward_schema(one INTEGER PRIMARY KEY CHECK (one = 1), version INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS shingles(
   h INTEGER NOT NULL, id TEXT NOT NULL, PRIMARY KEY(h, id)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS edges_dst ON edges(dst);
+CREATE INDEX IF NOT EXISTS edges_parents ON edges(dst, type, src);
 CREATE INDEX IF NOT EXISTS plan_steps_artifact ON plan_steps(event_id, artifact_id);
 CREATE INDEX IF NOT EXISTS shingles_id ON shingles(id);
 """
@@ -127,7 +130,7 @@ CREATE TABLE IF NOT EXISTS event_lease(
   started TEXT, acquired TEXT NOT NULL, session TEXT);
 CREATE TABLE IF NOT EXISTS shingles(
   h BIGINT NOT NULL, id TEXT COLLATE "C" NOT NULL, PRIMARY KEY(h, id));
-CREATE INDEX IF NOT EXISTS edges_dst ON edges(dst);
+CREATE INDEX IF NOT EXISTS edges_parents ON edges(dst, type, src);
 CREATE INDEX IF NOT EXISTS plan_steps_artifact ON plan_steps(event_id, artifact_id);
 CREATE INDEX IF NOT EXISTS shingles_id ON shingles(id);
 """
@@ -197,11 +200,24 @@ def _pg_v3_to_v4(conn: Any) -> str:
     return "SELECT 1"
 
 
+_PARENTS_INDEX = "DROP INDEX IF EXISTS edges_dst; CREATE INDEX IF NOT EXISTS edges_parents ON edges(dst, type, src);"
+
+
+def _sqlite_v4_to_v5(conn: Any) -> str:
+    """The covering parents index replaces the one on ``dst`` alone."""
+    return _PARENTS_INDEX
+
+
+def _pg_v4_to_v5(conn: Any) -> str:
+    """The covering parents index replaces the one on ``dst`` alone."""
+    return _PARENTS_INDEX
+
+
 # MIGRATIONS[backend][v - 1](conn) is the SQL that takes a store from version v to v + 1 (it may read
 # the store to decide); the store runs every pending step and the new version in ONE write transaction.
 MIGRATIONS: dict[str, tuple[Callable[[Any], str], ...]] = {
-    "sqlite": (_sqlite_v1_to_v2, _sqlite_v2_to_v3, _sqlite_v3_to_v4),
-    "postgresql": (_pg_v1_to_v2, _pg_v2_to_v3, _pg_v3_to_v4),
+    "sqlite": (_sqlite_v1_to_v2, _sqlite_v2_to_v3, _sqlite_v3_to_v4, _sqlite_v4_to_v5),
+    "postgresql": (_pg_v1_to_v2, _pg_v2_to_v3, _pg_v3_to_v4, _pg_v4_to_v5),
 }
 assert all(len(steps) == SCHEMA_VERSION - 1 for steps in MIGRATIONS.values())
 

@@ -16,9 +16,13 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from itertools import groupby
+from operator import itemgetter
 from typing import Any, Callable, Collection, Iterable, Mapping, Protocol, Sequence
 
 from .artifacts import Artifact, Edge, Snapshot
+
+_TAIL, _HEAD = itemgetter(0), itemgetter(1)
 
 
 class Provenance(Protocol):
@@ -28,19 +32,32 @@ class Provenance(Protocol):
         """C(F): ``roots`` and every artifact reachable from them over influence edges."""
 
     def parent_edges(self, ids: Collection[str]) -> Iterable[tuple[str, str]]:
-        """Every influence edge (u, v) with v ∈ ``ids``."""
+        """Every influence edge (u, v) with v ∈ ``ids``, ordered by (v, u) (each id's parents
+        contiguous and ascending: :func:`read_scope` groups them in one pass)."""
 
     def artifacts_of(self, ids: Collection[str], content: bool = True) -> Mapping[str, Artifact]:
         """The current version of each id that exists (unknown ids are left out); ``content`` False
         allows leaving the content out (``None``)."""
 
-    def states_of(self, ids: Collection[str]) -> Mapping[str, str]:
-        """The visibility state of each id that exists."""
+    def unservable_of(self, ids: Collection[str]) -> Mapping[str, str]:
+        """The visibility state of each id that is not servable (``"absent"``: no such artifact);
+        servable ids are left out."""
 
     def shingle_candidates(self, roots: Mapping[str, Any], n: int) -> Iterable[tuple[str, Any]]:
         """(id, content) of every servable artifact that may share an n-word run with one of ``roots``'
         contents, read through the lineage index (a superset: :func:`~memsteward.repair.lineage.untracked`
         checks them exactly)."""
+
+
+class States(dict):
+    """id → visibility state, holding every member of C(F) and every influence parent that is not
+    servable; any other id reads ``"servable"``. The parents outside C(F) are read as the few that
+    are not servable (:meth:`Provenance.unservable_of`), not one row each."""
+
+    __slots__ = ()
+
+    def __missing__(self, key: str) -> str:
+        return "servable"
 
 
 @dataclass(frozen=True)
@@ -53,7 +70,7 @@ class Scope:
     # every member of C(F) at its current version; read with ``needs_content``, the content only of
     # the roots and of members some operator's check may read it for (others: None)
     artifacts: Mapping[str, Artifact]
-    states: Mapping[str, str]  # the state of every member of C(F) and of every parent of one
+    states: States  # the state of every member of C(F) and of every parent of one (see States)
     untracked: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # content-scan matches
 
     @cached_property
@@ -64,7 +81,8 @@ class Scope:
 
 def read_scope(source: Provenance, roots: Sequence[str],
                needs_content: Callable[[str, str | None], bool] | None = None) -> Scope:
-    """C(F), pa(C(F)), the members' artifacts and the parents' states in four indexed reads (§2.1).
+    """C(F), pa(C(F)), the members' artifacts and the parents that are not servable, in four indexed
+    reads (§2.1).
     Ids are passed in sorted order (the store probes its B-trees in key order).
 
     ``needs_content(kind, arch)`` (:func:`~memsteward.repair.operators.reads_content`) limits the
@@ -73,12 +91,11 @@ def read_scope(source: Provenance, roots: Sequence[str],
     None reads every member's content."""
     affected = source.reach(roots)
     members = sorted(affected)
-    parents: dict[str, list[str]] = {i: [] for i in members}
-    outside: set[str] = set()
-    for u, v in source.parent_edges(members):
-        parents[v].append(u)
-        if u not in affected:
-            outside.add(u)
+    edges = list(source.parent_edges(members))  # ordered by (v, u): one group per member, parents ascending
+    parents: dict[str, tuple[str, ...]] = dict.fromkeys(members, ())
+    for v, group in groupby(edges, _HEAD):
+        parents[v] = tuple(map(_TAIL, group))
+    outside = set(map(_TAIL, edges)).difference(affected)
     if needs_content is None:
         artifacts = source.artifacts_of(members)
     else:
@@ -86,10 +103,9 @@ def read_scope(source: Provenance, roots: Sequence[str],
         wanted = set(roots)
         wanted.update(i for i, a in artifacts.items() if needs_content(a.kind, a.arch))
         artifacts.update(source.artifacts_of(sorted(wanted)))
-    states = {i: a.state for i, a in artifacts.items()}
-    states.update(source.states_of(sorted(outside)))
-    scope = Scope(tuple(roots), affected, {i: (ps[0],) if len(ps) == 1 else tuple(sorted(ps))
-                                           for i, ps in parents.items()}, artifacts, states)
+    states = States({i: a.state for i, a in artifacts.items()})
+    states.update(source.unservable_of(outside))
+    scope = Scope(tuple(roots), affected, parents, artifacts, states)
     vars(scope)["members"] = members  # Scope.members, already sorted here
     return scope
 
@@ -111,7 +127,7 @@ def with_untracked(source: Provenance, scope: Scope, roots_content: Mapping[str,
         parents.setdefault(i, tuple(ps))
     for i, m in found.items():
         parents[i] = tuple(sorted(set(parents[i]) | {m["root"]}))
-    states = {**extra.states, **scope.states}
+    states = States({**extra.states, **scope.states})
     return replace(scope, cascade=scope.cascade | extra.cascade, parents=parents,
                    artifacts={**extra.artifacts, **scope.artifacts}, states=states, untracked=found)
 

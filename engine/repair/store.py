@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Callable, Collection, Iterator, Mapping, Sequence
 
 from ..errors import EventHeld, InputError, WriteRefused
-from .artifacts import SERVABLE_STATES, Artifact, Edge, Snapshot, parse_store_document, read_json
+from .artifacts import ABSENT, SERVABLE_STATES, Artifact, Edge, Snapshot, parse_store_document, read_json
 from .auditchain import GENESIS, chain_same, chain_same_bytes, row_hash, seal, signing_key
 from .dialect import CORE_TABLES, MIGRATIONS, SCHEMA_VERSION, SQLITE_SCHEMA, check_version, db_errors, PgConnection, connect_postgres, is_postgres_url, redact, retrying
 from .lineage import candidates, index_hashes
@@ -122,6 +122,9 @@ def _done() -> None:
 
 _decoder = json.JSONDecoder()
 _decode, _scan = _decoder.decode, _decoder.scan_once
+
+
+_SERVABLE_SQL = ", ".join(f"'{s}'" for s in sorted(SERVABLE_STATES))
 
 
 def _id_list(ids: Collection[str]) -> str:
@@ -413,10 +416,11 @@ class Store:
         return frozenset(r[0] for r in rows)
 
     def parent_edges(self, ids: Collection[str]) -> list[tuple[str, str]]:
-        """Every influence edge (u, v) with v ∈ ``ids`` (through the ``edges_dst`` index)."""
+        """Every influence edge (u, v) with v ∈ ``ids``, ordered by (v, u): read from the covering
+        ``edges_parents`` index alone (dst, type, src), whose order the sort finds already in place."""
         return self.conn.execute(
             "SELECT e.src, e.dst FROM json_each(?) j CROSS JOIN edges e ON e.dst = j.value "
-            "WHERE e.type = 'influence'", (_id_list(ids),)).fetchall()
+            "WHERE e.type = 'influence' ORDER BY e.dst, e.src", (_id_list(ids),)).fetchall()
 
     def artifacts_of(self, ids: Collection[str], content: bool = True) -> dict[str, Artifact]:
         """The current version of each of ``ids`` that exists (by primary key); with ``content``
@@ -466,10 +470,14 @@ class Store:
                    for i, c in self.conn.execute(q, (json.dumps(sorted(set(ids))),))}
         self._index(current, replace=ids)
 
-    def states_of(self, ids: Collection[str]) -> dict[str, str]:
-        """The state of each of ``ids`` that exists (by primary key)."""
-        return dict(self.conn.execute("SELECT a.id, a.state FROM json_each(?) j CROSS JOIN artifacts a "
-                                      "ON a.id = j.value", (_id_list(ids),)))
+    def unservable_of(self, ids: Collection[str]) -> dict[str, str]:
+        """The state of each of ``ids`` that is not servable (``"absent"``: no such artifact); the
+        servable ones are left out. Planning asks this of the influence parents outside C(F), which
+        are almost all servable: at 10^6 artifacts a row per parent cost 0.16–0.30 s, the few
+        unservable ones 0.08 s."""
+        return dict(self.conn.execute(
+            f"SELECT j.value, coalesce(a.state, '{ABSENT}') FROM json_each(?) j LEFT JOIN artifacts a "
+            f"ON a.id = j.value WHERE a.state IS NULL OR a.state NOT IN ({_SERVABLE_SQL})", (_id_list(ids),)))
 
     def get(self, ident: str) -> Artifact | None:
         rows = self._rows("WHERE a.id = ?", (ident,))
