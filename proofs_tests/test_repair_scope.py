@@ -308,3 +308,36 @@ def test_artifacts_read_together_never_share_a_metadata_mapping():
         assert arts["c1"].meta == {"transform": "texts"} and arts["c2"].meta == {"transform": "texts"}
     finally:
         store.close()
+
+
+@given(st.integers(2, 40).flatmap(lambda n: st.tuples(
+    st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=2 * n),
+    st.lists(st.integers(0, n - 1), min_size=1, max_size=3), st.integers(0, 3), st.integers(1, 4))))
+def test_store_reach_by_levels_and_by_the_recursive_query_matches_networkx(case):
+    """Store.reach walks level by level and finishes a narrow tail with one recursive query: with the
+    switch after 0 … 3 narrow levels and a narrow bound of 1 … 4 ids, both paths and their seam give
+    networkx's descendants (cycles, self-loops, semantic edges and roots without an artifact included)."""
+    import memsteward.repair.store as store_mod
+
+    n, pairs, roots, levels, width = case
+    # a chain through every id (a long narrow tail) plus the drawn edges; every third edge a semantic one
+    edges = [(k, k + 1, "influence") for k in range(n - 1)]
+    edges += [(u, v, "influence" if k % 3 else "semantic") for k, (u, v) in enumerate(pairs)]
+    edges = list(dict.fromkeys(edges))
+    doc = {"artifacts": [{"id": f"a{k:02d}", "kind": "record"} for k in range(n)],
+           "edges": [{"src": f"a{u:02d}", "dst": f"a{v:02d}", "type": t} for u, v, t in edges]}
+    g = nx.DiGraph()
+    g.add_edges_from((f"a{u:02d}", f"a{v:02d}") for u, v, t in edges if t == "influence")
+    ids = sorted({f"a{r:02d}" for r in roots} | {"ghost"})
+    expected = set(ids).union(*(nx.descendants(g, i) for i in ids if i in g))
+    store = Store()
+    store.import_snapshot(parse_store_document(doc, "<test>"))
+    saved = store_mod.REACH_NARROW, store_mod.REACH_NARROW_LEVELS
+    try:
+        store_mod.REACH_NARROW, store_mod.REACH_NARROW_LEVELS = width, levels
+        assert store.reach(ids) == expected
+        store_mod.REACH_NARROW, store_mod.REACH_NARROW_LEVELS = saved
+        assert store.reach(ids) == expected  # levels only (n ≤ 40 < 32 narrow levels + a few)
+    finally:
+        store_mod.REACH_NARROW, store_mod.REACH_NARROW_LEVELS = saved
+    store.close()
