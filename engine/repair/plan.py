@@ -117,7 +117,7 @@ class TransitionPlan:
 
         unsorted = dataclasses.replace(self.selection, selected=frozenset())
         doc = self.replace(candidates=(), requirements=(), selection=unsorted).to_json()
-        names = [f.name for f in dataclasses.fields(Candidate)]
+        names = list(Candidate._fields)
         doc["candidates"] = Rows(names, [list(map(attrgetter(n), self.candidates)) for n in names])
         doc["requirements"] = self.requirements
         chosen = self.selection.selected  # read off the cascade if strictly increasing there, and all present
