@@ -108,7 +108,7 @@ def assign(policy: Policy, scope: Scope, event: Event, operators: OperatorRegist
     cells: dict[str, Cell] = {}
     in_desc_of: dict[str, tuple[str, ...]] = {}
     decided: dict[tuple, tuple[Cell, str]] = {}
-    mode_of = modes.get
+    plus: set[str] = set()  # D⁺(F) so far: the members decided repairable (μ ≠ remove)
     for i in order:
         if i in roots:
             continue
@@ -123,7 +123,7 @@ def assign(policy: Policy, scope: Scope, event: Event, operators: OperatorRegist
                     forget += 1
                 if p not in roots:  # p ∈ D(F) (a small set's probe instead of a large one's)
                     in_desc.append(p)
-                    if mode_of(p, "remove") != "remove":
+                    if p in plus:
                         repairable += 1
             elif p in reps or states[p] in servable:
                 kept += 1
@@ -140,20 +140,22 @@ def assign(policy: Policy, scope: Scope, event: Event, operators: OperatorRegist
             hit = decided[key] = (cell, decide(policy, cell) or "remove")
         cells[i] = hit[0]
         # an erased artifact (deleted by an earlier event) is never repaired: that would resurrect it
-        modes[i] = "remove" if art.state == "erased" else hit[1]
-    return Assignment(modes, _candidates(policy, scope, modes, cyclic, in_desc_of, operators), cells)
+        mode = modes[i] = "remove" if art.state == "erased" else hit[1]
+        if mode != "remove":
+            plus.add(i)
+    return Assignment(modes, _candidates(policy, scope, modes, plus, cyclic, in_desc_of, operators), cells)
 
 
-def _candidates(policy: Policy, scope: Scope, modes: Mapping[str, str], cyclic: frozenset[str],
-                in_desc_of: Mapping[str, tuple[str, ...]], operators: OperatorRegistry) -> tuple[Candidate, ...]:
-    """Q_ρ: q_i for every i ∈ D⁺(F) = {i ∈ D(F) : μ_i ≠ remove}, in id order. The operator and
-    the weight functions are looked up once per (mode, kind, arch)."""
-    plus = frozenset(i for i, m in modes.items() if m != "remove")
+def _candidates(policy: Policy, scope: Scope, modes: Mapping[str, str], plus: Collection[str],
+                cyclic: frozenset[str], in_desc_of: Mapping[str, tuple[str, ...]],
+                operators: OperatorRegistry) -> tuple[Candidate, ...]:
+    """Q_ρ: q_i for every i ∈ D⁺(F) = {i ∈ D(F) : μ_i ≠ remove} (``plus``), in id order (read off
+    the sorted members). The operator and the weight functions are looked up once per (mode, kind, arch)."""
     per_key: dict[tuple[str, str, str | None], tuple[Operator | None, str, Callable, Callable]] = {}
     artifacts = scope.artifacts
     value, cost = policy.selection.value, policy.selection.cost
     out = []
-    for i in sorted(plus):
+    for i in filter(plus.__contains__, scope.members):
         art = artifacts[i]
         mode, kind, arch, meta = modes[i], art.kind, art.arch, art.meta
         found = per_key.get((mode, kind, arch))
