@@ -59,6 +59,7 @@ def _median_times(fn: Any, repeats: int) -> tuple[float, float, Any]:
     """Median wall and median CPU time (this process: what the call costs with a core to itself)."""
     walls, cpus, out = [], [], None
     for _ in range(repeats):
+        out = None  # the previous result is freed outside the timed call
         t, c = time.perf_counter(), time.process_time()
         out = fn()
         cpus.append(time.process_time() - c)
