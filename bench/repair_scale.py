@@ -4,8 +4,8 @@ overlapping events.
 * Planning — generated tool-agent stores of 10^3 … 10^6 artifacts on disk (SQLite, WAL)
   (:func:`bench.repair_traces.scale_snapshot`; a migration of 30% of the APIs, so about 14% of the
   store is in C(F)). Every measurement runs in a fresh subprocess, so its peak RSS (VmHWM) is its
-  own. The engine plans from the store file (``compute_plan(policy, store, …)``: C(F) by one
-  recursive query, candidates over C(F) only). References in the same run: the whole-store
+  own. The engine plans from the store file (``compute_plan(policy, store, …)``: C(F) level by
+  level over the edge key, candidates over C(F) only). References in the same run: the whole-store
   networkx path (``memsteward.repair.reference``: the store loaded into memory, a DiGraph over
   every artifact, networkx SCCs and order; networkx min cut up to 10^5, OR-Tools at 10^6) and the
   floor of the selection step, the raw OR-Tools max-flow on the same closure network. Plans of the
@@ -774,8 +774,8 @@ def render(sizes: list[int], built: dict, plans: dict, refs: dict, bres: dict, b
     return "\n".join([
         "## MemoRepair 3: planning cost that grows with the cascade, the SQLite barrier, start-up, overlapping events "
         "(paper Table 4)\n",
-        "**Targets (issue 11), one run.** Engine = `compute_plan(policy, store, event)` on a SQLite file: C(F) by one "
-        "recursive query over the edge index, parents and artifacts by key, candidates / SCCs / executability over "
+        "**Targets (issue 11), one run.** Engine = `compute_plan(policy, store, event)` on a SQLite file: C(F) level by "
+        "level over the edge key (one query per level), parents from the covering `edges_parents` index, artifacts by key, candidates / SCCs / executability over "
         "C(F) only, OR-Tools min cut. Reference = the whole-store networkx path (the store loaded into memory — "
         "`load` — then a DiGraph over every artifact: what every event did before). Floor = the raw OR-Tools "
         "max-flow on the same closure network (arrays prepared beforehand). Peak = VmHWM of the fresh process "
