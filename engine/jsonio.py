@@ -9,7 +9,7 @@ import re
 import stat
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterator
 
 from .errors import InputError
 
@@ -159,3 +159,35 @@ def bounded_fraction(value: Any) -> Fraction:
     if m and abs(int(m.group(1)[:8])) > MAX_DECIMAL_EXPONENT:
         raise ValueError(f"decimal exponent beyond ±{MAX_DECIMAL_EXPONENT}")
     return Fraction(value)
+
+
+def write_streamed(write: Callable[[str], Any], doc: Any, default: Callable[[Any], Any] | None = None) -> None:
+    """Write ``doc`` as ``json.dumps(doc, indent=2, default=default)`` writes it, byte for byte, without
+    holding it: ``doc`` is an iterator (a top-level array) or a dict whose values may be iterators
+    (arrays), and each element is encoded and written on its own. A store of 10^6 artifacts exports
+    through a few megabytes instead of its whole document (``memsteward store export``, ``serve
+    --json``, ``log --json``). Other values are encoded whole."""
+    if isinstance(doc, dict):
+        if not doc:
+            write("{}")
+            return
+        sep = "{"
+        for key, value in doc.items():
+            write(f"{sep}\n  {json.dumps(key)}: ")
+            _write_value(write, value, "  ", default)
+            sep = ","
+        write("\n}")
+        return
+    _write_value(write, doc, "", default)
+
+
+def _write_value(write: Callable[[str], Any], value: Any, pad: str, default: Callable[[Any], Any] | None) -> None:
+    if not isinstance(value, Iterator):
+        write(json.dumps(value, indent=2, default=default).replace("\n", "\n" + pad))
+        return
+    inner = pad + "  "
+    sep = "["
+    for item in value:
+        write(f"{sep}\n{inner}" + json.dumps(item, indent=2, default=default).replace("\n", "\n" + inner))
+        sep = ","
+    write("[]" if sep == "[" else f"\n{pad}]")

@@ -162,6 +162,30 @@ def test_store_copy_round_trip_sqlite_postgres_sqlite(tmp_path, pg_url):
         s.close()
 
 
+def test_store_copy_streams_in_batches_both_ways(tmp_path, pg_url, monkeypatch):
+    """copy_into reads each table as it writes it, ``batch`` rows at a time, the PostgreSQL side
+    flushing its pipelined writes per batch: with batches of 3 (and of 1) the copies in both
+    directions hold every row of the source, and the PostgreSQL queue never holds more than a batch."""
+    from memsteward.repair.dialect import PgConnection
+
+    src = tmp_path / "src.db"
+    assert _cli("store", "import", "--store", str(src), str(DATA / "store.json")).exit_code == 0
+    assert _cli("repair", "--policy", POLICY, "--store", str(src), "--event", str(DATA / "event-delete.json")).exit_code == 0
+    sent: list[int] = []
+    send = PgConnection._send
+    monkeypatch.setattr(PgConnection, "_send", lambda self, batch: (sent.append(len(batch)), send(self, batch))[1])
+    a, p = Store.open(str(src)), Store.open(pg_url, create=True)
+    counts = a.copy_into(p, batch=3)
+    assert counts["audit"] == len(a.audit_rows()) > 3 and counts["versions"] > 3
+    assert max(sent) <= 3  # per round trip at most the BEGIN, the lock and one batch's INSERT
+    back = Store(str(tmp_path / "back.db"))
+    p.copy_into(back, batch=1)
+    assert a.dump_state() == p.dump_state() == back.dump_state()
+    assert a.audit_rows() == p.audit_rows() == back.audit_rows()
+    for s in (a, p, back):
+        s.close()
+
+
 # ----------------------------------------------------------------------------- many writers
 
 def _seed(url: str, topics: int) -> None:

@@ -24,6 +24,27 @@ def emit_json(obj: Any) -> None:
     click.echo(json.dumps(obj, indent=2, sort_keys=False, default=_default))
 
 
+def emit_json_stream(doc: Any, output: str | None = None) -> None:
+    """:func:`emit_json` of a document whose arrays are iterators (:func:`memsteward.jsonio.write_streamed`),
+    on stdout or, with ``output``, into that file (written beside it and renamed when complete, so
+    a failed export leaves no partial file behind)."""
+    from ..jsonio import write_streamed
+
+    if output is None:
+        write_streamed(lambda text: click.echo(text, nl=False), doc, default=_default)
+        click.echo("")
+        return
+    part = f"{output}.part-{os.getpid()}"
+    try:
+        with open(part, "w", encoding="utf-8") as fh:
+            write_streamed(fh.write, doc, default=_default)
+            fh.write("\n")
+        os.replace(part, output)
+    finally:
+        if os.path.exists(part):
+            os.unlink(part)
+
+
 def _default(o: Any) -> Any:
     if isinstance(o, (set, frozenset)):
         return sorted(o)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
 import click
@@ -12,7 +11,7 @@ from ..jsonio import parse_json, read_text
 from ..repair.artifacts import parse_store_document, read_json
 from ..repair.store import Store
 from ..repair.writes import MAX_CONTENT_BYTES, parse_put
-from .common import emit_json, handle_errors, terminal
+from .common import emit_json, emit_json_stream, handle_errors, terminal
 
 
 @click.group("store")
@@ -89,14 +88,9 @@ def put_cmd(store_path: str, document: str, as_json: bool) -> None:
 @click.option("--output", "-o", type=click.Path(), default=None, help="Write here instead of stdout.")
 @handle_errors
 def export_cmd(store_path: str, output: str | None) -> None:
-    """Print the store as the JSON exchange document (current versions and states)."""
-    doc = Store.open(store_path).export()
-    if output:
-        with open(output, "w", encoding="utf-8") as fh:
-            json.dump(doc, fh, indent=2)
-            fh.write("\n")
-    else:
-        emit_json(doc)
+    """Print the store as the JSON exchange document (current versions and states), written as it is
+    read: memory stays flat however large the store (--output: the file appears when complete)."""
+    emit_json_stream(Store.open(store_path).export_stream(), output)
 
 
 @store_group.command("serve")
@@ -105,9 +99,9 @@ def export_cmd(store_path: str, output: str | None) -> None:
 @handle_errors
 def serve_cmd(store_path: str, as_json: bool) -> None:
     """List what retrieval may serve: servable and republished artifacts only."""
-    arts = Store.open(store_path).serve()
+    arts = Store.open(store_path).serve_stream()
     if as_json:
-        emit_json([a.as_dict() for a in arts])
+        emit_json_stream(a.as_dict() for a in arts)
         return
     for a in arts:
         arch = f"/{a.arch}" if a.arch else ""
@@ -120,9 +114,9 @@ def serve_cmd(store_path: str, as_json: bool) -> None:
 @handle_errors
 def audit_cmd(store_path: str, as_json: bool) -> None:
     """Print the raw, hash-chained audit log (`memsteward audit` gives the attestation)."""
-    log = Store.open(store_path).audit_log()
+    log = Store.open(store_path).audit_log_stream()
     if as_json:
-        emit_json(log)
+        emit_json_stream(log)
         return
     for r in log:
         click.echo(terminal(f"{r['seq']:>6} {r['at']} event={r['event_id']} {r['action']:<10} {r['artifact_id'] or ''}"))

@@ -21,6 +21,7 @@ erasure, write fencing) live once, in ``store.py``, written in the SQL both back
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import os
 import hashlib
@@ -355,6 +356,9 @@ def _inerror() -> Any:
     return TransactionStatus.INERROR
 
 
+_STREAMS = itertools.count()  # server-side cursor names (PgConnection.stream)
+
+
 class PgCursor:
     """A cursor's results, as the store reads them from sqlite3 (fetchone/fetchall/iteration)."""
 
@@ -424,6 +428,25 @@ class PgConnection:
             return PgCursor(self._flush((translate(sql), params, False)))
         cur = self.raw.execute(translate(sql), params)
         return PgCursor(cur.fetchall() if cur.description is not None else None)
+
+    def flush(self) -> None:
+        """Send the queued writes of the open transaction now (a long copy keeps its queue short)."""
+        if self._queue:
+            batch, self._queue = self._queue, []
+            self._send(batch)
+
+    def stream(self, sql: str, args: Sequence[Any] = (), size: int = 2000) -> Iterator[tuple]:
+        """The rows of one SELECT through a server-side cursor, ``size`` rows per round trip, in a
+        read transaction of their own (one snapshot, however long the consumer takes). Inside a
+        write transaction the rows come from :meth:`execute` (the queue goes out first)."""
+        if self._queue is not None:
+            yield from self.execute(sql, args)
+            return
+        with self.raw.transaction():
+            with self.raw.cursor(name=f"memsteward_stream_{next(_STREAMS)}") as cur:
+                cur.execute(translate(sql), tuple(args) or None)
+                while rows := cur.fetchmany(size):
+                    yield from rows
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         rows = list(rows)

@@ -31,6 +31,7 @@ import threading
 import weakref
 import sqlite3
 from contextlib import contextmanager
+from itertools import islice
 from operator import itemgetter
 from datetime import datetime, timezone
 from pathlib import Path
@@ -112,6 +113,16 @@ def digest(text: str) -> str:
 
 def _dump(x: Any) -> str:
     return json.dumps(x, sort_keys=True, separators=(",", ":"))
+
+
+_CURRENT = ("SELECT a.id, a.kind, a.arch, a.version, a.state, v.content, v.meta FROM artifacts a "
+            "JOIN versions v ON v.id = a.id AND v.version = a.version ")
+
+
+def _artifact(row: Sequence[Any]) -> Artifact:
+    """A row of ``_CURRENT`` as the artifact at its current version."""
+    i, k, ar, ver, st, c, m = row
+    return Artifact(i, k, ar, ver, None if c is None else json.loads(c), json.loads(m), st)
 
 
 _PENDING = StepRecord("pending", None, None)  # a step of the order without a ``plan_steps`` row
@@ -387,15 +398,33 @@ class Store:
 
     def export(self) -> dict[str, Any]:
         """The JSON exchange document of the current versions (round-trips through import)."""
-        return self.snapshot().as_dict()
+        return {key: list(rows) for key, rows in self.export_stream().items()}
+
+    def export_stream(self) -> dict[str, Iterator[dict[str, Any]]]:
+        """:meth:`export` with its two arrays as iterators over the store's rows, each read by one
+        statement as the consumer asks (:func:`memsteward.jsonio.write_streamed` writes the same
+        bytes as for :meth:`export` without holding the document)."""
+        return {"artifacts": (a.as_dict() for a in self._iter_rows()),
+                "edges": ({"src": s, "dst": d, "type": t}
+                          for s, d, t in self._stream("SELECT src, dst, type FROM edges ORDER BY src, dst, type"))}
 
     # ------------------------------------------------------------------ reading
 
     def _rows(self, where: str = "", args: Sequence[Any] = ()) -> list[Artifact]:
-        q = ("SELECT a.id, a.kind, a.arch, a.version, a.state, v.content, v.meta FROM artifacts a "
-             "JOIN versions v ON v.id = a.id AND v.version = a.version " + where + " ORDER BY a.id")
-        return [Artifact(i, k, ar, ver, None if c is None else json.loads(c), json.loads(m), st)
-                for i, k, ar, ver, st, c, m in self.conn.execute(q, args)]
+        return list(map(_artifact, self.conn.execute(_CURRENT + where + " ORDER BY a.id", args)))
+
+    def _iter_rows(self, where: str = "", args: Sequence[Any] = ()) -> Iterator[Artifact]:
+        """:meth:`_rows` as they come (:meth:`_stream`)."""
+        return map(_artifact, self._stream(_CURRENT + where + " ORDER BY a.id", args))
+
+    def _stream(self, sql: str, args: Sequence[Any] = ()) -> Iterator[tuple]:
+        """The rows of one SELECT as the consumer asks for them, the statement started at the first:
+        SQLite's cursor steps through them, PostgreSQL reads them through a server-side cursor
+        (:meth:`~memsteward.repair.dialect.PgConnection.stream`)."""
+        if self.backend == "sqlite":
+            yield from self.conn.execute(sql, args)
+        else:
+            yield from self.conn.stream(sql, args)
 
     def snapshot(self) -> Snapshot:
         arts = {a.id: a for a in self._rows()}
@@ -405,8 +434,11 @@ class Store:
 
     def serve(self) -> list[Artifact]:
         """Retrieval view: only servable (incl. republished) artifacts at their served version."""
-        states = tuple(sorted(SERVABLE_STATES))
-        return self._rows("WHERE a.state IN (?, ?)", states)
+        return list(self.serve_stream())
+
+    def serve_stream(self) -> Iterator[Artifact]:
+        """:meth:`serve` as the rows come (``memsteward store serve --json`` of a large store)."""
+        return self._iter_rows("WHERE a.state IN (?, ?)", tuple(sorted(SERVABLE_STATES)))
 
     # Planning reads (memsteward.repair.scope.Provenance): indexed, proportional to the cascade.
 
@@ -527,9 +559,13 @@ class Store:
         return int(self.conn.execute("SELECT COUNT(*) FROM versions").fetchone()[0])
 
     def audit_log(self) -> list[dict[str, Any]]:
-        return [{"seq": s, "at": at, "event_id": ev, "action": a, "artifact_id": art, "detail": json.loads(d)}
-                for s, at, ev, a, art, d in self.conn.execute(
-                    "SELECT seq, at, event_id, action, artifact_id, detail FROM audit ORDER BY seq")]
+        return list(self.audit_log_stream())
+
+    def audit_log_stream(self) -> Iterator[dict[str, Any]]:
+        """:meth:`audit_log` as the rows come (``memsteward store log --json``)."""
+        return ({"seq": s, "at": at, "event_id": ev, "action": a, "artifact_id": art, "detail": json.loads(d)}
+                for s, at, ev, a, art, d in self._stream(
+                    "SELECT seq, at, event_id, action, artifact_id, detail FROM audit ORDER BY seq"))
 
     def dump_state(self) -> dict[str, Any]:
         """Every table except the audit timestamps (for before/after comparisons in tests)."""
@@ -1104,12 +1140,13 @@ class Store:
         counts: dict[str, int] = {}
         with dst.transaction() as c:
             for table in self.TABLES:
-                rows = [tuple(r) for r in self.conn.execute(f"SELECT * FROM {table}")]
-                counts[table] = len(rows)
-                if rows:
-                    marks = ",".join("?" * len(rows[0]))
-                    for start in range(0, len(rows), batch):
-                        c.executemany(f"INSERT INTO {table} VALUES ({marks})", rows[start:start + batch])
+                counts[table] = 0
+                rows = self._stream(f"SELECT * FROM {table}")  # read as written: memory stays flat
+                while part := [tuple(r) for r in islice(rows, batch)]:
+                    c.executemany(f"INSERT INTO {table} VALUES ({','.join('?' * len(part[0]))})", part)
+                    counts[table] += len(part)
+                    if dst.backend == "postgresql":
+                        c.flush()  # the pipelined writes go out per batch, not all at COMMIT
             if dst.backend == "postgresql":  # the identity continues after the copied event ids
                 c.execute("SELECT setval(pg_get_serial_sequence('events', 'id'), "
                           "(SELECT COALESCE(MAX(id), 0) + 1 FROM events), false)")
