@@ -599,7 +599,7 @@ def _content_text(ct: dict[str, Any], bare: dict[str, Any] | None) -> str:
 
 def _separate_text(sep: dict[str, Any]) -> str:
     """10^7, measured in its own fresh process on the run's store file (``raw["separate"]``)."""
-    return (f"\n**{sep['artifacts']:,} artifacts (measured outside the run above).** {sep['note']} The store "
+    return (f"\n**{sep['artifacts']:,} artifacts (measured outside the run above).** {sep['note'].rstrip('. ')}. The store "
             f"({sep['db_mb'] / 1024:.1f} GB, {sep['edges']:,} edges) was streamed to disk by the build worker in "
             f"{sep['generate_s'] + sep['import_s']:.0f} s ({sep['generate_s']:.0f} s generating, {sep['import_s']:.0f} s "
             f"importing, in batches of 2·10^5). One `compute_plan` of the 30 % migration in a fresh process: "
