@@ -81,6 +81,10 @@ def test_export_serve_and_log_print_the_reference_documents(store_at, tmp_path):
         r = _run(*args)
         assert r.returncode == 0, r.stderr
         assert r.stdout == json.dumps(reference, indent=2) + "\n", args
+    # --progress draws on stderr only: the same bytes on stdout, the bar ends at every row (7 + 7)
+    r = _run("store", "export", "--store", loc, "--progress")
+    assert r.returncode == 0 and r.stdout == json.dumps(reference_export, indent=2) + "\n"
+    assert "14/14" in r.stderr
     out = tmp_path / "export.json"
     assert _run("store", "export", "--store", loc, "--output", str(out)).returncode == 0
     assert out.read_text(encoding="utf-8") == json.dumps(reference_export, indent=2) + "\n"
@@ -128,3 +132,14 @@ def test_export_memory_does_not_grow_with_the_store(tmp_path):
     peak = _export_peak_mb(big, str(tmp_path / "big.json"))
     assert os.path.getsize(tmp_path / "big.json") > 60_000_000
     assert peak - base < 20, (base, peak)  # the document held at once: about the content, 60 MB, more
+
+
+def test_copy_progress_counts_every_row(tmp_path):
+    src, dst = str(tmp_path / "a.db"), str(tmp_path / "b.db")
+    store = Store(src)
+    store.import_snapshot(_snapshot())
+    total = sum(store.row_counts().values())
+    store.close()
+    r = _run("store", "copy", src, dst, "--progress", "--json")
+    assert r.returncode == 0, r.stderr
+    assert sum(json.loads(r.stdout)["rows"].values()) == total and f"{total}/{total}" in r.stderr

@@ -121,13 +121,17 @@ executor_option = click.option(
          "for param retraining), or Ray (memsteward[ray]); N ≤ 256. A successor starts only after its "
          "prerequisites validated; publication stays one transaction.")
 
-progress_option = click.option(
-    "--progress/--no-progress", "progress", default=None,
-    help="A progress bar of the repair steps on stderr [default: when stderr is a terminal].")
+def progress_flag(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--progress/--no-progress``: a progress bar of ``what`` on stderr (default: when stderr is a terminal)."""
+    return click.option("--progress/--no-progress", "progress", default=None,
+                        help=f"A progress bar of {what} on stderr [default: when stderr is a terminal].")
+
+
+progress_option = progress_flag("the repair steps")
 
 
 @contextmanager
-def step_progress(enabled: bool | None, desc: str) -> Iterator[Callable[[int, int], None] | None]:
+def step_progress(enabled: bool | None, desc: str, unit: str = "step") -> Iterator[Callable[[int, int], None] | None]:
     """A ``progress(done, total)`` callback drawing a tqdm bar on stderr (None when disabled;
     ``enabled`` None: only when stderr is a terminal). tqdm is imported only when drawing."""
     if not (sys.stderr.isatty() if enabled is None else enabled):
@@ -140,7 +144,7 @@ def step_progress(enabled: bool | None, desc: str) -> Iterator[Callable[[int, in
     def update(done: int, total: int) -> None:
         nonlocal bar
         if bar is None:
-            bar = tqdm(total=total, initial=done, desc=desc, unit="step", file=sys.stderr, dynamic_ncols=True)
+            bar = tqdm(total=total, initial=done, desc=desc, unit=unit, file=sys.stderr, dynamic_ncols=True)
         else:
             bar.update(done - bar.n)
 

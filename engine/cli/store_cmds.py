@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import Any, Callable, Iterator
 
 import click
 
@@ -11,7 +12,7 @@ from ..jsonio import parse_json, read_text
 from ..repair.artifacts import parse_store_document, read_json
 from ..repair.store import Store
 from ..repair.writes import MAX_CONTENT_BYTES, parse_put
-from .common import emit_json, emit_json_stream, handle_errors, terminal
+from .common import emit_json, emit_json_stream, handle_errors, progress_flag, step_progress, terminal
 
 
 @click.group("store")
@@ -86,11 +87,29 @@ def put_cmd(store_path: str, document: str, as_json: bool) -> None:
 @store_group.command("export")
 @click.option("--store", "store_path", required=True, help="SQLite store file or postgresql://…[?schema=NAME].")
 @click.option("--output", "-o", type=click.Path(), default=None, help="Write here instead of stdout.")
+@progress_flag("the rows written")
 @handle_errors
-def export_cmd(store_path: str, output: str | None) -> None:
+def export_cmd(store_path: str, output: str | None, progress: bool | None) -> None:
     """Print the store as the JSON exchange document (current versions and states), written as it is
     read: memory stays flat however large the store (--output: the file appears when complete)."""
-    emit_json_stream(Store.open(store_path).export_stream(), output)
+    store = Store.open(store_path)
+    with step_progress(progress, "export", "row") as report:
+        doc = store.export_stream()
+        if report is not None:
+            total = sum(store.row_counts(("artifacts", "edges")).values())
+            doc = {key: _counted(rows, report, total, offset) for (key, rows), offset
+                   in zip(doc.items(), (0, store.row_counts(("artifacts",))["artifacts"]))}
+        emit_json_stream(doc, output)
+
+
+def _counted(rows: Iterator[Any], report: Callable[[int, int], None], total: int, offset: int) -> Iterator[Any]:
+    """``rows``, calling ``report(done, total)`` every 10,000 rows and at the end (done counted from ``offset``)."""
+    done = offset
+    for done, row in enumerate(rows, offset + 1):
+        if done % 10_000 == 0:
+            report(done, total)
+        yield row
+    report(done, total)
 
 
 @store_group.command("serve")
@@ -138,8 +157,9 @@ def _verified_head(store: Store, where: str) -> tuple[int, str] | None:
 @click.argument("src")
 @click.argument("dst")
 @click.option("--json", "as_json", is_flag=True, help="Report the copy (row counts, audit head) as JSON.")
+@progress_flag("the rows copied")
 @handle_errors
-def copy_cmd(src: str, dst: str, as_json: bool) -> None:
+def copy_cmd(src: str, dst: str, as_json: bool, progress: bool | None) -> None:
     """Copy the store SRC into the new, empty store DST, between backends (SQLite file ⇄
     postgresql://…?schema=…). Every row is kept (versions, states, events, plan steps, audit log,
     tombstones) in one DST transaction; the audit chain is verified on SRC before and on DST after,
@@ -149,7 +169,8 @@ def copy_cmd(src: str, dst: str, as_json: bool) -> None:
         raise InputError("the source has an unfinished event; run `memsteward recover` first", file=source.path)
     head = _verified_head(source, "source")
     target = Store.open(dst, create=True)
-    counts = source.copy_into(target)
+    with step_progress(progress, "copy", "row") as report:
+        counts = source.copy_into(target, progress=report)
     copied = _verified_head(target, "copied")
     if copied != head:
         raise InputError(f"the copy ends at audit head {copied} but the source at {head}", file=target.path)

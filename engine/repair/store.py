@@ -1130,14 +1130,25 @@ class Store:
     TABLES = ("artifacts", "versions", "edges", "events", "plan_steps", "audit", "audit_head", "tombstones",
               "shingles")
 
-    def copy_into(self, dst: "Store", batch: int = 2000) -> dict[str, int]:
+    def row_counts(self, tables: Sequence[str] | None = None) -> dict[str, int]:
+        """The number of rows of each of ``tables`` (default: every table :meth:`copy_into` copies)."""
+        names = self.TABLES if tables is None else tables
+        unknown = set(names) - set(self.TABLES)
+        if unknown:
+            raise ValueError(f"not a store table: {sorted(unknown)}")
+        return {t: self.conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in names}
+
+    def copy_into(self, dst: "Store", batch: int = 2000,
+                  progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
         """Copy every row of every table into the empty store ``dst`` (any backend) in one of its
         transactions, keeping ids, versions, audit sequence numbers and hashes; returns row counts.
-        The caller verifies the audit chain on both sides (``memsteward store copy``)."""
+        The caller verifies the audit chain on both sides (``memsteward store copy``).
+        ``progress(done, total)`` is called after each batch (rows of every table)."""
         if dst.conn.execute("SELECT COUNT(*) FROM audit").fetchone()[0] or \
                 dst.conn.execute("SELECT COUNT(*) FROM artifacts").fetchone()[0]:
             raise InputError("the destination store is not empty", file=dst.path)
         counts: dict[str, int] = {}
+        total = sum(self.row_counts().values()) if progress is not None else 0
         with dst.transaction() as c:
             for table in self.TABLES:
                 counts[table] = 0
@@ -1147,6 +1158,8 @@ class Store:
                     counts[table] += len(part)
                     if dst.backend == "postgresql":
                         c.flush()  # the pipelined writes go out per batch, not all at COMMIT
+                    if progress is not None:
+                        progress(sum(counts.values()), total)
             if dst.backend == "postgresql":  # the identity continues after the copied event ids
                 c.execute("SELECT setval(pg_get_serial_sequence('events', 'id'), "
                           "(SELECT COALESCE(MAX(id), 0) + 1 FROM events), false)")
