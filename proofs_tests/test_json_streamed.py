@@ -9,7 +9,11 @@ bytes as ``json.dumps(document, indent=2)`` without holding the document.
   and leaves no partial file); PostgreSQL's server-side cursor returns every row when it fetches
   them two at a time;
 * memory: exporting a store holding 60 MB of content grows the exporting process's peak by far less
-  than the content (the whole document held at once grows it by several times the content).
+  than the content (the whole document held at once grows it by about the content);
+* one state: an export read while another process records an artifact and its edge holds neither
+  (it imports again); a write through the same store inside the read snapshot is refused;
+* ``--output`` writes the named file in place (its mode and a symlink stay) and empties it when the
+  export fails midway; on stdout the failure exits non-zero.
 """
 
 from __future__ import annotations
@@ -143,3 +147,52 @@ def test_copy_progress_counts_every_row(tmp_path):
     r = _run("store", "copy", src, dst, "--progress", "--json")
     assert r.returncode == 0, r.stderr
     assert sum(json.loads(r.stdout)["rows"].values()) == total and f"{total}/{total}" in r.stderr
+
+
+def test_export_is_one_state_while_another_process_writes(store_at):
+    loc = store_at("snapshot")
+    store, other = Store.open(loc, create=True), None
+    store.import_snapshot(_snapshot())
+    before = store.export()
+    try:
+        other = Store.open(loc)
+        with store.read_snapshot():
+            doc = store.export_stream()
+            arts = list(doc["artifacts"])
+            other.record({"id": "z", "kind": "summary", "content": {"text": "new"}}, inputs=["a0"])
+            edges = list(doc["edges"])
+            assert {"artifacts": arts, "edges": edges} == before  # neither z nor its edge
+            try:
+                store.record({"id": "y", "kind": "summary", "content": {"text": "no"}}, inputs=["a0"])
+            except Exception:  # noqa: BLE001 — refused: a write inside the read snapshot
+                pass
+            else:
+                raise AssertionError("a write inside the read snapshot was accepted")
+        assert "y" not in {a["id"] for a in store.export()["artifacts"]}
+        assert "z" in {a["id"] for a in store.export()["artifacts"]}  # the snapshot ended: the write is seen
+    finally:
+        store.close()
+        if other is not None:
+            other.close()
+
+
+def test_output_file_is_written_in_place_and_emptied_on_failure(tmp_path):
+    db = str(tmp_path / "s.db")
+    store = Store(db)
+    store.import_snapshot(_snapshot())
+    target = tmp_path / "private.json"
+    target.write_text("old")
+    target.chmod(0o600)
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    assert _run("store", "export", "--store", db, "-o", str(link)).returncode == 0
+    assert link.is_symlink() and oct(target.stat().st_mode & 0o777) == "0o600"
+    assert json.loads(target.read_text()) == store.export()
+    with store.transaction() as c:  # a damaged row midway through the artifacts
+        c.execute("UPDATE versions SET meta = '{' WHERE id = 'a3'")
+    store.close()
+    r = _run("store", "export", "--store", db, "-o", str(target))
+    assert r.returncode != 0 and "Traceback" not in r.stderr
+    assert target.read_text() == "" and oct(target.stat().st_mode & 0o777) == "0o600"
+    r = _run("store", "export", "--store", db)
+    assert r.returncode != 0 and "Traceback" not in r.stderr

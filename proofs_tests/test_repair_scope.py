@@ -337,7 +337,7 @@ def test_store_reach_by_levels_and_by_the_recursive_query_matches_networkx(case)
         store_mod.REACH_NARROW, store_mod.REACH_NARROW_LEVELS = width, levels
         assert store.reach(ids) == expected
         store_mod.REACH_NARROW, store_mod.REACH_NARROW_LEVELS = saved
-        assert store.reach(ids) == expected  # levels only (n ≤ 40 < 32 narrow levels + a few)
+        assert store.reach(ids) == expected  # the defaults: levels, then the recursive query past 32 narrow ones
     finally:
         store_mod.REACH_NARROW, store_mod.REACH_NARROW_LEVELS = saved
     store.close()

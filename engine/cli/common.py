@@ -24,25 +24,41 @@ def emit_json(obj: Any) -> None:
     click.echo(json.dumps(obj, indent=2, sort_keys=False, default=_default))
 
 
+STREAM_CHUNK = 1 << 16  # characters gathered before one write to stdout
+
+
 def emit_json_stream(doc: Any, output: str | None = None) -> None:
     """:func:`emit_json` of a document whose arrays are iterators (:func:`memsteward.jsonio.write_streamed`),
-    on stdout or, with ``output``, into that file (written beside it and renamed when complete, so
-    a failed export leaves no partial file behind)."""
+    on stdout (in chunks of STREAM_CHUNK characters; an error midway leaves the document incomplete
+    there, with the command's non-zero exit) or into the file ``output``, written in place like any
+    file the user names (its mode, owner and symlinks stay) and emptied if the export fails midway."""
     from ..jsonio import write_streamed
 
-    if output is None:
-        write_streamed(lambda text: click.echo(text, nl=False), doc, default=_default)
-        click.echo("")
+    if output is not None:
+        with open(output, "w", encoding="utf-8") as fh:
+            try:
+                write_streamed(fh.write, doc, default=_default)
+                fh.write("\n")
+            except BaseException:
+                fh.seek(0)
+                fh.truncate()  # never a plausible-looking partial document
+                raise
         return
-    part = f"{output}.part-{os.getpid()}"
-    try:
-        with open(part, "w", encoding="utf-8") as fh:
-            write_streamed(fh.write, doc, default=_default)
-            fh.write("\n")
-        os.replace(part, output)
-    finally:
-        if os.path.exists(part):
-            os.unlink(part)
+    parts: list[str] = []
+    size = 0
+
+    def write(text: str) -> None:
+        nonlocal size
+        parts.append(text)
+        size += len(text)
+        if size >= STREAM_CHUNK:
+            click.echo("".join(parts), nl=False)
+            parts.clear()
+            size = 0
+
+    write_streamed(write, doc, default=_default)
+    parts.append("\n")
+    click.echo("".join(parts), nl=False)
 
 
 def _default(o: Any) -> Any:

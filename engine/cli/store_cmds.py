@@ -90,10 +90,11 @@ def put_cmd(store_path: str, document: str, as_json: bool) -> None:
 @progress_flag("the rows written")
 @handle_errors
 def export_cmd(store_path: str, output: str | None, progress: bool | None) -> None:
-    """Print the store as the JSON exchange document (current versions and states), written as it is
-    read: memory stays flat however large the store (--output: the file appears when complete)."""
+    """Print the store as the JSON exchange document (current versions and states) of one state of
+    the store, written as it is read: memory stays flat however large the store. A failure midway
+    exits non-zero with the document incomplete on stdout, or the --output file emptied."""
     store = Store.open(store_path)
-    with step_progress(progress, "export", "row") as report:
+    with store.read_snapshot(), step_progress(progress, "export", "row") as report:  # artifacts and edges of one state
         doc = store.export_stream()
         if report is not None:
             total = sum(store.row_counts(("artifacts", "edges")).values())
@@ -165,12 +166,14 @@ def copy_cmd(src: str, dst: str, as_json: bool, progress: bool | None) -> None:
     tombstones) in one DST transaction; the audit chain is verified on SRC before and on DST after,
     and both must end at the same head. A broken chain or a non-empty DST: exit 2, DST unchanged."""
     source = Store.open(src)
-    if source.unfinished_event() is not None:
-        raise InputError("the source has an unfinished event; run `memsteward recover` first", file=source.path)
-    head = _verified_head(source, "source")
-    target = Store.open(dst, create=True)
-    with step_progress(progress, "copy", "row") as report:
-        counts = source.copy_into(target, progress=report)
+    with source.read_snapshot():  # the checks and every copied table see one state of the source
+        if source.unfinished_event() is not None:
+            raise InputError("the source has an unfinished event; run `memsteward recover` first",
+                             file=source.path)
+        head = _verified_head(source, "source")
+        target = Store.open(dst, create=True)
+        with step_progress(progress, "copy", "row") as report:
+            counts = source.copy_into(target, progress=report)
     copied = _verified_head(target, "copied")
     if copied != head:
         raise InputError(f"the copy ends at audit head {copied} but the source at {head}", file=target.path)

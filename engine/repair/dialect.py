@@ -20,6 +20,7 @@ erasure, write fencing) live once, in ``store.py``, written in the SQL both back
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import json
@@ -394,6 +395,8 @@ class PgConnection:
         self.schema = schema
         self.migrated: tuple[int, int] | None = None  # (from, to) when this open ran `store migrate`
         self._queue: list[tuple[str, Any, bool]] | None = None  # queued statements of the open write transaction
+        self._streams = 0  # open server-side cursors (stream)
+        self._snapshot = False  # inside read_snapshot
         # this connection's server session: pid and start time (lease liveness across hosts)
         pid, start = raw.execute("SELECT pid, backend_start::text FROM pg_stat_activity "
                                  "WHERE pid = pg_backend_pid()").fetchone()
@@ -436,17 +439,35 @@ class PgConnection:
             self._send(batch)
 
     def stream(self, sql: str, args: Sequence[Any] = (), size: int = 2000) -> Iterator[tuple]:
-        """The rows of one SELECT through a server-side cursor, ``size`` rows per round trip, in a
-        read transaction of their own (one snapshot, however long the consumer takes). Inside a
-        write transaction the rows come from :meth:`execute` (the queue goes out first)."""
+        """The rows of one SELECT through a server-side cursor, ``size`` rows per round trip: inside
+        the open read snapshot (:meth:`read_snapshot`) or else in a read transaction of its own (one
+        snapshot, however long the consumer takes). Inside a write transaction the rows come from
+        :meth:`execute` (the queue goes out first). No write may start while a stream is open."""
         if self._queue is not None:
             yield from self.execute(sql, args)
             return
-        with self.raw.transaction():
-            with self.raw.cursor(name=f"memsteward_stream_{next(_STREAMS)}") as cur:
+        self._streams += 1
+        try:
+            with contextlib.ExitStack() as stack:
+                if not self._snapshot:
+                    stack.enter_context(self.raw.transaction())
+                cur = stack.enter_context(self.raw.cursor(name=f"memsteward_stream_{next(_STREAMS)}"))
                 cur.execute(translate(sql), tuple(args) or None)
                 while rows := cur.fetchmany(size):
                     yield from rows
+        finally:
+            self._streams -= 1
+
+    @contextlib.contextmanager
+    def read_snapshot(self) -> Iterator[None]:
+        """One REPEATABLE READ, READ ONLY transaction: every read until the end sees one snapshot."""
+        self.raw.execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        self._snapshot = True
+        try:
+            yield
+        finally:
+            self._snapshot = False
+            self.raw.execute("ROLLBACK")
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         rows = list(rows)
@@ -462,6 +483,8 @@ class PgConnection:
 
     def begin_write(self) -> None:
         """BEGIN and the store's advisory lock, queued: they go out with the transaction's first read."""
+        if self._streams or self._snapshot:  # the write's COMMIT would end the stream's transaction
+            raise RuntimeError("a write transaction on a connection that is streaming or in a read snapshot")
         if not self.PIPELINE:
             self.raw.execute(self._BEGIN)
             self.raw.execute("SELECT pg_advisory_xact_lock(%s)", (self.lock_key,))

@@ -185,6 +185,7 @@ class Store:
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(6)}"
         _OPEN[self.owner] = self
         self._checkpoints = 0
+        self._reading = False  # inside read_snapshot
         # the latest event's plan steps: (event id, order, modes) as the barrier had them, or
         # (event id, {id: (seq, mode)}) once read; an event's order never changes once committed
         self._plan_steps: tuple[Any, ...] | None = None
@@ -398,12 +399,37 @@ class Store:
 
     def export(self) -> dict[str, Any]:
         """The JSON exchange document of the current versions (round-trips through import)."""
-        return {key: list(rows) for key, rows in self.export_stream().items()}
+        with self.read_snapshot():
+            return {key: list(rows) for key, rows in self.export_stream().items()}
+
+    @contextmanager
+    def read_snapshot(self) -> Iterator[None]:
+        """Every read until the end sees one snapshot of the store, however long the reader takes
+        (an export, a copy): SQLite, a deferred read transaction (WAL: writers go on meanwhile);
+        PostgreSQL, a REPEATABLE READ, READ ONLY transaction. No write may start inside it; one
+        inside another is the same snapshot."""
+        if self._reading:
+            yield
+            return
+        self._reading = True
+        try:
+            if self.backend != "sqlite":
+                with self.conn.read_snapshot():
+                    yield
+                return
+            self.conn.execute("BEGIN")
+            try:
+                yield
+            finally:
+                self.conn.execute("ROLLBACK")
+        finally:
+            self._reading = False
 
     def export_stream(self) -> dict[str, Iterator[dict[str, Any]]]:
         """:meth:`export` with its two arrays as iterators over the store's rows, each read by one
         statement as the consumer asks (:func:`memsteward.jsonio.write_streamed` writes the same
-        bytes as for :meth:`export` without holding the document)."""
+        bytes as for :meth:`export` without holding the document). Consume it inside
+        :meth:`read_snapshot`, so that artifacts and edges come from one state of the store."""
         return {"artifacts": (a.as_dict() for a in self._iter_rows()),
                 "edges": ({"src": s, "dst": d, "type": t}
                           for s, d, t in self._stream("SELECT src, dst, type FROM edges ORDER BY src, dst, type"))}
@@ -1148,8 +1174,8 @@ class Store:
                 dst.conn.execute("SELECT COUNT(*) FROM artifacts").fetchone()[0]:
             raise InputError("the destination store is not empty", file=dst.path)
         counts: dict[str, int] = {}
-        total = sum(self.row_counts().values()) if progress is not None else 0
-        with dst.transaction() as c:
+        with self.read_snapshot(), dst.transaction() as c:  # every table from one state of the source
+            total = sum(self.row_counts().values()) if progress is not None else 0
             for table in self.TABLES:
                 counts[table] = 0
                 rows = self._stream(f"SELECT * FROM {table}")  # read as written: memory stays flat
