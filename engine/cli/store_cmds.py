@@ -97,9 +97,10 @@ def export_cmd(store_path: str, output: str | None, progress: bool | None) -> No
     with store.read_snapshot(), step_progress(progress, "export", "row") as report:  # artifacts and edges of one state
         doc = store.export_stream()
         if report is not None:
-            total = sum(store.row_counts(("artifacts", "edges")).values())
-            doc = {key: _counted(rows, report, total, offset) for (key, rows), offset
-                   in zip(doc.items(), (0, store.row_counts(("artifacts",))["artifacts"]))}
+            rows = store.row_counts(("artifacts", "edges"))
+            total = rows["artifacts"] + rows["edges"]
+            doc = {"artifacts": _counted(doc["artifacts"], report, total, 0),
+                   "edges": _counted(doc["edges"], report, total, rows["artifacts"])}
         emit_json_stream(doc, output)
 
 

@@ -31,9 +31,9 @@ import threading
 import weakref
 import sqlite3
 from contextlib import contextmanager
+from datetime import datetime, timezone
 from itertools import islice
 from operator import itemgetter
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Collection, Iterator, Mapping, Sequence
 
