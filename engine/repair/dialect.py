@@ -458,6 +458,13 @@ class PgConnection:
         finally:
             self._streams -= 1
 
+    @property
+    def in_transaction(self) -> bool:
+        """Inside a transaction (a write one, queued or not, or a read snapshot): as sqlite3's attribute."""
+        from psycopg.pq import TransactionStatus
+
+        return self._queue is not None or self.raw.info.transaction_status != TransactionStatus.IDLE
+
     @contextlib.contextmanager
     def read_snapshot(self) -> Iterator[None]:
         """One REPEATABLE READ, READ ONLY transaction: every read until the end sees one snapshot."""

@@ -406,9 +406,10 @@ class Store:
     def read_snapshot(self) -> Iterator[None]:
         """Every read until the end sees one snapshot of the store, however long the reader takes
         (an export, a copy): SQLite, a deferred read transaction (WAL: writers go on meanwhile);
-        PostgreSQL, a REPEATABLE READ, READ ONLY transaction. No write may start inside it; one
-        inside another is the same snapshot."""
-        if self._reading:
+        PostgreSQL, a REPEATABLE READ, READ ONLY transaction. No write may start inside it. Inside
+        another, or inside a write transaction (which holds the store's write lock: no other writer
+        can change what it reads), it adds nothing."""
+        if self._reading or self.conn.in_transaction:
             yield
             return
         self._reading = True
@@ -425,14 +426,17 @@ class Store:
         finally:
             self._reading = False
 
+    def _edges(self) -> Iterator[tuple[str, str, str]]:
+        """Every edge (src, dst, type) in key order, as the rows come."""
+        return self._stream("SELECT src, dst, type FROM edges ORDER BY src, dst, type")
+
     def export_stream(self) -> dict[str, Iterator[dict[str, Any]]]:
         """:meth:`export` with its two arrays as iterators over the store's rows, each read by one
         statement as the consumer asks (:func:`memsteward.jsonio.write_streamed` writes the same
         bytes as for :meth:`export` without holding the document). Consume it inside
         :meth:`read_snapshot`, so that artifacts and edges come from one state of the store."""
         return {"artifacts": (a.as_dict() for a in self._iter_rows()),
-                "edges": ({"src": s, "dst": d, "type": t}
-                          for s, d, t in self._stream("SELECT src, dst, type FROM edges ORDER BY src, dst, type"))}
+                "edges": ({"src": s, "dst": d, "type": t} for s, d, t in self._edges())}
 
     # ------------------------------------------------------------------ reading
 
@@ -453,10 +457,10 @@ class Store:
             yield from self.conn.stream(sql, args)
 
     def snapshot(self) -> Snapshot:
-        arts = {a.id: a for a in self._rows()}
-        edges = tuple(Edge(s, d, t) for s, d, t in
-                      self.conn.execute("SELECT src, dst, type FROM edges ORDER BY src, dst, type"))
-        return Snapshot(arts, edges)
+        """The whole store in memory, artifacts and edges from one state of it (:meth:`read_snapshot`)."""
+        with self.read_snapshot():
+            arts = {a.id: a for a in self._iter_rows()}
+            return Snapshot(arts, tuple(Edge(s, d, t) for s, d, t in self._edges()))
 
     def serve(self) -> list[Artifact]:
         """Retrieval view: only servable (incl. republished) artifacts at their served version."""
@@ -475,7 +479,7 @@ class Store:
         REACH_NARROW_LEVELS levels under REACH_NARROW ids, a chain — is finished by the recursive
         query from its frontier instead of a statement per level."""
         seen = set(roots)
-        frontier: set[str] = seen
+        frontier = set(seen)  # the ids whose children are read next
         narrow = 0
         while frontier:
             if len(frontier) < REACH_NARROW:
