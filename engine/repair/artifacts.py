@@ -19,7 +19,8 @@ from .schemas import artifact_problem
 
 EDGE_TYPES: tuple[str, ...] = ("influence", "semantic")
 STATES: tuple[str, ...] = ("servable", "withdrawn", "staged", "republished", "erased")
-SERVABLE_STATES: frozenset[str] = frozenset({"servable", "republished"})
+SERVABLE = "servable"
+SERVABLE_STATES: frozenset[str] = frozenset({SERVABLE, "republished"})
 ABSENT = "absent"  # the state planning gives an influence parent that has no artifact (never support)
 ARTIFACT_FIELDS: frozenset[str] = frozenset({"id", "kind", "arch", "version", "content", "meta", "state"})
 

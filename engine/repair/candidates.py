@@ -19,11 +19,11 @@ within C(F), hence of E^req), or when no registered operator can run on it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Collection, Mapping, NamedTuple
+from typing import Any, Callable, Collection, Mapping, NamedTuple, Sequence
 
 from ..policy.domain import Cell, decide
 from ..policy.model import Policy
-from .artifacts import SERVABLE_STATES, Artifact
+from .artifacts import SERVABLE, SERVABLE_STATES, Artifact
 from .events import Event
 from .operators import Operator, OperatorRegistry, operators_for
 from .scope import Scope, order_and_cycles
@@ -49,6 +49,9 @@ class Candidate(NamedTuple):
                 "operator": self.operator, "prerequisites": list(self.prerequisites),
                 "executable": self.executable, "value": self.value, "cost": self.cost,
                 "reason": self.reason}
+
+
+_new_candidate = tuple.__new__  # Candidate from a full tuple of fields, without the named tuple's Python __new__
 
 
 @dataclass(frozen=True)
@@ -98,7 +101,8 @@ def assign(policy: Policy, scope: Scope, event: Event, operators: OperatorRegist
     order, cyclic = ordering if ordering is not None else order_and_cycles(scope)
     roots = frozenset(event.roots)
     affected = scope.cascade
-    states, artifacts, parents_of = scope.states, scope.artifacts, scope.parents
+    artifacts, parents_of = scope.artifacts, scope.parents
+    state_of = scope.states.get  # a parent outside C(F) not held is servable (States)
     reps = event.replacement_ids
     correct = event.type == "correct"
     servable = SERVABLE_STATES
@@ -106,7 +110,7 @@ def assign(policy: Policy, scope: Scope, event: Event, operators: OperatorRegist
     fields: dict[str, tuple[tuple[str, float], ...]] = {}
     modes: dict[str, str] = {}
     cells: dict[str, Cell] = {}
-    in_desc_of: dict[str, tuple[str, ...]] = {}
+    in_desc_of: dict[str, list[str]] = {}
     decided: dict[tuple, tuple[Cell, str]] = {}
     plus: set[str] = set()  # D⁺(F) so far: the members decided repairable (μ ≠ remove)
     for i in order:
@@ -114,7 +118,7 @@ def assign(policy: Policy, scope: Scope, event: Event, operators: OperatorRegist
             continue
         parents = parents_of[i]
         kept = forget = repairable = 0
-        in_desc = []
+        in_desc = in_desc_of[i] = []
         for p in parents:
             if p in affected:
                 if correct and p in reps:
@@ -125,14 +129,15 @@ def assign(policy: Policy, scope: Scope, event: Event, operators: OperatorRegist
                     in_desc.append(p)
                     if p in plus:
                         repairable += 1
-            elif p in reps or states[p] in servable:
+            elif p in reps or state_of(p, SERVABLE) in servable:
                 kept += 1
-        in_desc_of[i] = tuple(in_desc)
         art = artifacts[i]
         kind, arch = art.kind, art.arch
-        if kind not in fields:
-            fields[kind] = _meta_fields(policy, kind)
-        key = (kind, arch, _meta_key(fields[kind], art.meta), sufficient(kept + repairable, len(parents)),
+        declared = fields.get(kind)
+        if declared is None:
+            declared = fields[kind] = _meta_fields(policy, kind)
+        key = (kind, arch, _meta_key(declared, art.meta) if declared else (),
+               sufficient(kept + repairable, len(parents)),
                kind == "skill" and arch == "neural" and forget > 0 and kept > 0)
         hit = decided.get(key)
         if hit is None:
@@ -147,7 +152,7 @@ def assign(policy: Policy, scope: Scope, event: Event, operators: OperatorRegist
 
 
 def _candidates(policy: Policy, scope: Scope, modes: Mapping[str, str], plus: Collection[str],
-                cyclic: frozenset[str], in_desc_of: Mapping[str, tuple[str, ...]],
+                cyclic: frozenset[str], in_desc_of: Mapping[str, Sequence[str]],
                 operators: OperatorRegistry) -> tuple[Candidate, ...]:
     """Q_ρ: q_i for every i ∈ D⁺(F) = {i ∈ D(F) : μ_i ≠ remove} (``plus``), in id order (read off
     the sorted members). The operator and the weight functions are looked up once per (mode, kind, arch)."""
@@ -164,21 +169,17 @@ def _candidates(policy: Policy, scope: Scope, modes: Mapping[str, str], plus: Co
             found = per_key[(mode, kind, arch)] = (op, "" if op is None else op.name,
                                                    value.resolver(kind, mode), cost.resolver(kind, mode))
         op = found[0]
-        prereqs = () if mode == "param" else in_desc_of[i]
-        reason = ""
-        for p in prereqs:
-            if p not in plus:
-                reason = f"requires removed descendant {p}"
-                break
+        prereqs = () if mode == "param" else tuple(in_desc_of[i])
+        if not plus.issuperset(prereqs):
+            reason = "requires removed descendant " + next(p for p in prereqs if p not in plus)
+        elif i in cyclic:
+            reason = "on a cycle of influence (E^req) edges"
+        elif op is None:
+            reason = f"no operator registered for mode {mode}"
         else:
-            if i in cyclic:
-                reason = "on a cycle of influence (E^req) edges"
-            elif op is None:
-                reason = f"no operator registered for mode {mode}"
-            else:
-                reason = op.check(art) or ""
-        out.append(Candidate(i, kind, arch, mode, found[1], prereqs, not reason, found[2](meta), found[3](meta),
-                             reason))
+            reason = op.check(art) or ""
+        out.append(_new_candidate(Candidate, (i, kind, arch, mode, found[1], prereqs, not reason, found[2](meta),
+                                              found[3](meta), reason)))
     return tuple(out)
 
 

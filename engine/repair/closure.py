@@ -85,17 +85,23 @@ def objective(candidates: Iterable[Candidate], selected: Collection[str], tradeo
 def _numerators(candidates: Sequence[Candidate], lam: Fraction) -> tuple[list[int], int]:
     """p_i = w_i − λ c_i over one common denominator D: (P_1 … P_n, D) with p_i = P_i / D.
 
-    Integer arithmetic per candidate (rationals only per distinct denominator):
+    Integer arithmetic per candidate (each distinct weight read as a rational once, :func:`_ratio`):
     D = lcm(den w_i, den λ · den c_i), P_i = num w_i · D/den w_i − num λ · num c_i · D/(den λ · den c_i).
     """
-    ws = [exact(c.value) for c in candidates]
-    cs = [exact(c.cost) for c in candidates]
+    ws = list(map(_ratio, [c.value for c in candidates]))
+    cs = list(map(_ratio, [c.cost for c in candidates]))
     ln, ld = lam.numerator, lam.denominator
     den = 1
-    for d in {w.denominator for w in ws} | {ld * c.denominator for c in cs}:
+    for d in {d for _, d in ws} | {ld * d for _, d in cs}:
         den = den * d // math.gcd(den, d)
-    return [w.numerator * (den // w.denominator) - ln * c.numerator * (den // (ld * c.denominator))
-            for w, c in zip(ws, cs)], den
+    return [wn * (den // wd) - ln * cn * (den // (ld * cd)) for (wn, wd), (cn, cd) in zip(ws, cs)], den
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _ratio(x: float) -> tuple[int, int]:
+    """:func:`exact` as (numerator, denominator) integers (read without Fraction's properties)."""
+    q = exact(x)
+    return q.numerator, q.denominator
 
 
 def is_feasible(candidates: Sequence[Candidate], selected: Collection[str]) -> bool:

@@ -248,16 +248,17 @@ def plan_from_scope(policy: Policy, scope: Scope, event: Event, selector: str = 
     budget = policy.selection.budget
     sel = select(assignment.candidates, lam, selector, budget, backend)
     members = scope.members
-    artifacts = scope.artifacts
-    base_versions = {i: artifacts[i].version for i in members}
-    unservable = [i for i in members if artifacts[i].state not in SERVABLE_STATES and i not in roots]
+    arts = list(map(scope.artifacts.__getitem__, members))
+    base_versions = dict(zip(members, [a.version for a in arts]))
+    unservable = [i for i, a in zip(members, arts) if a.state not in SERVABLE_STATES and i not in roots]
+    descendants = tuple([i for i in members if i not in roots])
     modes = assignment.modes
     requirements = tuple(requirement_edges(assignment.candidates))
     return TransitionPlan(
         event=event, selector=selector, tradeoff=lam, budget=budget,
-        cascade=tuple(members), descendants=tuple(i for i in members if i not in roots),
+        cascade=tuple(members), descendants=descendants,
         barrier=() if selector == "no_action" else tuple(members),
-        modes={i: modes[i] for i in members if i in modes}, candidates=assignment.candidates,
+        modes={i: modes[i] for i in descendants if i in modes}, candidates=assignment.candidates,
         requirements=requirements, selection=sel,
         order=order_fn(assignment.candidates, sel.selected, requirements),
         base_versions=base_versions,

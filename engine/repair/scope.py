@@ -20,7 +20,7 @@ from itertools import groupby
 from operator import itemgetter
 from typing import Any, Callable, Collection, Iterable, Mapping, Protocol, Sequence
 
-from .artifacts import Artifact, Edge, Snapshot
+from .artifacts import SERVABLE, Artifact, Edge, Snapshot
 
 _TAIL, _HEAD = itemgetter(0), itemgetter(1)
 
@@ -50,14 +50,15 @@ class Provenance(Protocol):
 
 
 class States(dict):
-    """id → visibility state, holding every member of C(F) and every influence parent that is not
-    servable; any other id reads ``"servable"``. The parents outside C(F) are read as the few that
-    are not servable (:meth:`Provenance.unservable_of`), not one row each."""
+    """id → visibility state of the influence parents outside C(F) that are not servable; any other
+    id reads ``"servable"``. Planning asks it only of parents outside C(F) (a member's state is on
+    its artifact), and reads them as the few that are not servable
+    (:meth:`Provenance.unservable_of`), not one row each."""
 
     __slots__ = ()
 
     def __missing__(self, key: str) -> str:
-        return "servable"
+        return SERVABLE
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,7 @@ class Scope:
     # every member of C(F) at its current version; read with ``needs_content``, the content only of
     # the roots and of members some operator's check may read it for (others: None)
     artifacts: Mapping[str, Artifact]
-    states: States  # the state of every member of C(F) and of every parent of one (see States)
+    states: States  # the state of every influence parent outside C(F) (see States)
     untracked: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # content-scan matches
 
     @cached_property
@@ -104,9 +105,7 @@ def read_scope(source: Provenance, roots: Sequence[str],
         wanted = set(roots)
         wanted.update(i for i, a in artifacts.items() if needs_content(a.kind, a.arch))
         artifacts.update(source.artifacts_of(sorted(wanted)))
-    states = States({i: a.state for i, a in artifacts.items()})
-    states.update(source.unservable_of(outside))
-    scope = Scope(tuple(roots), affected, parents, artifacts, states)
+    scope = Scope(tuple(roots), affected, parents, artifacts, States(source.unservable_of(outside)))
     vars(scope)["members"] = members  # Scope.members, already sorted here
     return scope
 
