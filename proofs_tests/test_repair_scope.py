@@ -202,14 +202,17 @@ def test_barrier_chain_equals_row_by_row_hashing(seq, at, event_id, action, ids,
 # ------------------------------------------------------------------ the array peel of large cascades
 
 
-def _peel_everything():
-    """Route even tiny cascades through :func:`peel_levels` (normally only ≥ 2048 members)."""
+def _peel_everything(whole: bool = False):
+    """Route even tiny cascades through :func:`peel_levels` (normally only ≥ 2048 members) and the
+    array assignment: after one narrow level the rest goes to Tarjan and the ordered pass, or with
+    ``whole`` every level is peeled (no level counts as narrow)."""
     from unittest import mock
 
     from memsteward.repair import scope as scope_module
 
-    stack = mock.patch.multiple(scope_module, PEEL_MIN_MEMBERS=0, PEEL_NARROW_LEVELS=1)
-    return stack
+    if whole:
+        return mock.patch.multiple(scope_module, PEEL_MIN_MEMBERS=0, PEEL_NARROW=0)
+    return mock.patch.multiple(scope_module, PEEL_MIN_MEMBERS=0, PEEL_NARROW_LEVELS=1)
 
 
 @given(st.integers(1, 24).flatmap(lambda n: st.tuples(
@@ -231,10 +234,10 @@ def test_peel_levels_are_the_topological_generations_before_any_cycle(graph):
         assert peel_levels(n, [u for u, _ in edges], [v for _, v in edges]) == want
 
 
-@given(scenarios())
-def test_plans_through_the_array_peel_equal_the_networkx_reference(scenario):
+@given(scenarios(), st.booleans())
+def test_plans_through_the_array_peel_equal_the_networkx_reference(scenario, whole):
     policy, snap, event, selector, want = _with_reference(scenario)
-    with _peel_everything():
+    with _peel_everything(whole):
         assert compute_plan(policy, snap, event, selector, "networkx").to_json() == want
 
 
@@ -258,6 +261,35 @@ def test_peeled_order_is_parents_first_with_cycles_by_id(doc, data):
         members = [v for v in order if comp[v] == k]
         assert members == sorted(members) and at[members[-1]] - at[members[0]] == len(members) - 1
     assert cyclic == {v for v in g if g.has_edge(v, v) or sum(comp[u] == comp[v] for u in g) > 1}
+
+
+def test_levels_count_repairable_parents_as_support_and_leave_cycles_to_the_ordered_pass():
+    """Through the array levels (every cascade peeled): s2's only input is s1, itself repairable,
+    so s2 has support (1 of 1) and is repaired; s3 lies on a cycle with s4 and is decided by the
+    ordered pass after the levels. Every mode equals the one-by-one pass's and the reference's."""
+    from bench.repair_policies import load
+    from memsteward.repair.candidates import assign
+    from memsteward.repair.scope import order_and_cycles
+
+    policy = load("tool-agent")  # summaries: regen with sufficient support (≥ 1 retained, ≥ half)
+    doc = {"artifacts": [{"id": i, "kind": k, "content": {"text": f"{i} text."}}
+                         for i, k in (("r0", "record"), ("x", "record"), ("s1", "summary"), ("s2", "summary"),
+                                      ("s3", "summary"), ("s4", "summary"), ("s5", "summary"))],
+           "edges": [{"src": u, "dst": v} for u, v in (("r0", "s1"), ("x", "s1"), ("s1", "s2"), ("s2", "s3"),
+                                                       ("s3", "s4"), ("s4", "s3"), ("r0", "s5"))]}
+    snap = parse_store_document(doc, "<test>")
+    event = parse_event({"type": "delete", "roots": ["r0"]}, snap)
+    scope = read_scope(snap, ["r0"])
+    one_by_one = assign(policy, scope, event, None, order_and_cycles(scope))
+    with _peel_everything(whole=True):
+        levels = assign(policy, scope, event)
+    assert dict(levels.modes) == dict(one_by_one.modes)
+    assert levels.modes["s1"] == levels.modes["s2"] == "regen" and levels.modes["s5"] == "remove"
+    assert levels.candidates == one_by_one.candidates and levels.cells == one_by_one.cells
+    assert {c.id for c in levels.candidates if c.reason.startswith("on a cycle")} == {"s3", "s4"}
+    with _peel_everything():
+        assert compute_plan(policy, snap, event, "mincut", "networkx").to_json() == \
+            reference_plan(policy, snap, event, "mincut", "networkx").to_json()
 
 
 def test_large_cascade_with_cycles_plans_as_the_reference_at_the_real_thresholds():

@@ -19,14 +19,20 @@ within C(F), hence of E^req), or when no registered operator can run on it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Collection, Mapping, NamedTuple, Sequence
+from itertools import chain, compress, repeat
+from typing import Any, Callable, Collection, Iterable, Mapping, NamedTuple, Sequence
 
 from ..policy.domain import Cell, decide
 from ..policy.model import Policy
 from .artifacts import SERVABLE, SERVABLE_STATES, Artifact
 from .events import Event
 from .operators import Operator, OperatorRegistry, operators_for
-from .scope import Scope, order_and_cycles
+from . import scope as scopes
+from .scope import Scope, order_and_cycles, order_rest, peel_level_arrays
+
+REMOVE = "remove"
+ERASED = "erased"
+_NO_ARTIFACT = Artifact("", "")  # a root with no artifact (never decided: roots have no mode)
 
 
 class Candidate(NamedTuple):
@@ -89,16 +95,34 @@ def assign(policy: Policy, scope: Scope, event: Event, operators: OperatorRegist
     ``ordering`` is a parents-first order of C(F) and its cyclic members; by default
     :func:`~memsteward.repair.scope.order_and_cycles` (the networkx reference passes its own).
 
-    One pass in parents-first order: for each descendant i its inputs are classified once — in
-    Ret(e) (:func:`~memsteward.repair.scope.is_retained`: outside C(F), or a correction's
-    replacement), counted as support when also servable (or a replacement); affected (the forget
-    set); in D(F), counted as support when already repairable, Σ_{j ∈ P_i ∩ D(F)} [μ_j ≠ remove]
-    (a cycle's later members are not yet decided: not support). Partitions exist for a neural
-    skill with a forget set (inputs in C(F) \\ X_Δ) and a reference set (retained inputs).
-    Φ_μ is evaluated once per distinct cell (a cascade of 10^5 members has a few dozen).
+    In parents-first order, for each descendant i its inputs are classified once — in Ret(e)
+    (:func:`~memsteward.repair.scope.is_retained`: outside C(F), or a correction's replacement),
+    counted as support when also servable (or a replacement); affected (the forget set); in D(F),
+    counted as support when already repairable, Σ_{j ∈ P_i ∩ D(F)} [μ_j ≠ remove] (a cycle's later
+    members are not yet decided: not support). Partitions exist for a neural skill with a forget
+    set (inputs in C(F) \\ X_Δ) and a reference set (retained inputs). Φ_μ is evaluated once per
+    distinct cell (a cascade of 10^5 members has a few dozen).
+
+    A cascade of at least ``PEEL_MIN_MEMBERS`` members is decided level by level in arrays
+    (:func:`_assign_levels`); the members the peel leaves (on or after a cycle), and every member of
+    a smaller cascade, one by one (:func:`_assign_in_order`). Both read the same classification.
     """
     operators = operators or operators_for(policy)
-    order, cyclic = ordering if ordering is not None else order_and_cycles(scope)
+    modes: dict[str, str] = {}
+    cells: dict[str, Cell] = {}
+    in_desc_of: dict[str, Sequence[str]] = {}
+    plus: set[str] = set()  # D⁺(F) so far: the members decided repairable (μ ≠ remove)
+    if ordering is None and len(scope.members) >= scopes.PEEL_MIN_MEMBERS:
+        order, cyclic = _assign_levels(policy, scope, event, modes, cells, plus, in_desc_of)
+    else:
+        order, cyclic = ordering if ordering is not None else order_and_cycles(scope)
+    _assign_in_order(policy, scope, event, order, modes, cells, plus, in_desc_of)
+    return Assignment(modes, _candidates(policy, scope, modes, plus, cyclic, in_desc_of, operators), cells)
+
+
+def _assign_in_order(policy: Policy, scope: Scope, event: Event, order: Iterable[str], modes: dict[str, str],
+                     cells: dict[str, Cell], plus: set[str], in_desc_of: dict[str, Sequence[str]]) -> None:
+    """μ_i for each member of ``order`` (parents first) after those already in ``modes``: one pass."""
     roots = frozenset(event.roots)
     affected = scope.cascade
     artifacts, parents_of = scope.artifacts, scope.parents
@@ -108,11 +132,7 @@ def assign(policy: Policy, scope: Scope, event: Event, operators: OperatorRegist
     servable = SERVABLE_STATES
     sufficient = policy.support.sufficient
     fields: dict[str, tuple[tuple[str, float], ...]] = {}
-    modes: dict[str, str] = {}
-    cells: dict[str, Cell] = {}
-    in_desc_of: dict[str, list[str]] = {}
     decided: dict[tuple, tuple[Cell, str]] = {}
-    plus: set[str] = set()  # D⁺(F) so far: the members decided repairable (μ ≠ remove)
     for i in order:
         if i in roots:
             continue
@@ -141,14 +161,105 @@ def assign(policy: Policy, scope: Scope, event: Event, operators: OperatorRegist
                kind == "skill" and arch == "neural" and forget > 0 and kept > 0)
         hit = decided.get(key)
         if hit is None:
-            cell = Cell(kind, arch, event.type, "sufficient" if key[3] else "insufficient", key[4], dict(key[2]))
-            hit = decided[key] = (cell, decide(policy, cell) or "remove")
+            hit = decided[key] = _decide(policy, event, *key)
         cells[i] = hit[0]
         # an erased artifact (deleted by an earlier event) is never repaired: that would resurrect it
-        mode = modes[i] = "remove" if art.state == "erased" else hit[1]
-        if mode != "remove":
+        mode = modes[i] = REMOVE if art.state == ERASED else hit[1]
+        if mode != REMOVE:
             plus.add(i)
-    return Assignment(modes, _candidates(policy, scope, modes, plus, cyclic, in_desc_of, operators), cells)
+
+
+def _decide(policy: Policy, event: Event, kind: str, arch: str | None, meta: tuple[tuple[str, float], ...],
+            sufficient: bool, partitions: bool) -> tuple[Cell, str]:
+    """The cell of one class of descendants and the mode Φ_μ assigns it (no rule: remove)."""
+    cell = Cell(kind, arch, event.type, "sufficient" if sufficient else "insufficient", partitions, dict(meta))
+    return cell, decide(policy, cell) or REMOVE
+
+
+def _assign_levels(policy: Policy, scope: Scope, event: Event, modes: dict[str, str], cells: dict[str, Cell],
+                   plus: set[str], in_desc_of: dict[str, Sequence[str]]) -> tuple[list[str], frozenset[str]]:
+    """:func:`_assign_in_order` for every member the level peel orders, one level at a time in
+    arrays (:func:`~memsteward.repair.scope.peel_level_arrays`): the same classification of each
+    influence edge into C(F), counted per member with ``bincount``; a level's repairable support
+    Σ [μ_j ≠ remove] is pushed along E^inf from the levels before it; Φ_μ once per distinct class.
+    Fills the four maps for those members and returns the members left (on or after a cycle, in
+    parents-first order: :func:`~memsteward.repair.scope.order_rest`) and the cyclic ones."""
+    import numpy as np
+    ids = scope.members
+    n = len(ids)
+    pos = {i: k for k, i in enumerate(ids)}
+    parents_of = scope.parents
+    counts = np.fromiter(map(len, map(parents_of.__getitem__, ids)), np.int64, n)
+    flat = list(chain.from_iterable(map(parents_of.__getitem__, ids)))  # every influence edge p → i, by i
+    src = np.fromiter(map(pos.get, flat, repeat(-1)), np.int64, len(flat))  # −1: p outside C(F)
+    dst = np.repeat(np.arange(n), counts)
+    inside = src >= 0
+    is_root = np.zeros(n, dtype=bool)
+    is_root[[pos[r] for r in event.roots if r in pos]] = True
+    reps = event.replacement_ids
+    rep = np.fromiter(map(reps.__contains__, flat), bool, len(flat)) if reps else np.zeros(len(flat), bool)
+    servable = np.fromiter(map(SERVABLE_STATES.__contains__, map(scope.states.get, flat, repeat(SERVABLE))),
+                           bool, len(flat))
+    kept_by = rep if event.type == "correct" else np.zeros(len(flat), bool)  # a replacement in C(F) is kept
+    kept_e = np.where(inside, kept_by, rep | servable)
+    desc_e = inside & ~is_root[np.where(inside, src, 0)]  # p ∈ D(F)
+    kept = np.bincount(dst[kept_e], minlength=n)
+    forget = np.bincount(dst[inside & ~kept_by], minlength=n)
+    # E^inf inside D(F) by parent (CSR): pushes a level's repairable members to their children
+    d_src, d_dst = src[desc_e], dst[desc_e]
+    by_src = np.argsort(d_src, kind="stable")
+    children = d_dst[by_src]
+    start = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(d_src, minlength=n), out=start[1:])
+    # the static part of each member's class: (kind, arch, declared metadata)
+    arts = list(map(scope.artifacts.get, ids, repeat(_NO_ARTIFACT)))
+    fields = {k: _meta_fields(policy, k) for k in {a.kind for a in arts}}
+    statics = [(a.kind, a.arch, _meta_key(f, a.meta) if (f := fields[a.kind]) else ()) for a in arts]
+    classes = {c: k for k, c in enumerate(dict.fromkeys(statics))}
+    static = np.fromiter(map(classes.__getitem__, statics), np.int64, n)
+    neural = np.array([k == "skill" and a == "neural" for k, a, _ in classes], dtype=bool)
+    erased = np.fromiter((a.state == ERASED for a in arts), bool, n)
+    statics_of = list(classes)
+    sufficient = policy.support.sufficient
+    levels = peel_level_arrays(n, src[inside], dst[inside])
+    repairable = np.zeros(n, dtype=np.int64)
+    is_plus = np.zeros(n, dtype=bool)
+    code = np.zeros(n, dtype=np.int64)
+    decided: dict[int, tuple[Cell, str]] = {}
+    for level in levels:
+        members = level[~is_root[level]]
+        if members.size:
+            support = kept[members] + repairable[members]
+            width = int(support.max()) + 1
+            pairs, at = np.unique(counts[members] * width + support, return_inverse=True)
+            enough = np.array([sufficient(q % width, q // width) for q in pairs.tolist()], dtype=bool)
+            part = neural[static[members]] & (forget[members] > 0) & (kept[members] > 0)
+            c = code[members] = static[members] * 4 + enough[at] * 2 + part
+            for k in np.unique(c).tolist():
+                if k not in decided:
+                    decided[k] = _decide(policy, event, *statics_of[k >> 2], bool(k & 2), bool(k & 1))
+            repairs = np.array([decided[k][1] != REMOVE for k in c.tolist()], dtype=bool) & ~erased[members]
+            is_plus[members] = repairs
+            up = members[repairs]
+            lo, hi = start[up], start[up + 1]
+            total = int((hi - lo).sum())
+            if total:
+                offsets = np.repeat(lo - (np.cumsum(hi - lo) - (hi - lo)), hi - lo) + np.arange(total)
+                np.add.at(repairable, children[offsets], 1)
+    peeled = np.concatenate(levels) if levels else np.zeros(0, dtype=np.int64)
+    done = peeled[~is_root[peeled]].tolist()
+    done_ids = [ids[k] for k in done]
+    cell_mode = [decided[k] for k in code[done].tolist()]
+    cells.update(zip(done_ids, [cm[0] for cm in cell_mode]))
+    modes.update(zip(done_ids, [REMOVE if e else cm[1] for cm, e in zip(cell_mode, erased[done].tolist())]))
+    plus.update(compress(done_ids, is_plus[done].tolist()))
+    d_at = np.flatnonzero(desc_e)
+    bounds = np.searchsorted(dst[d_at], np.arange(n + 1)).tolist()
+    desc = list(map(flat.__getitem__, d_at.tolist()))
+    in_desc_of.update((ids[k], desc[bounds[k]:bounds[k + 1]]) for k in done)
+    inner = np.flatnonzero(inside)
+    rest, cyclic = order_rest(n, peeled.tolist(), src[inner].tolist(), dst[inner].tolist())
+    return [ids[k] for k in rest], frozenset(ids[k] for k in cyclic)
 
 
 def _candidates(policy: Policy, scope: Scope, modes: Mapping[str, str], plus: Collection[str],

@@ -222,10 +222,10 @@ def order_and_cycles(scope: Scope) -> tuple[list[str], frozenset[str]]:
 
     Large cascades are first peeled level by level with arrays (Kahn: the members whose parents in
     C(F) are all ordered, :func:`peel_levels`); what the peel leaves — the members on or after a
-    cycle, or a long narrow tail — goes through one pass of :func:`strong_components`. Any
-    parents-first order gives the same modes (a member's mode reads only its parents' modes), so the
-    two orders need not agree with the networkx reference's, only be parents-first with each cycle's
-    members in id order.
+    cycle, or a long narrow tail — goes through one pass of :func:`strong_components`
+    (:func:`order_rest`). Any parents-first order gives the same modes (a member's mode reads only
+    its parents' modes), so the two orders need not agree with the networkx reference's, only be
+    parents-first with each cycle's members in id order.
     """
     ids = scope.members
     pos = {i: k for k, i in enumerate(ids)}
@@ -239,36 +239,52 @@ def order_and_cycles(scope: Scope) -> tuple[list[str], frozenset[str]]:
                 src.append(j)
                 dst.append(k)
     peeled: list[int] = peel_levels(len(ids), src, dst) if len(ids) >= PEEL_MIN_MEMBERS else []
-    order = [ids[k] for k in peeled]
-    if len(peeled) == len(ids):
-        return order, frozenset()
+    rest, cyclic = order_rest(len(ids), peeled, src, dst)
+    return [ids[k] for k in peeled + rest], frozenset(ids[k] for k in cyclic)
+
+
+def order_rest(n: int, peeled: Collection[int], src: Sequence[int], dst: Sequence[int]) -> tuple[list[int], list[int]]:
+    """The nodes of 0..n−1 not in ``peeled`` in a parents-first order over the edges src[e] → dst[e]
+    (strongly connected components in topological order, each component's nodes ascending — the
+    ids' order, as positions in :attr:`Scope.members`), and the nodes on directed cycles."""
+    if len(peeled) == n:
+        return [], []
     done = set(peeled)
-    rest = [k for k in range(len(ids)) if k not in done]
+    rest = [k for k in range(n) if k not in done]
     local = {k: r for r, k in enumerate(rest)}
     succ: list[list[int]] = [[] for _ in rest]
     for j, k in zip(src, dst):
         if k in local and j in local:
             succ[local[j]].append(local[k])
-    cyclic: set[str] = set()
+    order: list[int] = []
+    cyclic: list[int] = []
     for comp in reversed(strong_components(succ)):
         if len(comp) == 1:
             r = comp[0]
-            order.append(ids[rest[r]])
+            order.append(rest[r])
             if r in succ[r]:
-                cyclic.add(ids[rest[r]])
+                cyclic.append(rest[r])
             continue
-        members = sorted(ids[rest[r]] for r in comp)
+        members = sorted(rest[r] for r in comp)
         order.extend(members)
-        cyclic.update(members)
-    return order, frozenset(cyclic)
+        cyclic.extend(members)
+    return order, cyclic
 
 
 def peel_levels(n: int, src: Sequence[int], dst: Sequence[int]) -> list[int]:
+    """The nodes :func:`peel_level_arrays` peels, level by level."""
+    import numpy as np
+
+    levels = peel_level_arrays(n, src, dst)
+    return np.concatenate(levels).tolist() if levels else []
+
+
+def peel_level_arrays(n: int, src: Sequence[int], dst: Sequence[int]) -> list[Any]:
     """Kahn's algorithm by levels on the graph 0..n−1 with edges src[e] → dst[e], in numpy: level 0
     is the nodes without in-edges, level t+1 the nodes whose last in-edge comes from level t (each
-    level in ascending order). Stops when nothing is left to peel — the rest lies on or after a
+    level an ascending array). Stops when nothing is left to peel — the rest lies on or after a
     cycle — or after PEEL_NARROW_LEVELS levels narrower than PEEL_NARROW (a long chain is cheaper
-    in :func:`strong_components`). Returns the peeled nodes, level by level."""
+    in :func:`strong_components`)."""
     import numpy as np
 
     tails = np.asarray(src, dtype=np.int64)
@@ -295,7 +311,7 @@ def peel_levels(n: int, src: Sequence[int], dst: Sequence[int]) -> list[int]:
         reached, hits = np.unique(children[offsets], return_counts=True)
         indegree[reached] -= hits
         frontier = reached[indegree[reached] == 0]
-    return np.concatenate(levels).tolist() if levels else []
+    return levels
 
 
 def lexicographic_topological_order(nodes: Collection[str], edges: Iterable[tuple[str, str]]) -> tuple[str, ...]:
