@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Collection, Iterable, Mapping
+from typing import Any, Collection, Iterable, Mapping, NamedTuple
 
 from ..errors import InputError
 from ..jsonio import parse_json, read_text
@@ -25,16 +25,19 @@ ABSENT = "absent"  # the state planning gives an influence parent that has no ar
 ARTIFACT_FIELDS: frozenset[str] = frozenset({"id", "kind", "arch", "version", "content", "meta", "state"})
 
 
-@dataclass(frozen=True)
-class Artifact:
-    """One durable artifact at one version (kind ∈ {record, cache, summary, skill}; arch for skills)."""
+class Artifact(NamedTuple):
+    """One durable artifact at one version (kind ∈ {record, cache, summary, skill}; arch for skills).
+
+    An immutable value: a named tuple, which a store reads by the 10^5 for planning in half a frozen
+    dataclass's time. ``meta`` defaults to one shared empty mapping: an artifact's metadata is never
+    mutated (a changed artifact is a new one)."""
 
     id: str
     kind: str
     arch: str | None = None
     version: int = 1
     content: Any = None
-    meta: Mapping[str, Any] = field(default_factory=dict)
+    meta: Mapping[str, Any] = {}
     state: str = "servable"
 
     def as_dict(self) -> dict[str, Any]:
