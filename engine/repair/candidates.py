@@ -180,19 +180,62 @@ def _assign_levels(policy: Policy, scope: Scope, event: Event, modes: dict[str, 
                    plus: set[str], in_desc_of: dict[str, Sequence[str]]) -> tuple[list[str], frozenset[str]]:
     """:func:`_assign_in_order` for every member the level peel orders, one level at a time in
     arrays (:func:`~memsteward.repair.scope.peel_level_arrays`): the same classification of each
-    influence edge into C(F), counted per member with ``bincount``; a level's repairable support
-    Σ [μ_j ≠ remove] is pushed along E^inf from the levels before it; Φ_μ once per distinct class.
-    Fills the four maps for those members and returns the members left (on or after a cycle, in
-    parents-first order: :func:`~memsteward.repair.scope.order_rest`) and the cyclic ones."""
+    influence edge into C(F) (:func:`_influence_inputs`), a level's repairable support
+    Σ [μ_j ≠ remove] pushed along E^inf from the levels before it, Φ_μ once per distinct class
+    (:func:`_decide_levels`). Fills the four maps for those members and returns the members left
+    (on or after a cycle, in parents-first order: :func:`~memsteward.repair.scope.order_rest`) and
+    the cyclic ones."""
     import numpy as np
+
+    ids = scope.members
+    n = len(ids)
+    e = _influence_inputs(scope, event)
+    arts = list(map(scope.artifacts.get, ids, repeat(_NO_ARTIFACT)))
+    levels = peel_level_arrays(n, e.src[e.inside], e.dst[e.inside])
+    code, is_plus, decided = _decide_levels(policy, event, levels, e, arts)
+    peeled = np.concatenate(levels) if levels else np.zeros(0, dtype=np.int64)
+    done = peeled[~e.is_root[peeled]].tolist()
+    done_ids = [ids[k] for k in done]
+    cell_mode = [decided[k] for k in code[done].tolist()]
+    cells.update(zip(done_ids, [cm[0] for cm in cell_mode]))
+    modes.update(zip(done_ids, [REMOVE if arts[k].state == ERASED else cm[1] for k, cm in zip(done, cell_mode)]))
+    plus.update(compress(done_ids, is_plus[done].tolist()))
+    d_at = np.flatnonzero(e.desc)  # P_i ∩ D(F) of each member, in its parents' order
+    bounds = np.searchsorted(e.dst[d_at], np.arange(n + 1)).tolist()
+    desc = list(map(e.parents.__getitem__, d_at.tolist()))
+    in_desc_of.update((ids[k], desc[bounds[k]:bounds[k + 1]]) for k in done)
+    inner = np.flatnonzero(e.inside)
+    rest, cyclic = order_rest(n, peeled.tolist(), e.src[inner].tolist(), e.dst[inner].tolist())
+    return [ids[k] for k in rest], frozenset(ids[k] for k in cyclic)
+
+
+class _Inputs(NamedTuple):
+    """Every influence edge p → i into C(F) as arrays over edges (grouped by i in id order) and
+    members (positions in :attr:`Scope.members`), classified as :func:`_assign_in_order` does."""
+
+    parents: list[str]  # p of each edge
+    src: Any  # position of p, −1 outside C(F)
+    dst: Any  # position of i
+    inside: Any  # p ∈ C(F)
+    desc: Any  # p ∈ D(F)
+    is_root: Any  # per member: a root
+    inputs: Any  # per member: |pa(i)|
+    kept: Any  # per member: inputs retained (outside C(F) and servable, or a replacement)
+    forget: Any  # per member: affected inputs that are not a correction's replacement
+
+
+def _influence_inputs(scope: Scope, event: Event) -> _Inputs:
+    """:class:`_Inputs` of a scope, with a dictionary probe per edge and no Python loop."""
+    import numpy as np
+
     ids = scope.members
     n = len(ids)
     pos = {i: k for k, i in enumerate(ids)}
     parents_of = scope.parents
-    counts = np.fromiter(map(len, map(parents_of.__getitem__, ids)), np.int64, n)
-    flat = list(chain.from_iterable(map(parents_of.__getitem__, ids)))  # every influence edge p → i, by i
-    src = np.fromiter(map(pos.get, flat, repeat(-1)), np.int64, len(flat))  # −1: p outside C(F)
-    dst = np.repeat(np.arange(n), counts)
+    inputs = np.fromiter(map(len, map(parents_of.__getitem__, ids)), np.int64, n)
+    flat = list(chain.from_iterable(map(parents_of.__getitem__, ids)))
+    src = np.fromiter(map(pos.get, flat, repeat(-1)), np.int64, len(flat))
+    dst = np.repeat(np.arange(n), inputs)
     inside = src >= 0
     is_root = np.zeros(n, dtype=bool)
     is_root[[pos[r] for r in event.roots if r in pos]] = True
@@ -200,66 +243,60 @@ def _assign_levels(policy: Policy, scope: Scope, event: Event, modes: dict[str, 
     rep = np.fromiter(map(reps.__contains__, flat), bool, len(flat)) if reps else np.zeros(len(flat), bool)
     servable = np.fromiter(map(SERVABLE_STATES.__contains__, map(scope.states.get, flat, repeat(SERVABLE))),
                            bool, len(flat))
-    kept_by = rep if event.type == "correct" else np.zeros(len(flat), bool)  # a replacement in C(F) is kept
-    kept_e = np.where(inside, kept_by, rep | servable)
-    desc_e = inside & ~is_root[np.where(inside, src, 0)]  # p ∈ D(F)
-    kept = np.bincount(dst[kept_e], minlength=n)
-    forget = np.bincount(dst[inside & ~kept_by], minlength=n)
-    # E^inf inside D(F) by parent (CSR): pushes a level's repairable members to their children
-    d_src, d_dst = src[desc_e], dst[desc_e]
-    by_src = np.argsort(d_src, kind="stable")
-    children = d_dst[by_src]
-    start = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(d_src, minlength=n), out=start[1:])
-    # the static part of each member's class: (kind, arch, declared metadata)
-    arts = list(map(scope.artifacts.get, ids, repeat(_NO_ARTIFACT)))
+    kept_inside = rep if event.type == "correct" else np.zeros(len(flat), bool)  # a replacement in C(F)
+    kept = np.bincount(dst[np.where(inside, kept_inside, rep | servable)], minlength=n)
+    forget = np.bincount(dst[inside & ~kept_inside], minlength=n)
+    desc = inside & ~is_root[np.where(inside, src, 0)]
+    return _Inputs(flat, src, dst, inside, desc, is_root, inputs, kept, forget)
+
+
+def _decide_levels(policy: Policy, event: Event, levels: Sequence[Any], e: _Inputs, arts: Sequence[Artifact],
+                   ) -> tuple[Any, Any, dict[int, tuple[Cell, str]]]:
+    """Each peeled member's class code, whether it is repairable, and (cell, mode) per code. A
+    class is (kind, arch, declared metadata) × sufficient support × partitions, coded
+    ``static · 4 + 2·sufficient + partitions``."""
+    import numpy as np
+
+    n = len(arts)
     fields = {k: _meta_fields(policy, k) for k in {a.kind for a in arts}}
     statics = [(a.kind, a.arch, _meta_key(f, a.meta) if (f := fields[a.kind]) else ()) for a in arts]
     classes = {c: k for k, c in enumerate(dict.fromkeys(statics))}
     static = np.fromiter(map(classes.__getitem__, statics), np.int64, n)
-    neural = np.array([k == "skill" and a == "neural" for k, a, _ in classes], dtype=bool)
-    erased = np.fromiter((a.state == ERASED for a in arts), bool, n)
     statics_of = list(classes)
+    neural = np.array([k == "skill" and a == "neural" for k, a, _ in statics_of], dtype=bool)
+    erased = np.fromiter((a.state == ERASED for a in arts), bool, n)
+    # E^inf inside D(F) by parent (CSR): a level's repairable members push support to their children
+    d_src, d_dst = e.src[e.desc], e.dst[e.desc]
+    children = d_dst[np.argsort(d_src, kind="stable")]
+    start = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(d_src, minlength=n), out=start[1:])
     sufficient = policy.support.sufficient
-    levels = peel_level_arrays(n, src[inside], dst[inside])
     repairable = np.zeros(n, dtype=np.int64)
     is_plus = np.zeros(n, dtype=bool)
     code = np.zeros(n, dtype=np.int64)
     decided: dict[int, tuple[Cell, str]] = {}
     for level in levels:
-        members = level[~is_root[level]]
-        if members.size:
-            support = kept[members] + repairable[members]
-            width = int(support.max()) + 1
-            pairs, at = np.unique(counts[members] * width + support, return_inverse=True)
-            enough = np.array([sufficient(q % width, q // width) for q in pairs.tolist()], dtype=bool)
-            part = neural[static[members]] & (forget[members] > 0) & (kept[members] > 0)
-            c = code[members] = static[members] * 4 + enough[at] * 2 + part
-            for k in np.unique(c).tolist():
-                if k not in decided:
-                    decided[k] = _decide(policy, event, *statics_of[k >> 2], bool(k & 2), bool(k & 1))
-            repairs = np.array([decided[k][1] != REMOVE for k in c.tolist()], dtype=bool) & ~erased[members]
-            is_plus[members] = repairs
-            up = members[repairs]
-            lo, hi = start[up], start[up + 1]
-            total = int((hi - lo).sum())
-            if total:
-                offsets = np.repeat(lo - (np.cumsum(hi - lo) - (hi - lo)), hi - lo) + np.arange(total)
-                np.add.at(repairable, children[offsets], 1)
-    peeled = np.concatenate(levels) if levels else np.zeros(0, dtype=np.int64)
-    done = peeled[~is_root[peeled]].tolist()
-    done_ids = [ids[k] for k in done]
-    cell_mode = [decided[k] for k in code[done].tolist()]
-    cells.update(zip(done_ids, [cm[0] for cm in cell_mode]))
-    modes.update(zip(done_ids, [REMOVE if e else cm[1] for cm, e in zip(cell_mode, erased[done].tolist())]))
-    plus.update(compress(done_ids, is_plus[done].tolist()))
-    d_at = np.flatnonzero(desc_e)
-    bounds = np.searchsorted(dst[d_at], np.arange(n + 1)).tolist()
-    desc = list(map(flat.__getitem__, d_at.tolist()))
-    in_desc_of.update((ids[k], desc[bounds[k]:bounds[k + 1]]) for k in done)
-    inner = np.flatnonzero(inside)
-    rest, cyclic = order_rest(n, peeled.tolist(), src[inner].tolist(), dst[inner].tolist())
-    return [ids[k] for k in rest], frozenset(ids[k] for k in cyclic)
+        members = level[~e.is_root[level]]
+        if not members.size:
+            continue
+        support = e.kept[members] + repairable[members]
+        width = int(support.max()) + 1
+        pairs, at = np.unique(e.inputs[members] * width + support, return_inverse=True)
+        enough = np.array([sufficient(q % width, q // width) for q in pairs.tolist()], dtype=bool)
+        partitions = neural[static[members]] & (e.forget[members] > 0) & (e.kept[members] > 0)
+        c = code[members] = static[members] * 4 + enough[at] * 2 + partitions
+        for k in np.unique(c).tolist():
+            if k not in decided:
+                decided[k] = _decide(policy, event, *statics_of[k >> 2], bool(k & 2), bool(k & 1))
+        repairs = np.array([decided[k][1] != REMOVE for k in c.tolist()], dtype=bool) & ~erased[members]
+        is_plus[members] = repairs
+        up = members[repairs]
+        lo, width_up = start[up], start[up + 1] - start[up]
+        total = int(width_up.sum())
+        if total:
+            offsets = np.repeat(lo - (np.cumsum(width_up) - width_up), width_up) + np.arange(total)
+            np.add.at(repairable, children[offsets], 1)
+    return code, is_plus, decided
 
 
 def _candidates(policy: Policy, scope: Scope, modes: Mapping[str, str], plus: Collection[str],
