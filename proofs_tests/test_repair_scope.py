@@ -10,9 +10,11 @@ same TransitionPlan, from a snapshot and from a SQLite store.
 
 from __future__ import annotations
 
+import contextlib
 from functools import lru_cache
 
 import networkx as nx
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -21,7 +23,7 @@ from memsteward.repair.artifacts import SERVABLE_STATES, parse_store_document
 from memsteward.repair.events import parse_event
 from memsteward.repair.plan import compute_plan
 from memsteward.repair.reference import reference_plan
-from memsteward.repair.scope import lexicographic_topological_order, read_scope, strong_components
+from memsteward.repair.scope import generation_order, read_scope, strong_components
 from memsteward.repair.store import Store
 
 SHAPES = [("record", None), ("summary", None), ("cache", None), ("skill", "prompt"), ("skill", "neural"),
@@ -151,8 +153,15 @@ def test_strong_components_match_networkx(graph):
 
 @given(st.integers(1, 16).flatmap(lambda n: st.tuples(
     st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=3 * n),
-    st.permutations(range(n)), st.sampled_from(["set", "sorted", "shuffled", "repeated"]))))
-def test_lexicographic_order_matches_networkx(graph):
+    st.permutations(range(n)), st.sampled_from(["set", "sorted", "shuffled", "repeated"]))),
+    st.sampled_from(["python", "arrays", "arrays then python"]))
+def test_generation_order_matches_networkx(graph, path):
+    """Generations of a DAG each in id order, as networkx's, through the one-by-one Kahn, the array
+    peel, or the peel handing a narrow tail to the Kahn; a cycle is refused."""
+    from unittest import mock
+
+    from memsteward.repair import scope as scope_module
+
     n, pairs, names, given_as = graph
     nodes = [f"x{names[k]:02d}" for k in range(n)]  # a DAG in position order, ids not in that order
     edges = [(nodes[min(u, v)], nodes[max(u, v)]) for u, v in pairs if u != v]
@@ -160,7 +169,15 @@ def test_lexicographic_order_matches_networkx(graph):
     g.add_nodes_from(nodes)
     g.add_edges_from(edges)
     arg = {"set": set(nodes), "sorted": sorted(nodes), "shuffled": nodes, "repeated": sorted(nodes + nodes[::2])}
-    assert lexicographic_topological_order(arg[given_as], set(edges)) == tuple(nx.lexicographical_topological_sort(g))
+    patch = {"python": {}, "arrays": {"PEEL_MIN_MEMBERS": 0, "PEEL_NARROW": 0},
+             "arrays then python": {"PEEL_MIN_MEMBERS": 0, "PEEL_NARROW_LEVELS": 1}}[path]
+    with mock.patch.multiple(scope_module, **patch) if patch else contextlib.nullcontext():
+        got = generation_order(arg[given_as], set(edges))
+        assert got == tuple(v for gen in nx.topological_generations(g) for v in sorted(gen))
+        if len(edges) > 0:
+            u, v = edges[0]
+            with pytest.raises(ValueError, match="cycle"):
+                generation_order(sorted(nodes), set(edges) | {(v, u)})
 
 
 @given(st.text(), st.integers(1, 2**62), st.text(), st.one_of(st.none(), st.integers(0, 2**62)), st.text(),

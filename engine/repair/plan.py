@@ -24,7 +24,7 @@ from .candidates import Assignment, Candidate, assign, requirement_edges
 from .closure import Selection, select
 from .events import Event, event_from_dict
 from .operators import OperatorRegistry, operators_for, reads_content
-from .scope import Provenance, Scope, lexicographic_topological_order, read_scope, with_untracked
+from .scope import Provenance, Scope, generation_order, read_scope, with_untracked
 
 
 @dataclass(frozen=True)
@@ -162,13 +162,14 @@ def root_actions(event: Event) -> dict[str, str]:
 
 def execution_order(candidates: tuple[Candidate, ...], selected: frozenset[str],
                     requirements: Sequence[tuple[str, str]] | None = None) -> tuple[str, ...]:
-    """Topological order of E^req[S_ρ] (Algorithm 1 line 7), ties broken by id (``requirements``:
-    E^req when already computed from ``candidates``)."""
+    """Topological order of E^req[S_ρ] (Algorithm 1 line 7): its generations, each in id order
+    (:func:`~memsteward.repair.scope.generation_order`; ``requirements``: E^req when already
+    computed from ``candidates``)."""
     edges = requirement_edges(candidates) if requirements is None else requirements
     chosen = [c.id for c in candidates if c.id in selected]  # the candidates come in id order
     if len(chosen) != len(selected):  # a selection naming what is not a candidate: order it all the same
         chosen = sorted(selected)
-    return lexicographic_topological_order(chosen, [(j, i) for j, i in edges if i in selected and j in selected])
+    return generation_order(chosen, [(j, i) for j, i in edges if i in selected and j in selected])
 
 
 def compute_plan(policy: Policy, source: Provenance, event: Event, selector: str = "mincut",

@@ -3,7 +3,7 @@
 Not used by the engine. It is how planning worked before C(F) was read from the store's edge
 index: every event built a :class:`networkx.DiGraph` over every artifact, took C(F) with
 ``networkx.descendants``, SCCs with ``networkx.condensation`` and the execution order with
-``networkx.lexicographical_topological_sort``. The tests check that
+``networkx.topological_generations``. The tests check that
 :func:`~memsteward.repair.plan.compute_plan` returns the same plan, and the bench runs it beside the
 indexed path as the reference line. Modes and candidates are computed member by member as §2.3
 states them (:func:`reference_assign`, the engine's former code) rather than by the engine's
@@ -39,12 +39,13 @@ def networkx_scope(snapshot: Snapshot, roots: Sequence[str]) -> tuple[Scope, nx.
 
 def networkx_execution_order(candidates: tuple[Candidate, ...], selected: frozenset[str],
                              requirements: object = None) -> tuple[str, ...]:
-    """Topological order of E^req[S_ρ], ties by id, by networkx (E^req rebuilt from the candidates'
-    prerequisites, whatever the engine computed: ``requirements`` is ignored)."""
+    """Topological order of E^req[S_ρ], generation by generation, each in id order, by networkx (E^req
+    rebuilt from the candidates' prerequisites, whatever the engine computed: ``requirements`` is
+    ignored)."""
     g = nx.DiGraph()
     g.add_nodes_from(selected)
     g.add_edges_from((j, c.id) for c in candidates if c.id in selected for j in c.prerequisites if j in selected)
-    return tuple(nx.lexicographical_topological_sort(g))
+    return tuple(v for generation in nx.topological_generations(g) for v in sorted(generation))
 
 
 def reference_plan(policy: Policy, snapshot: Snapshot, event: Event, selector: str = "mincut",

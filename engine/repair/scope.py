@@ -6,9 +6,9 @@ influence parents of every member (support checks and P_i), and those artifacts.
 edge indexes (one query per level of C(F)), an in-memory :class:`~memsteward.repair.artifacts.Snapshot`
 through a child/parent index built once per snapshot — so the work grows with |C(F)| and its
 in-edges, not with the store. :func:`order_and_cycles` peels large cascades level by level in
-numpy (:func:`peel_levels`) and leaves the rest to an iterative Tarjan; the execution order is a
-heap-ordered Kahn. The whole-store networkx graph of :mod:`memsteward.repair.graph` remains only as
-the reference the tests and the bench compare with.
+numpy (:func:`peel_levels`) and leaves the rest to an iterative Tarjan; the execution order is
+Kahn by generations (:func:`generation_order`). The whole-store networkx graph of
+:mod:`memsteward.repair.graph` remains only as the reference the tests and the bench compare with.
 """
 
 from __future__ import annotations
@@ -314,32 +314,51 @@ def peel_level_arrays(n: int, src: Sequence[int], dst: Sequence[int]) -> list[An
     return levels
 
 
-def lexicographic_topological_order(nodes: Collection[str], edges: Iterable[tuple[str, str]]) -> tuple[str, ...]:
-    """The topological order that always takes the smallest available id (Kahn with a heap);
-    the same sequence as ``networkx.lexicographical_topological_sort``. ValueError on a cycle.
-    Ids are ranked once, so the heap compares integers (``nodes`` given as a list in id order are
-    ranked without a full sort)."""
+def generation_order(nodes: Collection[str], edges: Iterable[tuple[str, str]]) -> tuple[str, ...]:
+    """The topological generations of a DAG, each in id order: generation 0 is the nodes without
+    in-edges, generation t+1 the nodes whose last in-edge comes from generation t (Kahn by levels;
+    ``networkx.topological_generations`` with each generation sorted). Each generation's members
+    depend only on earlier ones, so a generation can run at once. ValueError on a cycle.
+
+    Large graphs are peeled in arrays (:func:`peel_level_arrays`) while the generations are wide;
+    a narrow tail (a chain) is finished one node at a time (``nodes`` given as a list in id order
+    are ranked without a full sort)."""
     ids = _unique_sorted(nodes) if isinstance(nodes, list) else sorted(set(nodes))
     rank = {n: k for k, n in enumerate(ids)}
-    indegree = [0] * len(ids)
-    succ: list[list[int]] = [[] for _ in ids]
+    src: list[int] = []
+    dst: list[int] = []
     for u, v in edges:
-        k = rank[v]
-        succ[rank[u]].append(k)
-        indegree[k] += 1
-    heap = [k for k, d in enumerate(indegree) if d == 0]  # ascending: already a heap
-    out: list[str] = []
-    pop, push = heapq.heappop, heapq.heappush
-    while heap:
-        u = pop(heap)
-        out.append(ids[u])
-        for v in succ[u]:
-            indegree[v] -= 1
-            if indegree[v] == 0:
-                push(heap, v)
-    if len(out) != len(ids):
+        src.append(rank[u])
+        dst.append(rank[v])
+    peeled: list[int] = peel_levels(len(ids), src, dst) if len(ids) >= PEEL_MIN_MEMBERS else []
+    order = peeled + _kahn_levels(len(ids), peeled, src, dst)
+    if len(order) != len(ids):
         raise ValueError("the requirement graph has a cycle")
-    return tuple(out)
+    return tuple(map(ids.__getitem__, order))
+
+
+def _kahn_levels(n: int, done: Collection[int], src: Sequence[int], dst: Sequence[int]) -> list[int]:
+    """The generations of the nodes of 0..n−1 not in ``done`` (whose in-edges from ``done`` are
+    satisfied), each ascending; the nodes on or after a cycle are left out."""
+    skip = set(done)
+    indegree = [0] * n
+    succ: list[list[int]] = [[] for _ in range(n)]
+    for u, v in zip(src, dst):
+        if u not in skip and v not in skip:
+            succ[u].append(v)
+            indegree[v] += 1
+    level = [k for k in range(n) if indegree[k] == 0 and k not in skip]
+    out: list[int] = []
+    while level:
+        out.extend(level)
+        following = []
+        for u in level:
+            for v in succ[u]:
+                indegree[v] -= 1
+                if indegree[v] == 0:
+                    following.append(v)
+        level = sorted(following)
+    return out
 
 
 def _unique_sorted(nodes: list[str]) -> list[str]:
