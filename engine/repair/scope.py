@@ -314,7 +314,7 @@ def peel_level_arrays(n: int, src: Sequence[int], dst: Sequence[int]) -> list[An
     return levels
 
 
-def generation_order(nodes: Collection[str], edges: Iterable[tuple[str, str]]) -> tuple[str, ...]:
+def generation_order(nodes: Collection[str], edges: Collection[tuple[str, str]]) -> tuple[str, ...]:
     """The topological generations of a DAG, each in id order: generation 0 is the nodes without
     in-edges, generation t+1 the nodes whose last in-edge comes from generation t (Kahn by levels;
     ``networkx.topological_generations`` with each generation sorted). Each generation's members
@@ -325,13 +325,10 @@ def generation_order(nodes: Collection[str], edges: Iterable[tuple[str, str]]) -
     are ranked without a full sort)."""
     ids = _unique_sorted(nodes) if isinstance(nodes, list) else sorted(set(nodes))
     rank = {n: k for k, n in enumerate(ids)}
-    src: list[int] = []
-    dst: list[int] = []
-    for u, v in edges:
-        src.append(rank[u])
-        dst.append(rank[v])
+    tails, heads = zip(*edges) if edges else ((), ())
+    src, dst = list(map(rank.__getitem__, tails)), list(map(rank.__getitem__, heads))
     peeled: list[int] = peel_levels(len(ids), src, dst) if len(ids) >= PEEL_MIN_MEMBERS else []
-    order = peeled + _kahn_levels(len(ids), peeled, src, dst)
+    order = peeled + _kahn_levels(len(ids), peeled, src, dst) if len(peeled) < len(ids) else peeled
     if len(order) != len(ids):
         raise ValueError("the requirement graph has a cycle")
     return tuple(map(ids.__getitem__, order))
