@@ -309,6 +309,58 @@ def test_levels_count_repairable_parents_as_support_and_leave_cycles_to_the_orde
             reference_plan(policy, snap, event, "mincut", "networkx").to_json()
 
 
+def test_both_assignment_passes_read_a_hand_built_scope_alike():
+    """A Scope built by hand (no reader): a root without a ``parents`` entry or an artifact is fine
+    on both passes; a descendant without its artifact is a KeyError on both (review regression)."""
+    import pytest
+
+    from bench.repair_policies import load
+    from memsteward.repair.artifacts import Artifact
+    from memsteward.repair.candidates import assign
+    from memsteward.repair.events import Event
+    from memsteward.repair.scope import Scope, States, order_and_cycles
+
+    policy = load("tool-agent")
+    event = Event("delete", ("r",))
+    arts = {"r": Artifact("r", "record"), "s": Artifact("s", "summary"), "x": Artifact("x", "record")}
+
+    def both(scope):
+        one_by_one = assign(policy, scope, event, None, order_and_cycles(scope))
+        with _peel_everything(whole=True):
+            levels = assign(policy, scope, event)
+        assert dict(levels.modes) == dict(one_by_one.modes) and levels.candidates == one_by_one.candidates
+        return dict(levels.modes)
+
+    assert both(Scope(("r",), frozenset({"r", "s"}), {"s": ("r", "x")}, arts, States())) == {"s": "regen"}
+    no_root = {"s": arts["s"]}
+    assert both(Scope(("r",), frozenset({"r", "s"}), {"r": (), "s": ("r", "x")}, no_root, States())) == {"s": "regen"}
+    broken = Scope(("r",), frozenset({"r", "s", "t"}), {"r": (), "s": ("r", "x"), "t": ("s",)}, arts, States())
+    with pytest.raises(KeyError, match="t"):
+        assign(policy, broken, event, None, order_and_cycles(broken))
+    with _peel_everything(whole=True), pytest.raises(KeyError, match="t"):
+        assign(policy, broken, event)
+
+
+def test_an_artifacts_default_metadata_is_shared_and_refuses_changes():
+    """Artifact is a named tuple whose default ``meta`` is one shared mapping: a change through one
+    artifact must not reach every other (review regression); it still pickles and encodes as {}."""
+    import json
+    import pickle
+
+    import pytest
+
+    from memsteward.repair.artifacts import Artifact
+
+    a, b = Artifact("a", "record"), Artifact("b", "cache")
+    for change in (lambda m: m.__setitem__("x", 1), lambda m: m.update(x=1), lambda m: m.setdefault("x", 1)):
+        with pytest.raises(TypeError, match="read-only"):
+            change(a.meta)
+    assert b.meta == {} and json.dumps(a.meta) == "{}" and pickle.loads(pickle.dumps(a)) == a
+    own = Artifact("c", "cache", meta={"calls": 3})
+    own.meta["calls"] = 4  # an artifact's own metadata is its own
+    assert Artifact("d", "cache").meta == {}
+
+
 def test_large_cascade_with_cycles_plans_as_the_reference_at_the_real_thresholds():
     """≈ 2,800 members (above PEEL_MIN_MEMBERS, so the array peel runs unpatched), 400 random influence
     edges inside C(F) (cycles, self-loops) and 300 members already withdrawn, erased or republished:

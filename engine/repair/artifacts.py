@@ -25,19 +25,30 @@ ABSENT = "absent"  # the state planning gives an influence parent that has no ar
 ARTIFACT_FIELDS: frozenset[str] = frozenset({"id", "kind", "arch", "version", "content", "meta", "state"})
 
 
+class _NoMeta(dict):
+    """The empty metadata an :class:`Artifact` gets by default: one shared instance, which refuses
+    every change (a dict for JSON and pickling; building an artifact with its own metadata is how
+    metadata is given)."""
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("an artifact's default metadata is shared and read-only: pass meta= to Artifact")
+
+    __setitem__ = __delitem__ = __ior__ = update = setdefault = pop = popitem = clear = _refuse  # type: ignore[assignment]
+
+
 class Artifact(NamedTuple):
     """One durable artifact at one version (kind ∈ {record, cache, summary, skill}; arch for skills).
 
     An immutable value: a named tuple, which a store reads by the 10^5 for planning in half a frozen
-    dataclass's time. ``meta`` defaults to one shared empty mapping: an artifact's metadata is never
-    mutated (a changed artifact is a new one)."""
+    dataclass's time. A tuple all the same: the json module writes it as an array, so documents
+    use :meth:`as_dict`. Without ``meta`` it has the shared read-only empty metadata."""
 
     id: str
     kind: str
     arch: str | None = None
     version: int = 1
     content: Any = None
-    meta: Mapping[str, Any] = {}
+    meta: Mapping[str, Any] = _NoMeta()
     state: str = "servable"
 
     def as_dict(self) -> dict[str, Any]:

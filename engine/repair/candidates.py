@@ -136,7 +136,7 @@ def _assign_in_order(policy: Policy, scope: Scope, event: Event, order: Iterable
     for i in order:
         if i in roots:
             continue
-        parents = parents_of[i]
+        parents = parents_of.get(i, ())
         kept = forget = repairable = 0
         in_desc = in_desc_of[i] = []
         for p in parents:
@@ -190,6 +190,9 @@ def _assign_levels(policy: Policy, scope: Scope, event: Event, modes: dict[str, 
     ids = scope.members
     n = len(ids)
     e = _influence_inputs(scope, event)
+    unknown = scope.cascade - scope.artifacts.keys() - set(event.roots)
+    if unknown:  # as the one-by-one pass: a descendant without its artifact is a broken scope
+        raise KeyError(min(unknown))
     arts = list(map(scope.artifacts.get, ids, repeat(_NO_ARTIFACT)))
     levels = peel_level_arrays(n, e.src[e.inside], e.dst[e.inside])
     code, is_plus, decided = _decide_levels(policy, event, levels, e, arts)
@@ -231,9 +234,9 @@ def _influence_inputs(scope: Scope, event: Event) -> _Inputs:
     ids = scope.members
     n = len(ids)
     pos = {i: k for k, i in enumerate(ids)}
-    parents_of = scope.parents
-    inputs = np.fromiter(map(len, map(parents_of.__getitem__, ids)), np.int64, n)
-    flat = list(chain.from_iterable(map(parents_of.__getitem__, ids)))
+    lists = list(map(scope.parents.get, ids, repeat(())))  # a member missing from ``parents`` has none
+    inputs = np.fromiter(map(len, lists), np.int64, n)
+    flat = list(chain.from_iterable(lists))
     src = np.fromiter(map(pos.get, flat, repeat(-1)), np.int64, len(flat))
     dst = np.repeat(np.arange(n), inputs)
     inside = src >= 0

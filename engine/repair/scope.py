@@ -67,7 +67,7 @@ class Scope:
 
     roots: tuple[str, ...]
     cascade: frozenset[str]
-    parents: Mapping[str, tuple[str, ...]]  # i ∈ C(F) → its influence parents (sorted)
+    parents: Mapping[str, tuple[str, ...]]  # i ∈ C(F) → its influence parents (sorted; absent: none)
     # every member of C(F) at its current version; read with ``needs_content``, the content only of
     # the roots and of members some operator's check may read it for (others: None)
     artifacts: Mapping[str, Artifact]
@@ -314,7 +314,7 @@ def peel_level_arrays(n: int, src: Sequence[int], dst: Sequence[int]) -> list[An
     return levels
 
 
-def generation_order(nodes: Collection[str], edges: Collection[tuple[str, str]]) -> tuple[str, ...]:
+def generation_order(nodes: Collection[str], edges: Iterable[tuple[str, str]]) -> tuple[str, ...]:
     """The topological generations of a DAG, each in id order: generation 0 is the nodes without
     in-edges, generation t+1 the nodes whose last in-edge comes from generation t (Kahn by levels;
     ``networkx.topological_generations`` with each generation sorted). Each generation's members
@@ -325,7 +325,8 @@ def generation_order(nodes: Collection[str], edges: Collection[tuple[str, str]])
     are ranked without a full sort)."""
     ids = _unique_sorted(nodes) if isinstance(nodes, list) else sorted(set(nodes))
     rank = {n: k for k, n in enumerate(ids)}
-    tails, heads = zip(*edges) if edges else ((), ())
+    pairs = list(edges)
+    tails, heads = zip(*pairs) if pairs else ((), ())
     src, dst = list(map(rank.__getitem__, tails)), list(map(rank.__getitem__, heads))
     peeled: list[int] = peel_levels(len(ids), src, dst) if len(ids) >= PEEL_MIN_MEMBERS else []
     order = peeled + _kahn_levels(len(ids), peeled, src, dst) if len(peeled) < len(ids) else peeled
