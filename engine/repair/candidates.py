@@ -19,7 +19,8 @@ within C(F), hence of E^req), or when no registered operator can run on it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import chain, compress, repeat
+from itertools import compress, repeat
+from operator import itemgetter
 from typing import Any, Callable, Collection, Iterable, Mapping, NamedTuple, Sequence
 
 from ..policy.domain import Cell, decide
@@ -28,10 +29,11 @@ from .artifacts import SERVABLE, SERVABLE_STATES, Artifact
 from .events import Event
 from .operators import Operator, OperatorRegistry, operators_for
 from . import scope as scopes
-from .scope import Scope, order_and_cycles, order_rest, peel_level_arrays
+from .scope import EDGE_ORDER, Scope, order_and_cycles, order_rest, peel_level_arrays
 
 REMOVE = "remove"
 ERASED = "erased"
+_PARENT, _CHILD = itemgetter(0), itemgetter(1)
 _NO_ARTIFACT = Artifact("", "")  # a root with no artifact (never decided: roots have no mode)
 
 
@@ -234,11 +236,14 @@ def _influence_inputs(scope: Scope, event: Event) -> _Inputs:
     ids = scope.members
     n = len(ids)
     pos = {i: k for k, i in enumerate(ids)}
-    lists = list(map(scope.parents.get, ids, repeat(())))  # a member missing from ``parents`` has none
-    inputs = np.fromiter(map(len, lists), np.int64, n)
-    flat = list(chain.from_iterable(lists))
+    edges = scope.edges
+    dst = np.fromiter(map(pos.__getitem__, map(_CHILD, edges)), np.int64, len(edges))
+    if np.any(dst[1:] < dst[:-1]):  # not grouped by child (a scope built by hand): group them
+        edges = sorted(edges, key=EDGE_ORDER)
+        dst = np.fromiter(map(pos.__getitem__, map(_CHILD, edges)), np.int64, len(edges))
+    flat = list(map(_PARENT, edges))
     src = np.fromiter(map(pos.get, flat, repeat(-1)), np.int64, len(flat))
-    dst = np.repeat(np.arange(n), inputs)
+    inputs = np.bincount(dst, minlength=n)
     inside = src >= 0
     is_root = np.zeros(n, dtype=bool)
     is_root[[pos[r] for r in event.roots if r in pos]] = True

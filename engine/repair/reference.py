@@ -31,9 +31,9 @@ def networkx_scope(snapshot: Snapshot, roots: Sequence[str]) -> tuple[Scope, nx.
     """C(F) = F ∪ ⋃ descendants(r), parents by ``predecessors``, over the whole-store graph."""
     g = influence_graph(snapshot.artifacts.keys(), snapshot.influence_edges())
     affected = frozenset(roots).union(*(nx.descendants(g, r) for r in roots))
-    parents = {i: tuple(sorted(g.predecessors(i))) for i in affected}
-    needed = set(affected).union(*parents.values())
-    return Scope(tuple(roots), affected, parents, {i: snapshot.artifacts[i] for i in affected},
+    edges = sorted(((p, i) for i in affected for p in g.predecessors(i)), key=lambda e: (e[1], e[0]))
+    needed = set(affected).union(p for p, _ in edges)
+    return Scope(tuple(roots), affected, edges, {i: snapshot.artifacts[i] for i in affected},
                  {i: snapshot.artifacts[i].state for i in needed}), g
 
 

@@ -16,13 +16,14 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from itertools import groupby
-from operator import itemgetter
+from itertools import groupby, islice
+from operator import gt, itemgetter
 from typing import Any, Callable, Collection, Iterable, Mapping, Protocol, Sequence
 
 from .artifacts import SERVABLE, Artifact, Edge, Snapshot
 
 _TAIL, _HEAD = itemgetter(0), itemgetter(1)
+EDGE_ORDER = itemgetter(1, 0)  # the order of Scope.edges: by child, then parent
 
 
 class Provenance(Protocol):
@@ -67,7 +68,7 @@ class Scope:
 
     roots: tuple[str, ...]
     cascade: frozenset[str]
-    parents: Mapping[str, tuple[str, ...]]  # i ∈ C(F) → its influence parents (sorted; absent: none)
+    edges: Sequence[tuple[str, str]]  # every influence edge (u, v) with v ∈ C(F), ordered by (v, u)
     # every member of C(F) at its current version; read with ``needs_content``, the content only of
     # the roots and of members some operator's check may read it for (others: None)
     artifacts: Mapping[str, Artifact]
@@ -78,6 +79,18 @@ class Scope:
     def members(self) -> list[str]:
         """C(F) in id order (sorted once per scope: the order, the plan and its columns all use it)."""
         return sorted(self.cascade)
+
+    @cached_property
+    def parents(self) -> Mapping[str, tuple[str, ...]]:
+        """i ∈ C(F) → its influence parents, ascending (grouped from :attr:`edges` when first read:
+        the array assignment of a large cascade reads the edges as they are)."""
+        edges = self.edges
+        if any(map(gt, map(_HEAD, edges), map(_HEAD, islice(edges, 1, None)))):
+            edges = sorted(edges, key=EDGE_ORDER)
+        parents: dict[str, tuple[str, ...]] = dict.fromkeys(self.members, ())
+        for v, group in groupby(edges, _HEAD):
+            parents[v] = tuple(map(_TAIL, group))
+        return parents
 
 
 def read_scope(source: Provenance, roots: Sequence[str],
@@ -92,12 +105,8 @@ def read_scope(source: Provenance, roots: Sequence[str],
     None reads every member's content."""
     affected = source.reach(roots)
     members = sorted(affected)
-    edges = list(source.parent_edges(members))  # ordered by (v, u): one group per member, parents ascending
-    parents: dict[str, tuple[str, ...]] = dict.fromkeys(members, ())
-    for v, group in groupby(edges, _HEAD):
-        parents[v] = tuple(map(_TAIL, group))
+    edges = list(source.parent_edges(members))  # ordered by (v, u): one run per member, parents ascending
     outside = set(map(_TAIL, edges)).difference(affected)
-    del edges  # 3·10^6 pairs at 10^7 artifacts: not held while the artifacts are read
     if needs_content is None:
         artifacts = source.artifacts_of(members)
     else:
@@ -105,7 +114,7 @@ def read_scope(source: Provenance, roots: Sequence[str],
         wanted = set(roots)
         wanted.update(i for i, a in artifacts.items() if needs_content(a.kind, a.arch))
         artifacts.update(source.artifacts_of(sorted(wanted)))
-    scope = Scope(tuple(roots), affected, parents, artifacts, States(source.unservable_of(outside)))
+    scope = Scope(tuple(roots), affected, edges, artifacts, States(source.unservable_of(outside)))
     vars(scope)["members"] = members  # Scope.members, already sorted here
     return scope
 
@@ -122,13 +131,9 @@ def with_untracked(source: Provenance, scope: Scope, roots_content: Mapping[str,
     if not found:
         return scope
     extra = read_scope(source, sorted(found), needs_content)
-    parents = {i: tuple(ps) for i, ps in scope.parents.items()}
-    for i, ps in extra.parents.items():
-        parents.setdefault(i, tuple(ps))
-    for i, m in found.items():
-        parents[i] = tuple(sorted(set(parents[i]) | {m["root"]}))
+    edges = set(scope.edges).union(extra.edges, ((m["root"], i) for i, m in found.items()))
     states = States({**extra.states, **scope.states})
-    return replace(scope, cascade=scope.cascade | extra.cascade, parents=parents,
+    return replace(scope, cascade=scope.cascade | extra.cascade, edges=sorted(edges, key=EDGE_ORDER),
                    artifacts={**extra.artifacts, **scope.artifacts}, states=states, untracked=found)
 
 
@@ -231,13 +236,11 @@ def order_and_cycles(scope: Scope) -> tuple[list[str], frozenset[str]]:
     pos = {i: k for k, i in enumerate(ids)}
     src: list[int] = []
     dst: list[int] = []
-    for i, ps in scope.parents.items():
-        k = pos[i]
-        for p in ps:
-            j = pos.get(p)
-            if j is not None:
-                src.append(j)
-                dst.append(k)
+    for u, v in scope.edges:
+        j = pos.get(u)
+        if j is not None:
+            src.append(j)
+            dst.append(pos[v])
     peeled: list[int] = peel_levels(len(ids), src, dst) if len(ids) >= PEEL_MIN_MEMBERS else []
     rest, cyclic = order_rest(len(ids), peeled, src, dst)
     return [ids[k] for k in peeled + rest], frozenset(ids[k] for k in cyclic)
