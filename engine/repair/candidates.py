@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import compress, repeat
-from operator import itemgetter
-from typing import Any, Callable, Collection, Iterable, Mapping, NamedTuple, Sequence
+from operator import attrgetter, itemgetter
+from typing import Any, Callable, Collection, Mapping, NamedTuple, Sequence
 
 from ..policy.domain import Cell, decide
 from ..policy.model import Policy
@@ -34,6 +34,7 @@ from .scope import EDGE_ORDER, Scope, order_and_cycles, order_rest, peel_level_a
 REMOVE = "remove"
 ERASED = "erased"
 _PARENT, _CHILD = itemgetter(0), itemgetter(1)
+_STATE = attrgetter("state")
 _NO_ARTIFACT = Artifact("", "")  # a root with no artifact (never decided: roots have no mode)
 
 
@@ -122,9 +123,11 @@ def assign(policy: Policy, scope: Scope, event: Event, operators: OperatorRegist
     return Assignment(modes, _candidates(policy, scope, modes, plus, cyclic, in_desc_of, operators), cells)
 
 
-def _assign_in_order(policy: Policy, scope: Scope, event: Event, order: Iterable[str], modes: dict[str, str],
+def _assign_in_order(policy: Policy, scope: Scope, event: Event, order: Sequence[str], modes: dict[str, str],
                      cells: dict[str, Cell], plus: set[str], in_desc_of: dict[str, Sequence[str]]) -> None:
     """μ_i for each member of ``order`` (parents first) after those already in ``modes``: one pass."""
+    if not order:
+        return
     roots = frozenset(event.roots)
     affected = scope.cascade
     artifacts, parents_of = scope.artifacts, scope.parents
@@ -249,8 +252,10 @@ def _influence_inputs(scope: Scope, event: Event) -> _Inputs:
     is_root[[pos[r] for r in event.roots if r in pos]] = True
     reps = event.replacement_ids
     rep = np.fromiter(map(reps.__contains__, flat), bool, len(flat)) if reps else np.zeros(len(flat), bool)
-    servable = np.fromiter(map(SERVABLE_STATES.__contains__, map(scope.states.get, flat, repeat(SERVABLE))),
-                           bool, len(flat))
+    servable = np.ones(len(flat), dtype=bool)  # read for the parents outside C(F) only
+    outside = np.flatnonzero(~inside)
+    servable[outside] = np.fromiter(map(SERVABLE_STATES.__contains__, map(
+        scope.states.get, map(flat.__getitem__, outside.tolist()), repeat(SERVABLE))), bool, len(outside))
     kept_inside = rep if event.type == "correct" else np.zeros(len(flat), bool)  # a replacement in C(F)
     kept = np.bincount(dst[np.where(inside, kept_inside, rep | servable)], minlength=n)
     forget = np.bincount(dst[inside & ~kept_inside], minlength=n)
@@ -272,7 +277,7 @@ def _decide_levels(policy: Policy, event: Event, levels: Sequence[Any], e: _Inpu
     static = np.fromiter(map(classes.__getitem__, statics), np.int64, n)
     statics_of = list(classes)
     neural = np.array([k == "skill" and a == "neural" for k, a, _ in statics_of], dtype=bool)
-    erased = np.fromiter((a.state == ERASED for a in arts), bool, n)
+    erased = np.fromiter(map(ERASED.__eq__, map(_STATE, arts)), bool, n)
     # E^inf inside D(F) by parent (CSR): a level's repairable members push support to their children
     d_src, d_dst = e.src[e.desc], e.dst[e.desc]
     children = d_dst[np.argsort(d_src, kind="stable")]
