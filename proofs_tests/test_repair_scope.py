@@ -342,6 +342,33 @@ def test_both_assignment_passes_read_a_hand_built_scope_alike():
         assign(policy, broken, event)
 
 
+def test_an_edge_given_twice_in_a_snapshot_counts_once_as_in_a_store():
+    """A hand-built Snapshot may repeat an edge; a store keys edges by (src, dst, type). s's inputs
+    are r (deleted) and x: support 1 of 2 suffices, so s is repaired — from the snapshot and from the
+    store alike, with or without a content-scan hit, and as the reference plans it (review
+    regression: the repeated edge made it 1 of 3 on the snapshot, and the scan's merge changed that)."""
+    from bench.repair_policies import load
+    from memsteward.repair.artifacts import Artifact, Edge, Snapshot
+
+    policy = load("tool-agent")
+    for copy in (False, True):
+        arts = {"r": Artifact("r", "record", content={"text": "alice moved to the blue house by the old mill road"}),
+                "x": Artifact("x", "record", content={"text": "unrelated"}),
+                "s": Artifact("s", "summary", content="a summary of both")}
+        if copy:  # an untracked copy of the root's text: the content scan adds it to C(F)
+            arts["u"] = Artifact("u", "record", content={"text": "alice moved to the blue house by the old mill road"})
+        snap = Snapshot(arts, (Edge("r", "s"), Edge("r", "s"), Edge("x", "s")))
+        event = parse_event({"type": "delete", "roots": ["r"]}, snap)
+        store = Store()
+        store.import_snapshot(Snapshot(arts, (Edge("r", "s"), Edge("x", "s"))))
+        plans = [compute_plan(policy, source, event, "mincut", "networkx").to_json() for source in (snap, store)]
+        assert plans[0] == plans[1]
+        assert [c["id"] for c in plans[0]["candidates"]] == ["s"] and bool(plans[0]["untracked"]) == copy
+        if not copy:  # the reference has no content scan
+            assert plans[0] == reference_plan(policy, snap, event, "mincut", "networkx").to_json()
+        store.close()
+
+
 def test_an_artifacts_default_metadata_is_shared_and_refuses_changes():
     """Artifact is a named tuple whose default ``meta`` is one shared mapping: a change through one
     artifact must not reach every other (review regression); it still pickles and encodes as {}."""

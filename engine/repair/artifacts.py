@@ -81,13 +81,13 @@ class Snapshot:
 
     @cached_property
     def _influence_index(self) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
-        """(children, parents) over E^inf, built once per snapshot (the snapshot is immutable)."""
+        """(children, parents) over E^inf, built once per snapshot (the snapshot is immutable). An
+        edge given twice counts once, as in a store, where (src, dst, type) is the key."""
         children: dict[str, list[str]] = {}
         parents: dict[str, list[str]] = {}
-        for e in self.edges:
-            if e.type == "influence":
-                children.setdefault(e.src, []).append(e.dst)
-                parents.setdefault(e.dst, []).append(e.src)
+        for src, dst in dict.fromkeys((e.src, e.dst) for e in self.edges if e.type == "influence"):
+            children.setdefault(src, []).append(dst)
+            parents.setdefault(dst, []).append(src)
         return children, parents
 
     def reach(self, roots: Collection[str]) -> frozenset[str]:
