@@ -29,7 +29,7 @@ from .artifacts import SERVABLE, SERVABLE_STATES, Artifact
 from .events import Event
 from .operators import Operator, OperatorRegistry, operators_for
 from . import scope as scopes
-from .scope import EDGE_ORDER, Scope, order_and_cycles, order_rest, peel_level_arrays
+from .scope import EDGE_ORDER, ChildIndex, Scope, order_and_cycles, order_rest, peel_level_arrays
 
 REMOVE = "remove"
 ERASED = "erased"
@@ -163,7 +163,7 @@ def _assign_in_order(policy: Policy, scope: Scope, event: Event, order: Sequence
             declared = fields[kind] = _meta_fields(policy, kind)
         key = (kind, arch, _meta_key(declared, art.meta) if declared else (),
                sufficient(kept + repairable, len(parents)),
-               kind == "skill" and arch == "neural" and forget > 0 and kept > 0)
+               _neural_skill(kind, arch) and forget > 0 and kept > 0)
         hit = decided.get(key)
         if hit is None:
             hit = decided[key] = _decide(policy, event, *key)
@@ -172,6 +172,11 @@ def _assign_in_order(policy: Policy, scope: Scope, event: Event, order: Sequence
         mode = modes[i] = REMOVE if art.state == ERASED else hit[1]
         if mode != REMOVE:
             plus.add(i)
+
+
+def _neural_skill(kind: str, arch: str | None) -> bool:
+    """Whether Φ_μ's partitions (a forget and a reference set) can exist for such an artifact."""
+    return kind == "skill" and arch == "neural"
 
 
 def _decide(policy: Policy, event: Event, kind: str, arch: str | None, meta: tuple[tuple[str, float], ...],
@@ -199,7 +204,8 @@ def _assign_levels(policy: Policy, scope: Scope, event: Event, modes: dict[str, 
     if unknown:  # as the one-by-one pass: a descendant without its artifact is a broken scope
         raise KeyError(min(unknown))
     arts = list(map(scope.artifacts.get, ids, repeat(_NO_ARTIFACT)))
-    levels = peel_level_arrays(n, e.src[e.inside], e.dst[e.inside])
+    inner_src, inner_dst = e.src[e.inside], e.dst[e.inside]  # E^inf[C(F)]
+    levels = peel_level_arrays(n, inner_src, inner_dst)
     code, is_plus, decided = _decide_levels(policy, event, levels, e, arts)
     peeled = np.concatenate(levels) if levels else np.zeros(0, dtype=np.int64)
     done = peeled[~e.is_root[peeled]].tolist()
@@ -212,8 +218,7 @@ def _assign_levels(policy: Policy, scope: Scope, event: Event, modes: dict[str, 
     bounds = np.searchsorted(e.dst[d_at], np.arange(n + 1)).tolist()
     desc = list(map(e.parents.__getitem__, d_at.tolist()))
     in_desc_of.update((ids[k], desc[bounds[k]:bounds[k + 1]]) for k in done)
-    inner = np.flatnonzero(e.inside)
-    rest, cyclic = order_rest(n, peeled.tolist(), e.src[inner].tolist(), e.dst[inner].tolist())
+    rest, cyclic = order_rest(n, peeled.tolist(), inner_src.tolist(), inner_dst.tolist())
     return [ids[k] for k in rest], frozenset(ids[k] for k in cyclic)
 
 
@@ -276,13 +281,9 @@ def _decide_levels(policy: Policy, event: Event, levels: Sequence[Any], e: _Inpu
     classes = {c: k for k, c in enumerate(dict.fromkeys(statics))}
     static = np.fromiter(map(classes.__getitem__, statics), np.int64, n)
     statics_of = list(classes)
-    neural = np.array([k == "skill" and a == "neural" for k, a, _ in statics_of], dtype=bool)
+    neural = np.array([_neural_skill(k, a) for k, a, _ in statics_of], dtype=bool)
     erased = np.fromiter(map(ERASED.__eq__, map(_STATE, arts)), bool, n)
-    # E^inf inside D(F) by parent (CSR): a level's repairable members push support to their children
-    d_src, d_dst = e.src[e.desc], e.dst[e.desc]
-    children = d_dst[np.argsort(d_src, kind="stable")]
-    start = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(d_src, minlength=n), out=start[1:])
+    children = ChildIndex(n, e.src[e.desc], e.dst[e.desc])  # a level's repairable members support these
     sufficient = policy.support.sufficient
     repairable = np.zeros(n, dtype=np.int64)
     is_plus = np.zeros(n, dtype=bool)
@@ -303,12 +304,7 @@ def _decide_levels(policy: Policy, event: Event, levels: Sequence[Any], e: _Inpu
                 decided[k] = _decide(policy, event, *statics_of[k >> 2], bool(k & 2), bool(k & 1))
         repairs = np.array([decided[k][1] != REMOVE for k in c.tolist()], dtype=bool) & ~erased[members]
         is_plus[members] = repairs
-        up = members[repairs]
-        lo, width_up = start[up], start[up + 1] - start[up]
-        total = int(width_up.sum())
-        if total:
-            offsets = np.repeat(lo - (np.cumsum(width_up) - width_up), width_up) + np.arange(total)
-            np.add.at(repairable, children[offsets], 1)
+        np.add.at(repairable, children.of(members[repairs]), 1)
     return code, is_plus, decided
 
 

@@ -290,13 +290,9 @@ def peel_level_arrays(n: int, src: Sequence[int], dst: Sequence[int]) -> list[An
     in :func:`strong_components`)."""
     import numpy as np
 
-    tails = np.asarray(src, dtype=np.int64)
     heads = np.asarray(dst, dtype=np.int64)
     indegree = np.bincount(heads, minlength=n)
-    by_tail = np.argsort(tails, kind="stable")
-    children = heads[by_tail]
-    start = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(tails, minlength=n), out=start[1:])
+    children = ChildIndex(n, src, heads)
     frontier = np.flatnonzero(indegree == 0)
     levels = []
     narrow = 0
@@ -306,15 +302,34 @@ def peel_level_arrays(n: int, src: Sequence[int], dst: Sequence[int]) -> list[An
             if narrow > PEEL_NARROW_LEVELS:
                 break
         levels.append(frontier)
-        lo, counts = start[frontier], start[frontier + 1] - start[frontier]
-        total = int(counts.sum())
-        if total == 0:
+        reached = children.of(frontier)
+        if not reached.size:
             break
-        offsets = np.repeat(lo - (np.cumsum(counts) - counts), counts) + np.arange(total)
-        reached, hits = np.unique(children[offsets], return_counts=True)
+        reached, hits = np.unique(reached, return_counts=True)
         indegree[reached] -= hits
         frontier = reached[indegree[reached] == 0]
     return levels
+
+
+class ChildIndex:
+    """The children of each node of 0..n−1 over edges src[e] → dst[e], as one array grouped by
+    parent (compressed sparse rows), so the children of many nodes are gathered at once."""
+
+    def __init__(self, n: int, src: Sequence[int], dst: Sequence[int]) -> None:
+        import numpy as np
+
+        tails = np.asarray(src, dtype=np.int64)
+        self.children = np.asarray(dst, dtype=np.int64)[np.argsort(tails, kind="stable")]
+        self.start = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(tails, minlength=n), out=self.start[1:])
+
+    def of(self, nodes: Any) -> Any:
+        """The children of every node of ``nodes`` (an int array), one entry per edge."""
+        import numpy as np
+
+        lo, counts = self.start[nodes], self.start[nodes + 1] - self.start[nodes]
+        offsets = np.repeat(lo - (np.cumsum(counts) - counts), counts) + np.arange(int(counts.sum()))
+        return self.children[offsets]
 
 
 def generation_order(nodes: Collection[str], edges: Iterable[tuple[str, str]]) -> tuple[str, ...]:
