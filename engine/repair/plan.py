@@ -12,7 +12,6 @@ import dataclasses
 import gc
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from fractions import Fraction
 from itertools import islice
 from operator import attrgetter, lt
 from typing import Any, Callable, Iterator, Mapping, Sequence

@@ -13,7 +13,6 @@ Kahn by generations (:func:`generation_order`). The whole-store networkx graph o
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from itertools import groupby, islice
