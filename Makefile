@@ -40,6 +40,7 @@ bench-llm: llm-server
 	MEMSTEWARD_BENCH_LLM_ARCHIVE=$(LLM_ARCHIVE) $(BIN)/python -m memsteward.clearance.llm_demo --policy policies/llm-local.yaml --port $(PORT) --bench $(LLM_CASES) $(if $(LLM_THREADS),--threads $(LLM_THREADS))
 
 test: $(STAMP)
+	$(BIN)/ruff check .
 	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest proofs_tests
 	$(BIN)/memsteward test --coverage --threshold 100 policies/
 

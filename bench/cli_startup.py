@@ -30,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 from .common import table, write_section
 

@@ -8,8 +8,8 @@ import platform
 import statistics
 import subprocess
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 HERE = Path(__file__).parent
 RESULTS = HERE / "RESULTS.md"
@@ -23,7 +23,7 @@ def machine() -> dict[str, str]:
     except (OSError, subprocess.SubprocessError):
         commit = "unknown"
     return {"commit": commit, "cores": str(os.cpu_count()), "python": platform.python_version(),
-            "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "machine": platform.machine()}
+            "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"), "machine": platform.machine()}
 
 
 def timed(fn: Callable[[], object], repeats: int = 3) -> tuple[float, object]:

@@ -29,7 +29,8 @@ import statistics
 import sys
 import tempfile
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from .common import machine, peak_rss_mb, table, write_section
 

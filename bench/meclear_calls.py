@@ -15,8 +15,8 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Sequence
 
 from memsteward.clearance.baselines import ablations
 from memsteward.clearance.case import Case, case_evaluator, case_game, parse_case
@@ -28,8 +28,17 @@ from memsteward.policy.model import AdaptiveSpec, ClearanceSpec
 
 from .common import table, write_section
 from .meclear_common import (
-    PAPER_BUDGET, PAPER_OVERALL, Variant, metric_cells, paper_spec, progress, pyplot, run_variants,
-    save_plot, standard_variants, with_samples,
+    PAPER_BUDGET,
+    PAPER_OVERALL,
+    Variant,
+    metric_cells,
+    paper_spec,
+    progress,
+    pyplot,
+    run_variants,
+    save_plot,
+    standard_variants,
+    with_samples,
 )
 from .stats import smallest_reaching
 

@@ -12,21 +12,34 @@ as explicit games. Every number is printed next to the paper's published one.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from itertools import combinations
-from typing import Callable
 
-from memsteward.clearance.case import parse_case
+from memsteward.clearance.case import case_game, parse_case
 from memsteward.clearance.cohort import PAPER_SHAPE, shape_counts, synthetic_cohort
 from memsteward.clearance.pipeline import run_method
-from memsteward.clearance.case import case_game
 
 from .common import table, write_section
-from .stats import bootstrap_ratio
 from .meclear_common import (
-    GROUPS, PAPER_BUDGET, PAPER_DELTA_RECOVERY, PAPER_ECDF, PAPER_OVERALL, PAPER_OVERALL_SRC,
-    PAPER_PAIRED_LOO, PAPER_STRUCTURE, ecdf_of, metric_cells, metrics_table, paired_vs, paper_spec, pyplot,
-    run_variants, save_plot, standard_variants,
+    GROUPS,
+    PAPER_BUDGET,
+    PAPER_DELTA_RECOVERY,
+    PAPER_ECDF,
+    PAPER_OVERALL,
+    PAPER_OVERALL_SRC,
+    PAPER_PAIRED_LOO,
+    PAPER_STRUCTURE,
+    ecdf_of,
+    metric_cells,
+    metrics_table,
+    paired_vs,
+    paper_spec,
+    pyplot,
+    run_variants,
+    save_plot,
+    standard_variants,
 )
+from .stats import bootstrap_ratio
 
 NAME = "meclear_cohort"
 
@@ -165,7 +178,7 @@ def run(quick: bool = False) -> str:
     paired = paired_vs(results, "LOO", reps)
     paired_rows = list(paired)
     paper_pl = PAPER_PAIRED_LOO
-    paired_rows.append(["paper MeClear L=16 vs LOO (Fig. 6, 10)", *(f"{w}/{l}" for w, l in paper_pl.values()),
+    paired_rows.append(["paper MeClear L=16 vs LOO (Fig. 6, 10)", *(f"{w}/{l}" for w, l in paper_pl.values()),  # noqa: E741
                         "401 / 110", "+25.5 [+20.9, +29.8]"])
     paired_md = table(["method vs LOO", "Recall W/L", "Complete W/L", "Exact W/L", "Recovery W/L",
                        "Recovery both / neither", "ΔRecovery pp [95 % CI]"],

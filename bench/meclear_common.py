@@ -9,8 +9,8 @@ the running text, and are less certain.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Iterable, Mapping, Sequence
 
 from memsteward.clearance.case import Case, case_evaluator, case_game
 from memsteward.clearance.game import Evaluator, OutcomeStore

@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
 
 from memsteward.archive import Archive
 from memsteward.clearance.evaluators import from_policy

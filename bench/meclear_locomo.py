@@ -14,8 +14,8 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 from memsteward.clearance.case import parse_case
 from memsteward.clearance.evaluators import OfflineEvaluator
@@ -26,8 +26,18 @@ from memsteward.policy.model import ClearanceSpec
 
 from .common import table, write_section
 from .meclear_common import (
-    GROUPS, PAPER_DELTA_RECOVERY, PAPER_ECDF, PAPER_OVERALL, PAPER_OVERALL_SRC, PAPER_STRUCTURE,
-    ecdf_of, metrics_table, paired_vs, paper_spec, run_variants, standard_variants,
+    GROUPS,
+    PAPER_DELTA_RECOVERY,
+    PAPER_ECDF,
+    PAPER_OVERALL,
+    PAPER_OVERALL_SRC,
+    PAPER_STRUCTURE,
+    ecdf_of,
+    metrics_table,
+    paired_vs,
+    paper_spec,
+    run_variants,
+    standard_variants,
 )
 
 NAME = "meclear_locomo"

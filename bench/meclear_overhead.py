@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 from memsteward.clearance.case import Case, case_evaluator, case_game, load_case, parse_case
 from memsteward.clearance.cohort import synthetic_cohort

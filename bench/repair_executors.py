@@ -179,7 +179,7 @@ def run(quick: bool = False) -> None:
             [f"ray:{WORKERS}, first run (cold workers)", "SQLite", WORKERS, cold, cold / bound],
             [f"ray:{WORKERS}, warm", "SQLite", WORKERS, warm, warm / bound],
             [f"ray:{WORKERS}, warm", "PostgreSQL", WORKERS, warm_pg, warm_pg / bound]]
-    md = [f"## Executors: a 1,000-successor cascade, sequential vs pool vs Ray\n" if not quick else
+    md = ["## Executors: a 1,000-successor cascade, sequential vs pool vs Ray\n" if not quick else
           f"## Executors: a {n}-successor cascade (quick), sequential vs pool vs Ray\n",
           f"`python -m bench {NAME}{' --quick' if quick else ''}`. {n} summaries in layers of {WIDTH}, each "
           f"built from its predecessor in the layer above (E^req) and two records; a correction puts all "

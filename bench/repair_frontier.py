@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Sequence
 from fractions import Fraction
-from typing import Any, Sequence
+from typing import Any
 
 from memsteward.repair.artifacts import Snapshot, parse_store_document
 from memsteward.repair.events import event_from_dict

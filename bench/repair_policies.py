@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from memsteward.policy.loader import load_policy
 from memsteward.repair.artifacts import parse_store_document
@@ -28,9 +29,8 @@ from memsteward.repair.metrics import delta_task, normalized_cost, rep_pct, task
 from memsteward.repair.store import Store
 
 from .common import HERE, table, write_section
+from .repair_traces import POLICY_OF, SHAPES, Trace, bench_policy, drop_edges, flaky_operators, flaky_oracles
 from .stats import bootstrap_ratio
-from .repair_traces import (POLICY_OF, SHAPES, Trace, bench_policy, drop_edges, flaky_operators,
-                            flaky_oracles)
 
 NAME = "repair_policies"
 METHODS: list[tuple[str, str]] = [("No action", "no_action"), ("Remove all", "remove_all"),
@@ -172,8 +172,9 @@ def load(shape: str, tradeoff: float | None = None) -> Any:
 
 
 def progress(total: int, desc: str) -> Any:
-    from tqdm import tqdm
     import sys
+
+    from tqdm import tqdm
 
     return tqdm(total=total, desc=desc, unit="run", file=sys.stderr, leave=False)
 

@@ -325,8 +325,8 @@ def _barrier_parts(st: Any) -> tuple[dict[str, float], dict[str, float], Any]:
 def barrier_worker(n_desc: int, repeats: int) -> dict[str, Any]:
     """The barrier over C(F) of one delete as ``execute`` runs it (``execute.barrier``: the plan's
     columns handed to ``Store.barrier``, all timed), its parts, and the floor: a bare UPDATE of the same ids."""
-    from memsteward.repair.execute import barrier
     from memsteward.repair.events import event_from_dict
+    from memsteward.repair.execute import barrier
     from memsteward.repair.plan import compute_plan, paused_gc
     from memsteward.repair.planstore import canonical, plan_text
     from memsteward.repair.store import Store

@@ -28,14 +28,14 @@ from __future__ import annotations
 import hashlib
 import math
 import random
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
 
 from memsteward.repair import neural
 from memsteward.repair.artifacts import Artifact, Edge, Snapshot
 from memsteward.repair.bundled import artifact_doc
-from memsteward.repair.operators import (OperatorError, OperatorRegistry, ParamRetrain, Recompute, RegenChain,
-                                     RegenText)
+from memsteward.repair.operators import OperatorError, OperatorRegistry, ParamRetrain, Recompute, RegenChain, RegenText
 from memsteward.repair.oracles import ORACLES, OracleInput, Report
 
 CITIES = ["Paris", "Lyon", "Nice", "Berlin", "Rome", "Oslo", "Lima", "Kyoto", "Cairo", "Quito",

@@ -15,8 +15,8 @@ so it is unit-tested in ``proofs_tests/test_bench_stats.py``.
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Hashable, Iterable, Sequence
 
 import numpy as np
 

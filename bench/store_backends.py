@@ -191,7 +191,7 @@ def run(quick: bool = False) -> None:
         bar = {kind: _barrier(kind, tmp, n_desc, repeats) for kind in ("sqlite", "postgresql")}
         bar["postgresql, COPY off (reference)"] = _barrier("postgresql", tmp, n_desc, 1, copy=False)
     load_end = os.getloadavg()
-    md = [f"## Store backends: PostgreSQL against SQLite (WAL), many writers\n",
+    md = ["## Store backends: PostgreSQL against SQLite (WAL), many writers\n",
           f"`python -m bench {NAME}{' --quick' if quick else ''}`. Each writer is its own process; "
           f"{records} records (one durable commit each) or {events} correct events per writer, one shared "
           "store per row and backend; PostgreSQL on loopback (same machine, same cores).\n",

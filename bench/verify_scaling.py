@@ -8,7 +8,7 @@ seconds per bound, so a reader sees how far each proof reaches in about a minute
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from memsteward.specs.proofs import g1_efficiency, g2_blind_spot, g3_non_degradation, g4_closure, g5_barrier
 

@@ -48,8 +48,16 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals(), __all__)
 
 
 if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
-    from .api import (apply_event, attest, bundled_path, check_policy, clear_context, load_policy, open_store,
-                      verify_plan)
+    from .api import (
+        apply_event,
+        attest,
+        bundled_path,
+        check_policy,
+        clear_context,
+        load_policy,
+        open_store,
+        verify_plan,
+    )
     from .clearance.plan import ClearancePlan
     from .errors import InputError, WriteRefused
     from .policy.model import Policy

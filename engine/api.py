@@ -6,8 +6,9 @@ built on the same functions. Plans are frozen values with ``to_json()``.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from .errors import InputError
 from .policy.model import Policy
@@ -16,11 +17,12 @@ from .repair.plan import TransitionPlan
 from .repair.store import Store
 
 if TYPE_CHECKING:
+    from memsteward.specs.certificates import Clause
+
     from .clearance.case import Case
     from .clearance.plan import ClearancePlan
     from .policy.findings import Finding
     from .repair.executors import Executor
-    from memsteward.specs.certificates import Clause
 
 __all__ = ["apply_event", "attest", "bundled_path", "check_policy", "clear_context", "load_policy",
            "open_store", "recover_event", "verify_plan"]
@@ -97,8 +99,8 @@ def open_store(path: str | Path = ":memory:", create: bool = True) -> Store:
 
 def apply_event(store: Store, policy: Policy, event: Event | Mapping[str, Any], *, dry_run: bool = False,
                 selector: str = "mincut", backend: str = "networkx",
-                executor: "Executor | str | None" = None,
-                progress: "Callable[[int, int], None] | None" = None) -> TransitionPlan:
+                executor: Executor | str | None = None,
+                progress: Callable[[int, int], None] | None = None) -> TransitionPlan:
     """Apply a delete / correct / migrate event (MemoRepair Algorithm 1): barrier, repair,
     validate, publish. With ``dry_run`` the plan is executed on an in-memory copy and the store
     is untouched. ``event`` is an :class:`Event` or its JSON object. ``executor`` runs the
@@ -128,8 +130,8 @@ def apply_event(store: Store, policy: Policy, event: Event | Mapping[str, Any], 
     >>> store.get("s").content, store.servable(["n1", "n2", "s"])
     ('Alice likes tea', ['n2', 's'])
     """
-    from .repair.execute import dry_run as simulate, run_event
-
+    from .repair.execute import dry_run as simulate
+    from .repair.execute import run_event
     from .repair.executors import executor_from
 
     runner = executor_from(executor)  # a malformed executor is refused before anything is read
@@ -138,8 +140,8 @@ def apply_event(store: Store, policy: Policy, event: Event | Mapping[str, Any], 
                                                 progress=progress)
 
 
-def recover_event(store: Store, executor: "Executor | str | None" = None,
-                  progress: "Callable[[int, int], None] | None" = None) -> TransitionPlan | None:
+def recover_event(store: Store, executor: Executor | str | None = None,
+                  progress: Callable[[int, int], None] | None = None) -> TransitionPlan | None:
     """Roll an interrupted event forward (``memsteward recover``); None when nothing is pending.
     ``executor`` and ``progress`` as for :func:`apply_event`."""
     from .repair.execute import recover
@@ -160,7 +162,8 @@ def clear_context(case: Case | Mapping[str, Any] | str | Path, policy: Policy | 
     >>> plan.removed, plan.recovered
     (('m3', 'm5'), True)
     """
-    from .clearance.case import Case as _Case, case_game, load_case, parse_case
+    from .clearance.case import Case as _Case
+    from .clearance.case import case_game, load_case, parse_case
     from .clearance.pipeline import run_method
 
     spec = (policy or load_policy(bundled_path("policies", "default.yaml"))).clearance

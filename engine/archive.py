@@ -55,7 +55,7 @@ class Archive:
     _lock: Lock = field(default_factory=Lock, repr=False)
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str], replay_only: bool = False) -> "Archive":
+    def open(cls, path: str | os.PathLike[str], replay_only: bool = False) -> Archive:
         root = Path(path)
         if root.exists() and not root.is_dir():
             raise ArchiveError(f"{root} is not a directory")

@@ -31,7 +31,6 @@ import http.client
 import json
 import math
 import os
-import socket
 import ssl
 import time
 from dataclasses import dataclass
@@ -225,7 +224,7 @@ class ChatClient:
             status = resp.status
             wait = retry_after(resp.getheader("Retry-After"))
             data = self._read(resp, end)
-        except (TimeoutError, socket.timeout):
+        except TimeoutError:
             raise _Retryable(f"no reply within the {self.endpoint.timeout:g}s timeout") from None
         except (http.client.IncompleteRead, http.client.RemoteDisconnected, ConnectionResetError,
                 ConnectionAbortedError, BrokenPipeError):

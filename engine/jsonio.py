@@ -7,9 +7,10 @@ import math
 import os
 import re
 import stat
+from collections.abc import Callable, Iterator
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from .errors import InputError
 

@@ -7,7 +7,8 @@ module-level ``__getattr__`` and ``__dir__`` from :func:`lazy_exports`.
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable, Collection, Mapping, MutableMapping
+from collections.abc import Callable, Collection, Mapping, MutableMapping
+from typing import Any
 
 
 def lazy_exports(package: str, exports: Mapping[str, str], namespace: MutableMapping[str, Any],

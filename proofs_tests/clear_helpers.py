@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from itertools import combinations
-from typing import Callable, Sequence
 
 from memsteward.clearance.evaluators import TableEvaluator
 from memsteward.clearance.game import Coalition, Evaluation, Game, Memory, Task

@@ -63,7 +63,7 @@ class ScriptedLLM:
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
-    def __enter__(self) -> "ScriptedLLM":
+    def __enter__(self) -> ScriptedLLM:
         self.thread.start()
         return self
 

@@ -11,10 +11,10 @@ import json
 import re
 
 import pytest
-
-import bench.meclear_llm as llm_bench
 from scripted_llm import ScriptedLLM
 from test_clear_locomo import conversation
+
+import bench.meclear_llm as llm_bench
 
 
 @pytest.fixture()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.repair_traces import (SHAPES, _unit, barrier_snapshot, drop_edges, flaky_operators, scale_snapshot)
+from bench.repair_traces import SHAPES, _unit, barrier_snapshot, drop_edges, flaky_operators, scale_snapshot
 from memsteward.repair.artifacts import parse_store_document
 from memsteward.repair.events import event_from_dict, parse_event
 from memsteward.repair.graph import cascade, influence_graph

@@ -5,7 +5,11 @@ from __future__ import annotations
 import random
 
 from bench.stats import (
-    bootstrap_ratio, paired_counts, rank_ecdf, smallest_reaching, target_ranks,
+    bootstrap_ratio,
+    paired_counts,
+    rank_ecdf,
+    smallest_reaching,
+    target_ranks,
 )
 
 

@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
+from scripted_llm import ScriptedLLM
 
 from memsteward.archive import Archive, ArchiveError, request_key
-from memsteward.cli import main
 from memsteward.clearance.demo import bundled_case_path
-from scripted_llm import ScriptedLLM
+from memsteward.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI = str(Path(sys.executable).parent / "memsteward")

@@ -7,9 +7,9 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from memsteward.cli import main
 from memsteward.clearance.case import iter_cohort, load_case, parse_case
 from memsteward.clearance.demo import bundled_case_path, run_clearance_demo
+from memsteward.cli import main
 from memsteward.errors import InputError
 
 REQUIRED = {"loo", "contribution", "interaction", "harmful", "chain", "gains", "selected",

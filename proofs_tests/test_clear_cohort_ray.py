@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from memsteward.cli import main
 from memsteward.clearance.case import iter_cohort
 from memsteward.clearance.cohort import run_cohort
+from memsteward.cli import main
 from memsteward.policy import load_policy
 from memsteward.repair.executors import RayExecutor
 

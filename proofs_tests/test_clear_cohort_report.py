@@ -9,8 +9,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from memsteward.cli import main
 from memsteward.clearance.metrics import paired_difference
+from memsteward.cli import main
 
 CTX = [{"id": "m1", "text": "gold"}, {"id": "m2", "text": "fault"}]
 TABLES = {  # hand tables over K = 2 (coalition key: sorted ids joined by commas)

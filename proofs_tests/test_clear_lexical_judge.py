@@ -6,7 +6,8 @@ implementation of token F1 (lists and explicit removal instead of Counters) or a
 
 from __future__ import annotations
 
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from memsteward.clearance.lexical import STOPWORDS, judge_score, lexical_judge, token_f1
 

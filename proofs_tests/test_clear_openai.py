@@ -20,7 +20,12 @@ from memsteward.clearance.case import case_game, load_case
 from memsteward.clearance.demo import bundled_case_path
 from memsteward.clearance.evaluators.offline import offline_answer
 from memsteward.clearance.evaluators.openai_eval import (
-    AGENT_SYSTEM, JUDGE_SYSTEM, EvaluatorError, OpenAIEvaluator, agent_messages, fence,
+    AGENT_SYSTEM,
+    JUDGE_SYSTEM,
+    EvaluatorError,
+    OpenAIEvaluator,
+    agent_messages,
+    fence,
 )
 from memsteward.clearance.game import Memory
 from memsteward.clearance.lexical import token_f1
@@ -208,10 +213,10 @@ def test_llm_demo_helpers(server):
 
 def test_locomo_builder_with_the_openai_evaluator(server, tmp_path):
     """The fault-injection builder verifies cases through the HTTP evaluator as well."""
+    from test_clear_locomo import conversation
+
     from memsteward.clearance.evaluators import OfflineEvaluator
     from memsteward.clearance.locomo import build_locomo_cohort
-
-    from test_clear_locomo import conversation
 
     (tmp_path / "conv-99.json").write_text(json.dumps(conversation()))
     over_http, funnel = build_locomo_cohort(tmp_path, OpenAIEvaluator(endpoint(server.url)), trials=2)

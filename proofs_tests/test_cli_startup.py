@@ -21,9 +21,8 @@ from click.testing import CliRunner
 import memsteward
 from memsteward.cli import COMMANDS, main
 from memsteward.errors import InputError
-from memsteward.policy import verdicts
+from memsteward.policy import loader, verdicts
 from memsteward.policy.endpoints import EndpointRules
-from memsteward.policy import loader
 from memsteward.policy.loader import load_checked_source, load_policy
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import store_exists, store_fingerprint
 
 from memsteward.cli import main
 from memsteward.errors import InputError
@@ -29,8 +30,6 @@ from memsteward.repair.operators import default_operators
 from memsteward.repair.plan import compute_plan
 from memsteward.repair.schemas import PARAM_TYPES
 from memsteward.repair.store import Store
-
-from conftest import store_exists, store_fingerprint
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "engine" / "data" / "repair"

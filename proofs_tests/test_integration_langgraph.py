@@ -12,17 +12,16 @@ import asyncio
 import sqlite3
 
 import pytest
-from hypothesis import HealthCheck, settings, strategies as st
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
-
-import memsteward
-from memsteward.errors import WriteRefused
-from memsteward.repair.oracles import ORACLES
-
 from langgraph.store.memory import InMemoryStore
 from langgraph.store.sqlite import SqliteStore
 
+import memsteward
+from memsteward.errors import WriteRefused
 from memsteward.integrations.langgraph import GovernedStore, artifact_id
+from memsteward.repair.oracles import ORACLES
 
 POLICY = memsteward.load_policy(memsteward.bundled_path("policies", "default.yaml"))
 NS = ("mem", "alice")

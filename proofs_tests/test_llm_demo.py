@@ -5,17 +5,16 @@ process group, and shows the server log's tail when startup fails. Real child pr
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
 import yaml
-
-from memsteward.errors import InputError
-from memsteward.clearance.llm_demo import log_tail, main, port_in_use, start_server, stop_group, wait_ready
 from scripted_llm import ScriptedLLM
+
+from memsteward.clearance.llm_demo import log_tail, main, port_in_use, start_server, stop_group, wait_ready
+from memsteward.errors import InputError
 
 ROOT = Path(__file__).resolve().parent.parent
 

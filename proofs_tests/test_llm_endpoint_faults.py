@@ -24,13 +24,13 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
+from scripted_llm import FAULTS, GARBAGE, ScriptedLLM
 
 from memsteward.chat import ChatClient, EndpointError, retry_after
-from memsteward.cli import main
 from memsteward.clearance.demo import bundled_case_path
+from memsteward.cli import main
 from memsteward.policy.model import Endpoint
 from memsteward.repair.store import Store
-from scripted_llm import FAULTS, GARBAGE, ScriptedLLM
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "engine" / "data" / "repair"

@@ -14,6 +14,7 @@ import math
 import random
 
 import pytest
+from clear_helpers import all_subsets, table_game
 
 from memsteward.clearance import adaptive
 from memsteward.clearance.adaptive import decide, decision_attribution, targeted_marginals
@@ -24,8 +25,6 @@ from memsteward.clearance.evaluators import SyntheticEvaluator, SyntheticGame
 from memsteward.clearance.evaluators.synthetic import Harm
 from memsteward.clearance.selection import clearance
 from memsteward.policy.model import ClearanceSpec, Recovery
-
-from clear_helpers import all_subsets, table_game
 
 TAU = 0.05
 IDS = ["f", "g", "n1", "n2"]
@@ -113,10 +112,10 @@ def _cases(k: int, n: int, seed: int):
 def _miss_rate(cases, seeds: int, confidence: float) -> tuple[float, int]:
     decided = wrong = 0
     for ids, table in cases:
-        reference = table_game(ids, lambda s: table[s])
+        reference = table_game(ids, lambda s: table[s])  # noqa: B023
         truth = clearance(reference, exact_contribution(reference), TAU).removed
         for seed in range(seeds):
-            game = table_game(ids, lambda s: table[s])
+            game = table_game(ids, lambda s: table[s])  # noqa: B023
             att = decision_attribution(game, TAU, seed=seed, start=4, batch=4, max_permutations=64,
                                        confidence=confidence, bound="normal")
             if att.stop != "decided":

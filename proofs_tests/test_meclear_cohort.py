@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memsteward.clearance.case import parse_case
-from memsteward.clearance.cohort import PAPER_SHAPE, shape_counts, synthetic_cohort, run_cohort, verified
+from memsteward.clearance.cohort import PAPER_SHAPE, run_cohort, shape_counts, synthetic_cohort, verified
 from memsteward.clearance.evaluators import Harm, SyntheticEvaluator, SyntheticGame
 from memsteward.clearance.metrics import summary_table
 from memsteward.clearance.pipeline import METHODS

@@ -5,17 +5,23 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import given, strategies as st
+from clear_helpers import table_game
+from hypothesis import given
+from hypothesis import strategies as st
 
 from memsteward.clearance.attribution import (
-    exact_contribution, hoeffding_radius, interaction, loo, sample_permutations,
-    sampled_contribution, use_exact, expected_distinct_coalitions,
+    exact_contribution,
+    expected_distinct_coalitions,
+    hoeffding_radius,
+    interaction,
+    loo,
+    sample_permutations,
+    sampled_contribution,
+    use_exact,
 )
 from memsteward.clearance.baselines import run_loo
 from memsteward.clearance.pipeline import run_meclear
 from memsteward.policy.model import ClearanceSpec
-
-from clear_helpers import table_game
 
 
 def redundant_game(r: int, background: int, delta: float, u: dict[frozenset, float]):

@@ -12,7 +12,9 @@ import math
 from itertools import permutations as all_orders
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from clear_helpers import CountingEvaluator, all_subsets, table_game
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memsteward.clearance.adaptive import decision_attribution
 from memsteward.clearance.attribution import exact_contribution, sample_permutations, sampled_contribution
@@ -20,8 +22,6 @@ from memsteward.clearance.game import OutcomeStore
 from memsteward.clearance.pipeline import METHODS, run_meclear, run_method
 from memsteward.clearance.selection import candidates
 from memsteward.policy.model import ClearanceSpec, Recovery
-
-from clear_helpers import CountingEvaluator, all_subsets, table_game
 
 # values on the two-trial grid {0, ½, 1} make recovery and ties frequent; floats test the rest
 GRID = st.sampled_from([0.0, 0.5, 1.0])
@@ -144,7 +144,7 @@ def test_adaptive_stops_when_decided_on_a_clear_game(bound, harm_tolerance, most
 def test_plan_is_frozen():
     game = table_game(["a", "b"], lambda s: 1.0 if s == frozenset({"a"}) else 0.0)
     plan = run_meclear(game, ClearanceSpec())
-    with pytest.raises(Exception):
+    with pytest.raises(Exception):  # noqa: B017
         plan.selected = 3  # type: ignore[misc]
     with pytest.raises(TypeError):
         plan.contribution["a"] = 0.0  # type: ignore[index]

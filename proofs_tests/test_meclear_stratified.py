@@ -13,16 +13,19 @@ import random
 import statistics
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from clear_helpers import all_subsets, table_game
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memsteward.clearance.attribution import exact_contribution, loo
 from memsteward.clearance.pipeline import run_meclear
 from memsteward.clearance.stratified import (
-    allocation_order, estimate, samples_for, stratified_attribution,
+    allocation_order,
+    estimate,
+    samples_for,
+    stratified_attribution,
 )
 from memsteward.policy.model import ClearanceSpec
-
-from clear_helpers import all_subsets, table_game
 
 SEEDS = 300
 

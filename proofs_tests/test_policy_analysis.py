@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from memsteward.policy.analysis import analyze, gap_cells

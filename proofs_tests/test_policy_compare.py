@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
 from click.testing import CliRunner
 from hypothesis import given
-from hypothesis import strategies as st
+from test_policy_analysis import policies
 
 from memsteward.cli import main
-import pytest
-
 from memsteward.policy.compare import Decision, compare, decision, verdict
 from memsteward.policy.domain import Cell, firing_rule, meta_points
 from memsteward.policy.model import EVENTS, Policy
-
-from test_policy_analysis import policies
 
 
 def _union_cells(old: Policy, new: Policy):

@@ -70,7 +70,7 @@ def test_failure_shows_expected_actual_and_firing_rule(tmp_path):
     assert f"{path}::delete-r1 FAILED" in r.output
     assert 'expected: "regen"' in r.output and 'actual:   "recompute"' in r.output
     rule_line = line_of(POLICIES / "default.yaml", "- name: replay-caches")
-    assert f"cache-new decided by replay-caches → recompute (" in r.output
+    assert "cache-new decided by replay-caches → recompute (" in r.output
     assert f"policies/default.yaml:{rule_line})" in r.output
     assert f"{path}:{line_of(path, 'cache-new: regen')}: modes.cache-new" in r.output
 

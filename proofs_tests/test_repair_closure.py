@@ -7,10 +7,10 @@ from fractions import Fraction
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from repair_strategies import TRADEOFFS, candidate_families
 
 from memsteward.repair import closure
 from memsteward.repair.candidates import Candidate
-from repair_strategies import TRADEOFFS, candidate_families
 
 
 @given(candidate_families(), TRADEOFFS)

@@ -4,8 +4,9 @@ checks read content (``param``'s model check). Plans are the same as with every 
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
-from typing import Any, Collection
+from typing import Any
 
 import pytest
 
@@ -38,7 +39,7 @@ class ContentSpy:
 @pytest.fixture
 def store(tmp_path) -> Store:
     s = Store(str(tmp_path / "s.db"))
-    from memsteward.repair.artifacts import read_json, parse_store_document
+    from memsteward.repair.artifacts import parse_store_document, read_json
 
     doc, text = read_json(str(DATA / "store.json"))
     s.import_snapshot(parse_store_document(doc, "store.json", text))

@@ -144,7 +144,7 @@ def test_tombstone_holds_the_digest_of_the_deleted_root_only():
 
 def test_content_digest_is_sha256_of_canonical_json():
     content = {"b": "é", "a": [1, 2]}
-    assert content_digest(content) == hashlib.sha256('{"a":[1,2],"b":"é"}'.encode("utf-8")).hexdigest()
+    assert content_digest(content) == hashlib.sha256('{"a":[1,2],"b":"é"}'.encode()).hexdigest()
 
 
 @BOTH
@@ -388,8 +388,9 @@ def test_a_span_shorter_than_the_shingle_is_not_a_match():
 
 
 def test_untracked_matches_brute_force_reference():
-    from memsteward.repair.lineage import untracked
     import random
+
+    from memsteward.repair.lineage import untracked
 
     rng = random.Random(7)
     vocab = [f"w{k}" for k in range(6)]

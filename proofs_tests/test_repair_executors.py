@@ -14,24 +14,28 @@ import signal
 from pathlib import Path
 
 import pytest
-import ray
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from test_repair_pipeline import policy as repair_policy
+from test_repair_pipeline import scenarios as repair_scenarios
 
 from memsteward.errors import InputError
 from memsteward.repair.artifacts import SERVABLE_STATES, parse_store_document
 from memsteward.repair.auditchain import first_broken
 from memsteward.repair.events import parse_event
 from memsteward.repair.execute import recover, run_event
-from memsteward.repair.executors import (MAX_WORKERS, LocalPool, RayExecutor, Sequential, WorkerLost,
-                                         parse_executor)
+from memsteward.repair.executors import MAX_WORKERS, LocalPool, RayExecutor, Sequential, WorkerLost, parse_executor
 from memsteward.repair.metrics import plan_metrics
-from memsteward.repair.operators import (OperatorError, ParamRetrain, RegenText, RepairContext, Successor,
-                                          default_operators)
+from memsteward.repair.operators import (
+    OperatorError,
+    ParamRetrain,
+    RegenText,
+    RepairContext,
+    Successor,
+    default_operators,
+)
 from memsteward.repair.store import Store
 
-from test_repair_pipeline import policy as repair_policy, scenarios as repair_scenarios
 
 def _store(tmp: Path, name: str, doc: dict) -> Store:
     store = Store.open(str(tmp / f"{name}.db"), create=True)

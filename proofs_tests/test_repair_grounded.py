@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from memsteward.policy.loader import load_policy_source
+from memsteward.repair.artifacts import Artifact
 from memsteward.repair.events import load_event
 from memsteward.repair.execute import run_event
 from memsteward.repair.llm_regen import LLMRegen, messages_for
-from memsteward.repair.artifacts import Artifact
 from memsteward.repair.oracles import control_chars, grounding_problems
 from memsteward.repair.store import Store
 

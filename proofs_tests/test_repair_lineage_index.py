@@ -12,7 +12,6 @@ disappear with erased content.
 from __future__ import annotations
 
 import hashlib
-import json
 import random
 
 import pytest

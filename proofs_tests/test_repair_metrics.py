@@ -40,6 +40,6 @@ def test_task_score_and_delta_task():
 
 @given(st.sets(st.sampled_from("abcdefgh")), st.sets(st.sampled_from("abcdefgh")),
        st.sets(st.sampled_from("abcdefgh")))
-def test_task_score_bounds(a, u, l):
+def test_task_score_bounds(a, u, l):  # noqa: E741
     s = metrics.task_score(a, u, l)
     assert -0.5 <= s <= 1.0  # |U_t| + ½|L_t| ≤ 1.5 |A_t|

@@ -9,7 +9,7 @@ erased; a dry run leaves the store unchanged. Every test runs on SQLite and on P
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 import networkx as nx
 import pytest
@@ -30,7 +30,7 @@ pytestmark = pytest.mark.usefixtures("store_backend")  # the store suite runs on
 WORDS = ["tea", "paris", "jazz", "rain", "berlin", "tofu", "museum", "bike", "sunny", "novel"]
 
 
-@lru_cache(maxsize=None)
+@cache
 def policy(name: str = "default.yaml"):
     return load_policy(f"policies/{name}")
 

@@ -11,7 +11,7 @@ same TransitionPlan, from a snapshot and from a SQLite store.
 from __future__ import annotations
 
 import contextlib
-from functools import lru_cache
+from functools import cache
 
 import networkx as nx
 import pytest
@@ -30,7 +30,7 @@ SHAPES = [("record", None), ("summary", None), ("cache", None), ("skill", "promp
           ("skill", "chain")]
 
 
-@lru_cache(maxsize=None)
+@cache
 def _policy(name: str):
     return load_policy(f"policies/{name}")
 

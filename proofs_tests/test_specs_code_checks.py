@@ -13,8 +13,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from memsteward.cli import main
 from memsteward.clearance import attribution, selection
+from memsteward.cli import main
 from memsteward.repair import closure
 from memsteward.repair import execute as execute_mod
 from memsteward.repair.store import Store

@@ -10,13 +10,11 @@ import itertools
 import math
 import random
 
-import pytest
+from clear_helpers import table_game
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memsteward.clearance.attribution import exact_contribution, sample_permutations, sampled_contribution
-
-from clear_helpers import table_game
 
 REPEATS = 300
 

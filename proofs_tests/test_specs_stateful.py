@@ -31,8 +31,15 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import (RuleBasedStateMachine, initialize, invariant, precondition, rule,
-                                 run_state_machine_as_test)
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
+from test_repair_pipeline import WORDS, policy, stores
 
 from memsteward.errors import InputError
 from memsteward.repair import execute as execute_mod
@@ -43,8 +50,6 @@ from memsteward.repair.execute import recover, run_event
 from memsteward.repair.executors import Shared
 from memsteward.repair.oracles import ORACLES, Report
 from memsteward.repair.store import Store
-
-from test_repair_pipeline import WORDS, policy, stores
 
 # A real file-backed store; on tmpfs when the machine has one (fsync-heavy, the disk is shared).
 _TMP = "/dev/shm" if Path("/dev/shm").is_dir() else None
@@ -62,7 +67,7 @@ GATED = ("stage", "record_step")  # the writes a worker makes into the shared st
 
 
 class _Worker(threading.Thread):
-    def __init__(self, session: "_InterleavedSession", key: str, task: Any) -> None:
+    def __init__(self, session: _InterleavedSession, key: str, task: Any) -> None:
         super().__init__(daemon=True)
         self.session, self.key, self.task = session, key, task
         self.parked = False  # waiting at a gate for its turn
@@ -145,7 +150,7 @@ class _InterleavedSession:
                 pick.parked = False
             pick.go.set()
             with self.cv:
-                self.cv.wait_for(lambda: pick.parked or pick.finished)
+                self.cv.wait_for(lambda: pick.parked or pick.finished)  # noqa: B023
             if pick.finished and isinstance(pick.error, SimulatedCrash):
                 _count("crashes with other workers mid-task", len(self.workers) > 1)
                 raise pick.error  # the process dies: no other worker writes again

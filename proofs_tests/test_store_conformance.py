@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import inspect
 from pathlib import Path
+from typing import get_args
 
 import pytest
 
@@ -25,7 +26,6 @@ from memsteward.repair.events import load_event
 from memsteward.repair.execute import run_event
 from memsteward.repair.store import Store
 from memsteward.repair.store_api import READER, REPAIR_LOG, Reader, RepairLog, StepRecord, StepStatus
-from typing import get_args
 
 STATUSES = frozenset(get_args(StepStatus))
 

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -24,10 +25,9 @@ from memsteward.policy.loader import load_policy
 from memsteward.repair.attestation import check_records
 from memsteward.repair.auditchain import first_broken
 from memsteward.repair.events import event_from_dict
+from memsteward.repair.execute import policy_document, root_successors
 from memsteward.repair.plan import TransitionPlan, compute_plan
 from memsteward.repair.planstore import PACK_MIN, Rows, canonical, pack, plan_text, read_plan
-from memsteward.repair.execute import policy_document, root_successors
-from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -24,13 +24,13 @@ import pytest
 from click.testing import CliRunner
 
 from memsteward.cli import main
-from memsteward.repair.auditchain import first_broken
-from memsteward.repair.dialect import RETRY_ATTEMPTS, retrying, translate
-from memsteward.repair.metrics import leak_pct, stale_use_pct
 from memsteward.policy.loader import load_policy_source
 from memsteward.repair.artifacts import parse_store_document, read_json
+from memsteward.repair.auditchain import first_broken
+from memsteward.repair.dialect import RETRY_ATTEMPTS, retrying, translate
 from memsteward.repair.events import load_event
 from memsteward.repair.execute import run_event
+from memsteward.repair.metrics import leak_pct, stale_use_pct
 from memsteward.repair.store import Store, content_digest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -261,7 +261,7 @@ def test_four_writer_processes_on_one_postgres_store(pg_url):
             assert row is not None, (wid, version)
             content, erased, sha = row
             assert (sha if erased else content_digest(json.loads(content))) == digest
-        for wid, inputs in r["fenced"]:
+        for wid, _inputs in r["fenced"]:
             assert any(a == "refuse" and art == wid and json.loads(d)["reason"] == "fenced"
                        for _, _, _, a, art, d, _ in rows)
     assert sum(len(r["recorded"]) for r in reports) >= 4

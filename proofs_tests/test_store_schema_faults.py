@@ -24,9 +24,8 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 from conftest import store_fingerprint
+
 from memsteward.repair.dialect import SCHEMA_VERSION
 from memsteward.repair.store import Store
 

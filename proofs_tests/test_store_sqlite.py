@@ -133,9 +133,9 @@ def test_semantic_edges_never_define_scope():
 
 
 def test_stale_plan_is_refused_when_another_process_changed_the_store(tmp_path: Path):
+    from memsteward.errors import InputError
     from memsteward.repair.execute import execute
     from memsteward.repair.plan import compute_plan
-    from memsteward.errors import InputError
 
     db = tmp_path / "s.db"
     a = Store.open(str(db), create=True)

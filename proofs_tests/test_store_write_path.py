@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memsteward.cli import main
 from memsteward.errors import InputError, WriteRefused

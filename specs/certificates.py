@@ -17,9 +17,10 @@ A plan is checked clause by clause; the first violated clause is reported with i
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 import z3
 

@@ -25,9 +25,10 @@ from __future__ import annotations
 import itertools
 import json
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import z3
 

@@ -16,7 +16,8 @@ point ``event.roots`` elsewhere; remove helpful memories after deleting ``harm_t
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from .certificates import Clause, _clause
 
@@ -39,7 +40,7 @@ def check_transition_source(doc: Mapping[str, Any], store: Any, policy_doc: Mapp
                        sorted((reach | scanned) - set(roots) - cands), witness=lambda i: {"no_candidate": i}))
     if doc.get("selector") != "no_action":
         out.append(_clause("G5", "the barrier is the recomputed C(F)",
-                           sorted(((reach | scanned) ^ set(doc["barrier"]))), witness=lambda i: {"barrier_differs_at": i}))
+                           sorted((reach | scanned) ^ set(doc["barrier"])), witness=lambda i: {"barrier_differs_at": i}))
     recorded = _recorded_policy(store, doc)
     pol = recorded if recorded is not None else policy_doc
     if pol is None:

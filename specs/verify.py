@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from .catalog import CATALOG
 from .code_checks import CHECKS as CODE_CHECKS
@@ -10,6 +10,7 @@ from .code_checks import CodeResult
 from .code_checks import verify_code as verify_code_check
 from .proofs import g1_efficiency, g2_blind_spot, g3_non_degradation, g4_closure, g5_barrier, g6_erasure
 from .proofs.result import ProofResult
+
 
 def engine_selector(backend: str = "ortools") -> Callable:
     """The engine's min-cut selector (memsteward.repair.closure) on a G4 instance (p_i, v_i, P̄_i)."""

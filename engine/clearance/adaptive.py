@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import permutations as orders
 from statistics import NormalDist
-from typing import Mapping, Sequence
 
 from .attribution import Attribution, bernstein_radius, marginals, prefixes, sample_permutations
 from .game import Coalition, Game

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Literal, Mapping, Sequence
+from typing import Literal
 
 from .game import Coalition, Game
 

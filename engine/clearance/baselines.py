@@ -15,8 +15,8 @@ Each baseline flags a set, removes it without verification, and reports its rank
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping, Sequence
 from itertools import combinations
-from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -24,7 +24,6 @@ from ..policy.model import ClearanceSpec
 from .attribution import loo, screen
 from .game import Coalition, Game
 from .plan import ClearancePlan, frozen_map
-
 
 # --------------------------------------------------------------------------- lasso
 

@@ -17,13 +17,13 @@ Malformed input raises :class:`InputError` naming the file (and line, for JSONL)
 
 from __future__ import annotations
 
-import json
+import math
 import os
 import stat
-import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ..errors import InputError
 from ..jsonio import parse_json, read_json

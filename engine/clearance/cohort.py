@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 from ..policy.model import ClearanceSpec
 from .case import Case, case_evaluator, case_game, parse_case

@@ -9,8 +9,8 @@ nothing; MeClear's ψ = −1/6 for each flags both and the verified chain clears
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from importlib import resources
-from typing import Callable
 
 from ..policy.model import ClearanceSpec
 from .case import Case, case_game, load_case

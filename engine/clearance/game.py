@@ -22,8 +22,9 @@ be cached without changing the sampled estimator").
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Protocol, Sequence
+from typing import Protocol
 
 from ..policy.model import Recovery
 
@@ -191,7 +192,7 @@ class Game:
             self._calls += self.store.ratings[memory_id][1]
         return self.store.ratings[memory_id][0]
 
-    def fork(self, call_budget: int | None = None) -> "Game":
+    def fork(self, call_budget: int | None = None) -> Game:
         """A fresh accounting view over the same cache (for running another method)."""
         return Game(self.task, self.evaluator, trials=self.trials, seed=self.seed,
                     recovery=self.recovery, call_budget=call_budget, store=self.store)

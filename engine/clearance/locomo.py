@@ -23,8 +23,9 @@ import math
 import random
 import sys
 from collections import Counter
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from ..errors import InputError
 from .cohort import verified
@@ -56,8 +57,8 @@ def load_conversation(path: Path) -> tuple[list[Memory], list[dict[str, Any]]]:
         raise InputError("not a LoCoMo conversation (no 'qa' list)", file=str(path), field="qa")
     conv = path.stem
     memories: list[Memory] = []
-    sessions = sorted((int(k.split("_")[1]) for k in data
-                       if k.startswith("session_") and k.endswith("_observation")))
+    sessions = sorted(int(k.split("_")[1]) for k in data
+                       if k.startswith("session_") and k.endswith("_observation"))
     for s in sessions:
         obs = data.get(f"session_{s}_observation") or {}
         date = data.get(f"session_{s}_date_time", "")

@@ -14,8 +14,8 @@ percentile-bootstrap interval over cases (:func:`paired_difference`).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 import numpy as np
 

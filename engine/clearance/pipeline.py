@@ -8,15 +8,23 @@ so LOO, attribution, interactions and verification never evaluate a coalition tw
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from itertools import combinations
-from typing import Mapping
 
 from ..policy.model import ClearanceSpec
-from .attribution import (
-    Attribution, all_coalitions, diagnose_pair, fixed_attribution, interaction,
-    interaction_coalitions, loo, permutations_needed, screen, use_exact,
-)
 from .adaptive import decision_attribution
+from .attribution import (
+    Attribution,
+    all_coalitions,
+    diagnose_pair,
+    fixed_attribution,
+    interaction,
+    interaction_coalitions,
+    loo,
+    permutations_needed,
+    screen,
+    use_exact,
+)
 from .game import Game
 from .plan import ClearancePlan, PairInteraction, frozen_map
 from .selection import clearance

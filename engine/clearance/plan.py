@@ -7,9 +7,10 @@ verified selection ĵ and the cleared context M̃_t = M_t \\ C_ĵ, with what it 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 
 def frozen_map(d: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -13,8 +13,8 @@ among maximum-gain admissible candidates.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 from .game import Coalition, Game
 

@@ -36,9 +36,8 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
-
 from itertools import combinations
 
 from .attribution import Attribution, expected_distinct_coalitions

@@ -166,8 +166,8 @@ def _synthetic(n: int, seed: int, k: int, out: str | None) -> None:
 
 def _locomo(policy: str | None, data: str, out: str | None, limit: int | None, seed: int, k: int,
             models: _Models) -> None:
-    from ..clearance.locomo import build_locomo_cohort
     from ..clearance.cohort import write_jsonl
+    from ..clearance.locomo import build_locomo_cohort
 
     spec = models.spec(policy)
     target = _need_out(out)

@@ -8,8 +8,9 @@ import os
 import sqlite3
 import sys
 import traceback
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Any, TypeVar
 
 import click
 

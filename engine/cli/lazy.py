@@ -11,7 +11,8 @@ no heavy library.
 from __future__ import annotations
 
 import importlib
-from typing import Any, Mapping, NamedTuple
+from collections.abc import Mapping
+from typing import Any, NamedTuple
 
 import click
 

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import click
 

@@ -150,8 +150,8 @@ def _replay(a: Policy, b: Policy, store: str, event_files: tuple[str, ...]) -> d
 
 
 def _render_replay(r: dict) -> None:
-    from ..testing.report import safe
     from ..testing.replay import describe_event
+    from ..testing.report import safe
 
     click.echo(f"replay of {r['events']} event(s) from {safe(r['store'])} (dry runs on copies):")
     if r["erased_at_start"]:

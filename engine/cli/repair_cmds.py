@@ -3,22 +3,31 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Callable
+from collections.abc import Callable
 
 import click
 
-from ..errors import EventHeld
 from ..api import apply_event, load_policy, open_store
+from ..errors import EventHeld
+from ..policy.model import Policy
 from ..repair.closure import BACKENDS, SELECTORS
 from ..repair.events import load_event
-from ..policy.model import Policy
 from ..repair.execute import recover
+from ..repair.executors import parse_executor
 from ..repair.operators import operators_for
 from ..repair.plan import TransitionPlan
 from ..repair.store import Store
-from ..repair.executors import parse_executor
-from .common import (FiniteFloat, deadline_option, emit_json, executor_option, handle_errors, policy_with_deadline,
-                     progress_option, step_progress, terminal)
+from .common import (
+    FiniteFloat,
+    deadline_option,
+    emit_json,
+    executor_option,
+    handle_errors,
+    policy_with_deadline,
+    progress_option,
+    step_progress,
+    terminal,
+)
 
 LIST_LIMIT = 20  # candidates and steps listed one per line; the rest are counted (--json lists them all)
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import click
 
 from ..errors import EXIT_BAD_INPUT, EXIT_FINDINGS, InputError
-from ..testing.coverage import PolicyCoverage, coverage
 from ..policy.loader import load_checked_source
+from ..testing.coverage import PolicyCoverage, coverage
 from ..testing.load import Suite, discover, load_suite
 from ..testing.properties import MAX_EXAMPLES, run_properties, save_failure
 from ..testing.report import as_json, junit_xml, render_text, safe

@@ -31,5 +31,20 @@ if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
     from .domain import Cell, decide, enumerate_cells, firing_rule, matches
     from .findings import Finding
     from .loader import PolicySchemaError, PolicySource, load_policy, load_policy_source
-    from .model import (ARCHITECTURES, EVENTS, KINDS, MODES, ORACLES, ClearanceSpec, Endpoint, Evaluator,
-                        ModeRule, Policy, Recovery, SelectionSpec, SupportSpec, ValidationRule, When)
+    from .model import (
+        ARCHITECTURES,
+        EVENTS,
+        KINDS,
+        MODES,
+        ORACLES,
+        ClearanceSpec,
+        Endpoint,
+        Evaluator,
+        ModeRule,
+        Policy,
+        Recovery,
+        SelectionSpec,
+        SupportSpec,
+        ValidationRule,
+        When,
+    )

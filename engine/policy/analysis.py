@@ -15,15 +15,15 @@ Every semantic claim about the mode map Φ_μ is decided by Z3 over the encoding
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 import z3
 
 from .domain import Cell, format_number
 from .encoding import Encoding, real, solve
+from .endpoints import EndpointRules, endpoints, shown_url
 from .findings import Finding
 from .loader import PolicySource, dotted
-from .endpoints import EndpointRules, endpoints, shown_url
 from .model import MAX_EXACT_RETRIEVAL_BUDGET, Policy
 from .rulesolver import RuleAnalysis, RuleFacts, rule_facts
 

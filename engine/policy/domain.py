@@ -10,8 +10,8 @@ the kind declares. :func:`decide` is the reference semantics that the Z3 analysi
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Iterator, Mapping
 
 from .model import EVENTS, ModeRule, Policy, When
 

@@ -17,8 +17,8 @@ metadata fields are the union of what the policies declare.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from fractions import Fraction
-from typing import Sequence
 
 import z3
 

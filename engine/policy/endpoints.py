@@ -22,9 +22,10 @@ from __future__ import annotations
 import fnmatch
 import ipaddress
 import os
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import InputError, printable
@@ -47,7 +48,7 @@ class EndpointRules:
     source: str = "default"
 
     @classmethod
-    def from_environment(cls, environ: Mapping[str, str] | None = None) -> "EndpointRules":
+    def from_environment(cls, environ: Mapping[str, str] | None = None) -> EndpointRules:
         env = os.environ if environ is None else environ
         config = _config(env)
         key_envs, key_src = _setting(env, KEY_ENVS_VAR, config, "allowed_key_envs", DEFAULT_KEY_ENVS)

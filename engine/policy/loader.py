@@ -28,6 +28,7 @@ from .model import ORACLES, Policy
 
 if TYPE_CHECKING:
     import yaml
+
     from .endpoints import EndpointRules
 
 MAX_BYTES = 1 << 20  # 1 MiB

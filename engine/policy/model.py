@@ -19,7 +19,8 @@ constraints (totality, shadowing, type-safety, λ ≥ 0, …) are findings of
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, Callable, Literal, Mapping, Union
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -97,7 +98,7 @@ class NumericCondition(Strict):
     ne: float | None = None
 
     @model_validator(mode="after")
-    def _non_empty(self) -> "NumericCondition":
+    def _non_empty(self) -> NumericCondition:
         if all(getattr(self, k) is None for k in ("gt", "ge", "lt", "le", "eq", "ne")):
             raise ValueError("a metadata condition needs at least one of gt, ge, lt, le, eq, ne")
         return self
@@ -211,8 +212,7 @@ class GroundedOracle(Strict):
 
 
 OracleSpec = Annotated[
-    Union[SchemaOracle, ReplayOracle, TaskRegressionOracle, SandboxOracle, ForgetReferenceOracle,
-          GroundedOracle],
+    SchemaOracle | ReplayOracle | TaskRegressionOracle | SandboxOracle | ForgetReferenceOracle | GroundedOracle,
     Field(discriminator="oracle"),
 ]
 
@@ -323,7 +323,7 @@ class Evaluator(Strict):
     lexical_threshold: float = Field(default=0.5, ge=0.0, le=1.0)
 
     @model_validator(mode="after")
-    def _endpoint_for_openai(self) -> "Evaluator":
+    def _endpoint_for_openai(self) -> Evaluator:
         if self.type == "openai" and self.endpoint is None:
             raise ValueError("evaluator type 'openai' needs an 'endpoint' (base_url, model)")
         return self

@@ -111,11 +111,12 @@ def remember_passed(key: str) -> None:
 def _libraries_digest() -> bytes:
     """What else decides what a policy text loads to: memsteward's and Python's versions, pydantic's
     and pydantic-core's, and PyYAML's ``__init__`` (which holds its version; read, not imported)."""
-    import pydantic_core
     from importlib.util import find_spec
 
-    from .. import __version__
+    import pydantic_core
     from pydantic.version import VERSION
+
+    from .. import __version__
 
     spec = find_spec("yaml")
     try:

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import json
 from collections import deque
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Collection, Iterable, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
 from ..errors import InputError
 from ..jsonio import parse_json, read_text

@@ -21,7 +21,8 @@ the database:
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..errors import InputError
 from ..textsafe import markdown

@@ -10,9 +10,9 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
-from typing import Any, Iterable, Sequence
-
+from collections.abc import Iterable, Sequence
 from json.encoder import encode_basestring as _string  # JSON string literal, ensure_ascii=False
+from typing import Any
 
 from ..errors import InputError
 

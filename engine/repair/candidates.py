@@ -18,17 +18,18 @@ within C(F), hence of E^req), or when no registered operator can run on it.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress, repeat
 from operator import attrgetter, itemgetter
-from typing import Any, Callable, Collection, Mapping, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 from ..policy.domain import Cell, decide
 from ..policy.model import Policy
+from . import scope as scopes
 from .artifacts import SERVABLE, SERVABLE_STATES, Artifact
 from .events import Event
 from .operators import Operator, OperatorRegistry, operators_for
-from . import scope as scopes
 from .scope import EDGE_ORDER, ChildIndex, Scope, order_and_cycles, order_rest, peel_level_arrays
 
 REMOVE = "remove"

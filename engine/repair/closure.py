@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Callable, Collection, Iterable, Sequence
 
 from .candidates import Candidate
 

@@ -8,8 +8,8 @@ and what was republished; then the paper's metrics for every selector on the sam
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from ..policy.loader import load_policy
 from .closure import SELECTORS

@@ -22,17 +22,18 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import itertools
 import json
-import os
-import hashlib
 import logging
+import os
 import random
 import re
 import sqlite3
 import sys
 import time
-from typing import Any, Callable, Iterator, Sequence, TypeVar
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ..errors import InputError

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 WINDOW = 24
 MIN_LEAF = 16

@@ -12,8 +12,9 @@ erased at publication (with everything built from it), as a delete would.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from ..errors import InputError
 from ..policy.model import EVENTS

@@ -10,23 +10,24 @@ from __future__ import annotations
 
 import heapq
 import json
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, TypeVar
+from typing import Any, TypeVar
 
 from ..errors import InputError, printable
 from ..jsonio import tree_problem
 from ..policy.model import Policy
 from .artifacts import SERVABLE_STATES, Artifact, Snapshot, artifact_field_problem
 from .candidates import Candidate
+from .dialect import db_errors
 from .erasure import fingerprints
 from .events import Event
 from .executors import Executor, LocalPool, Serialized, Shared, executor_from, locator_of, prepare
-from .scope import is_retained, neighbourhood
 from .operators import OperatorError, OperatorRegistry, RepairContext, Successor, operators_for
 from .oracles import OracleInput, OracleRegistry, validate
 from .plan import StepResult, TransitionPlan, compute_plan, paused_gc
 from .schemas import interface_problem
-from .dialect import db_errors
+from .scope import is_retained, neighbourhood
 from .store import Store
 
 Progress = Callable[[int, int], None]  # (outcomes recorded, |S_ρ|), after every step's outcome
@@ -352,7 +353,7 @@ def resume(store: Store, event_id: int, policy: Policy, plan: TransitionPlan,
                 try:
                     if missing:
                         raise StepFailure(f"prerequisite {missing[0]} not validated", "prerequisites")
-                    ctx = guarded("context", lambda: build_context(store, snap, plan, c, parents_of.get(i, []),
+                    ctx = guarded("context", lambda: build_context(store, snap, plan, c, parents_of.get(i, []),  # noqa: B023
                                                                    successors, affected))
                 except StepFailure as exc:
                     results[i] = _fail(store, event_id, c, "blocked" if missing else "failed", exc.detail, exc.stage)

@@ -30,10 +30,11 @@ import pickle
 import re
 import socket
 import threading
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Protocol, Sequence, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from ..errors import InputError, WorkerLost
 
@@ -425,7 +426,7 @@ def parse_executor(text: str) -> Executor:
     return RayExecutor(_workers(m["n"], DEFAULT_RAY_WORKERS, text))
 
 
-def executor_from(spec: "str | Executor | None") -> Executor:
+def executor_from(spec: str | Executor | None) -> Executor:
     """The executor a caller named (None: sequential). Strings are parsed here, at the edge."""
     if spec is None:
         return Sequential()

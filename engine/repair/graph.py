@@ -9,7 +9,7 @@ reference the tests and the bench compare it with (:mod:`memsteward.repair.refer
 from __future__ import annotations
 
 from collections import deque
-from typing import Collection, Iterable
+from collections.abc import Collection, Iterable
 
 import networkx as nx
 

@@ -36,7 +36,8 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from .erasure import string_leaves
 

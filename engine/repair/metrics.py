@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-from typing import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 
 def leak_pct(cascade: Collection[str], base_versions: Mapping[str, int],

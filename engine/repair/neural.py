@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import re
 import zlib
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import numpy as np

@@ -17,8 +17,9 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Collection, Mapping, Protocol
+from typing import Any, Protocol
 
 from . import neural
 from .artifacts import Artifact

@@ -21,12 +21,13 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
+from ..clearance.lexical import content_tokens, tokens
 from . import neural
 from .artifacts import Artifact
-from ..clearance.lexical import content_tokens, tokens
 from .operators import Operator, OperatorError, RepairContext, Successor, _support_texts, sentences, text_of
 
 JSON_TYPES: dict[str, Callable[[Any], bool]] = {

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import islice
 from operator import attrgetter, lt
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 from ..jsonio import bounded_fraction
 from ..policy.model import Policy
@@ -126,7 +127,7 @@ class TransitionPlan:
         return doc
 
     @staticmethod
-    def from_json(doc: Mapping[str, Any]) -> "TransitionPlan":
+    def from_json(doc: Mapping[str, Any]) -> TransitionPlan:
         cands = tuple(Candidate(c["id"], c["kind"], c["arch"], c["mode"], c["operator"],
                                 tuple(c["prerequisites"]), c["executable"], c["value"], c["cost"],
                                 c.get("reason", "")) for c in doc["candidates"])
@@ -144,7 +145,7 @@ class TransitionPlan:
             roots=dict(doc.get("roots", {})), status=doc.get("status", "planned"),
             unservable=tuple(doc.get("unservable", ())), untracked=dict(doc.get("untracked", {})))
 
-    def replace(self, **changes: Any) -> "TransitionPlan":
+    def replace(self, **changes: Any) -> TransitionPlan:
         return dataclasses.replace(self, **changes)
 
 

@@ -27,9 +27,10 @@ reads unchanged.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from itertools import chain, count, groupby, islice, repeat
 from operator import itemgetter
-from typing import Any, Callable, Iterator, Mapping, Sequence, overload
+from typing import Any, overload
 
 __all__ = ["PACKED", "Rows", "pack", "plan_text", "read_plan", "read_fields", "unpack"]
 

@@ -12,7 +12,7 @@ two-pass :func:`~memsteward.repair.candidates.assign`; the min cut is shared.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import networkx as nx
 

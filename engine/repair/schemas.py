@@ -32,7 +32,8 @@ Everything else in content and meta is free JSON (bounded by the document limits
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..jsonio import tree_problem
 

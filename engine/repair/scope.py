@@ -13,11 +13,12 @@ Kahn by generations (:func:`generation_order`). The whole-store networkx graph o
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from itertools import groupby, islice
 from operator import gt, itemgetter
-from typing import Any, Callable, Collection, Iterable, Mapping, Protocol, Sequence
+from typing import Any, Protocol
 
 from .artifacts import SERVABLE, Artifact, Edge, Snapshot
 

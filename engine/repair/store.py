@@ -27,22 +27,36 @@ import os
 import secrets
 import signal
 import socket
+import sqlite3
 import threading
 import weakref
-import sqlite3
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from itertools import islice
 from operator import itemgetter
 from pathlib import Path
-from typing import Any, Callable, Collection, Iterator, Mapping, Sequence
+from typing import Any
 
 from ..errors import EventHeld, InputError, WriteRefused
 from .artifacts import ABSENT, SERVABLE_STATES, Artifact, Edge, Snapshot, parse_store_document, read_json
 from .auditchain import GENESIS, chain_same, chain_same_bytes, row_hash, seal, signing_key
-from .dialect import CORE_TABLES, MIGRATIONS, SCHEMA_VERSION, SQLITE_SCHEMA, check_version, db_errors, PgConnection, connect_postgres, is_postgres_url, redact, retrying
+from .dialect import (
+    CORE_TABLES,
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    SQLITE_SCHEMA,
+    PgConnection,
+    check_version,
+    connect_postgres,
+    db_errors,
+    is_postgres_url,
+    redact,
+    retrying,
+)
 from .lineage import candidates, index_hashes
-from .planstore import plan_text as stored_plan, read_fields, read_plan
+from .planstore import plan_text as stored_plan
+from .planstore import read_fields, read_plan
 from .store_api import StepRecord
 from .writes import Write, canonical_json, content_digest, prepare
 
@@ -64,7 +78,7 @@ def _process_start(pid: int) -> str | None:
         return None
 
 
-_OPEN: "weakref.WeakValueDictionary[str, Store]" = weakref.WeakValueDictionary()  # this process's open stores
+_OPEN: weakref.WeakValueDictionary[str, Store] = weakref.WeakValueDictionary()  # this process's open stores
 
 
 def _alive(owner: str, host: str, pid: int, started: str | None, session: str | None = None,
@@ -103,7 +117,7 @@ def _erase_wait() -> float:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="microseconds")
+    return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
 def digest(text: str) -> str:
@@ -225,7 +239,7 @@ class Store:
     # ------------------------------------------------------------------ opening
 
     @staticmethod
-    def open(path: str, create: bool = False, migrate: bool = False) -> "Store":
+    def open(path: str, create: bool = False, migrate: bool = False) -> Store:
         """Open a store by path or URL: ``postgresql://…[?schema=name]`` (psycopg 3), a SQLite file
         (``sqlite:///x.db`` or a plain path), or a ``.json`` export loaded into an in-memory store.
         A store of an older schema version is refused (InputError naming ``memsteward store migrate``)
@@ -811,7 +825,7 @@ class Store:
         barrier = list(plan_doc["barrier"])
         event_text, policy_text = _dump(plan_doc["event"]), _dump(policy_doc)
         ids_text = json.dumps(barrier)  # encoded once: the UPDATE and the withdraw rows read it
-        with self.transaction() as c:
+        with self.transaction():
             if self.unfinished_event() is not None:
                 raise InputError("the store has an unfinished event; run `memsteward recover` first", file=self.path)
             if generation is not None and self.generation() != generation:
@@ -1147,7 +1161,7 @@ class Store:
             "SELECT DISTINCT e.event_id FROM audit e WHERE e.action = 'erase' AND NOT EXISTS "
             "(SELECT 1 FROM audit p WHERE p.action = 'physical-erasure' AND p.event_id = e.event_id) ORDER BY 1")]
 
-    def copy_in_memory(self) -> "Store":
+    def copy_in_memory(self) -> Store:
         """An in-memory copy (used by ``--dry-run``: the real store is never touched)."""
         mem = Store()
         mem.conn.executescript("DROP TRIGGER audit_no_update; DROP TRIGGER audit_no_delete;")
@@ -1168,7 +1182,7 @@ class Store:
             raise ValueError(f"not a store table: {sorted(unknown)}")
         return {t: self.conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in names}
 
-    def copy_into(self, dst: "Store", batch: int = 2000,
+    def copy_into(self, dst: Store, batch: int = 2000,
                   progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
         """Copy every row of every table into the empty store ``dst`` (any backend) in one of its
         transactions, keeping ids, versions, audit sequence numbers and hashes; returns row counts.

@@ -9,7 +9,8 @@ suite on every backend and checks that ``execute.py`` calls nothing outside :cla
 
 from __future__ import annotations
 
-from typing import Any, Collection, Literal, Mapping, NamedTuple, Protocol, Sequence, runtime_checkable
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
 
 from .artifacts import Artifact
 

@@ -25,7 +25,7 @@ MAX_FILES = 1_000
 class LoadedCase:
     """A validated case, ready to run (its store is built in memory when it runs)."""
 
-    suite: "Suite"
+    suite: Suite
     index: int
     spec: CaseSpec
     snapshot: Snapshot | None = None

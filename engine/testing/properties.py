@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, Phase, given, seed as hyp_seed, settings
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import seed as hyp_seed
 from hypothesis import strategies as st
 
 from ..policy.domain import matches, meta_points

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .run import CaseResult, Mismatch
 

@@ -9,8 +9,9 @@ servable afterwards, whether λ and β decided anything), which the comparison a
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from ..clearance.case import case_game
 from ..clearance.pipeline import run_meclear

@@ -32,7 +32,7 @@ class Partial(Strict):
     exclude: list[str] = Field(default_factory=list)
 
 
-IdSet = Union[list[str], Partial]
+IdSet = Union[list[str], Partial]  # noqa: UP007 (a runtime alias pydantic reads)
 """A list is the exact set (order ignored); ``{include, exclude}`` is partial."""
 
 
@@ -40,7 +40,7 @@ class Expect(Strict):
     """What the plan must show. Omitted fields are not checked."""
 
     modes: dict[str, Mode] = Field(default_factory=dict, description="descendant id → mode μ_i")
-    rules: dict[str, Union[str, int]] = Field(
+    rules: dict[str, str | int] = Field(
         default_factory=dict, description="descendant id → the rule that decides it (name or 1-based index)")
     cascade: IdSet | None = Field(default=None, description="C(F), roots included")
     withdrawn: IdSet | None = Field(default=None, description="B_ρ ∖ R_ρ after publication")
@@ -61,16 +61,16 @@ class CaseSpec(Strict):
 
     name: str = Field(min_length=1, max_length=200)
     description: str = ""
-    store: Union[str, dict[str, Any], None] = Field(
+    store: str | dict[str, Any] | None = Field(
         default=None, description="inline store document, or a path (SQLite or .json) relative to the test file")
-    event: Union[str, dict[str, Any], None] = Field(default=None, description="inline event, or a path")
-    clearance: Union[str, dict[str, Any], None] = Field(
+    event: str | dict[str, Any] | None = Field(default=None, description="inline event, or a path")
+    clearance: str | dict[str, Any] | None = Field(
         default=None, description="a MeClear case (query, reference, context, game), inline or a path")
     selector: SelectorName = "mincut"
     expect: Expect = Field(default_factory=Expect)
 
     @model_validator(mode="after")
-    def _one_kind(self) -> "CaseSpec":
+    def _one_kind(self) -> CaseSpec:
         if (self.event is None) == (self.clearance is None):
             raise ValueError("a case has exactly one of 'event' (repair) or 'clearance'")
         repair_only = ("modes", "rules", "cascade", "withdrawn", "republished", "removed", "selected",
@@ -96,7 +96,7 @@ class Invariant(Strict):
     servable_after: bool | None = None
 
     @model_validator(mode="after")
-    def _has_clause(self) -> "Invariant":
+    def _has_clause(self) -> Invariant:
         if all(getattr(self, k) is None for k in ("mode_in", "mode_not_in", "republished", "servable_after")):
             raise ValueError("an invariant needs at least one of mode_in, mode_not_in, republished, servable_after")
         return self
@@ -109,12 +109,12 @@ class SuiteSpec(Strict):
     policy: str | None = Field(
         default=None, description="policy path relative to this file (default: NAME.yaml for NAME_test.yaml, "
                                   "here or in the parent folder)")
-    store: Union[str, dict[str, Any], None] = Field(default=None, description="default store of the cases")
+    store: str | dict[str, Any] | None = Field(default=None, description="default store of the cases")
     cases: list[CaseSpec] = Field(default_factory=list, max_length=10_000)
     invariants: list[Invariant] = Field(default_factory=list, max_length=1_000)
 
     @model_validator(mode="after")
-    def _unique_names(self) -> "SuiteSpec":
+    def _unique_names(self) -> SuiteSpec:
         seen: set[str] = set()
         for c in self.cases:
             if c.name in seen:

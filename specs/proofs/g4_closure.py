@@ -16,8 +16,8 @@ Two obligations:
 from __future__ import annotations
 
 import random
+from collections.abc import Callable, Sequence
 from fractions import Fraction
-from typing import Callable, Sequence
 
 import z3
 

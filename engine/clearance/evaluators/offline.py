@@ -14,8 +14,8 @@ the paper's three behaviours on text:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from ..game import Coalition, Evaluation, Memory, Task
 from ..lexical import content_tokens, lexical_judge, relevance, token_f1

@@ -22,8 +22,8 @@ import json
 import os
 import re
 import threading
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Sequence
 
 from ...archive import Archive
 from ...chat import ChatClient, EndpointError, is_loopback

@@ -19,8 +19,9 @@ flipped with probability ``noise``; the same coalition always gets the same outc
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Sequence
+from typing import Literal
 
 from ..game import Coalition, Evaluation, Memory, Task, coalition_key
 from .table import relevance_rating

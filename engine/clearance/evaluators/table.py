@@ -7,7 +7,7 @@ and the error names it.
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from ...errors import InputError
 from ..game import Coalition, Evaluation, Memory, Task, coalition_key
