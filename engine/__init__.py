@@ -41,27 +41,47 @@ _EXPORTS: dict[str, str] = {
     "verify_plan": ".api",
 }
 
-__all__ = sorted([*_EXPORTS, "__version__"])
+# static, so type checkers know the public names (a test checks it equals the table plus __version__)
+__all__ = [
+    "Artifact",
+    "ClearancePlan",
+    "Event",
+    "InputError",
+    "Policy",
+    "Store",
+    "TransitionPlan",
+    "WriteRefused",
+    "__version__",
+    "apply_event",
+    "attest",
+    "bundled_path",
+    "check_policy",
+    "clear_context",
+    "content_digest",
+    "load_policy",
+    "open_store",
+    "verify_plan",
+]
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals(), __all__)
 
 
-if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
-    from .api import (
-        apply_event,
-        attest,
-        bundled_path,
-        check_policy,
-        clear_context,
-        load_policy,
-        open_store,
-        verify_plan,
-    )
-    from .clearance.plan import ClearancePlan
-    from .errors import InputError, WriteRefused
-    from .policy.model import Policy
-    from .repair.artifacts import Artifact
-    from .repair.events import Event
-    from .repair.plan import TransitionPlan
-    from .repair.store import Store, content_digest
+if TYPE_CHECKING:  # static analysers and IDEs see the eager imports, re-exported explicitly (`X as X`)
+    from .api import apply_event as apply_event
+    from .api import attest as attest
+    from .api import bundled_path as bundled_path
+    from .api import check_policy as check_policy
+    from .api import clear_context as clear_context
+    from .api import load_policy as load_policy
+    from .api import open_store as open_store
+    from .api import verify_plan as verify_plan
+    from .clearance.plan import ClearancePlan as ClearancePlan
+    from .errors import InputError as InputError
+    from .errors import WriteRefused as WriteRefused
+    from .policy.model import Policy as Policy
+    from .repair.artifacts import Artifact as Artifact
+    from .repair.events import Event as Event
+    from .repair.plan import TransitionPlan as TransitionPlan
+    from .repair.store import Store as Store
+    from .repair.store import content_digest as content_digest

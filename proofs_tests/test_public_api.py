@@ -37,3 +37,31 @@ def test_all_names_exist_and_are_documented():
     for name in ("apply_event", "attest", "check_policy", "clear_context", "load_policy", "open_store",
                  "verify_plan"):
         assert f"`{name}(" in readme, name
+
+
+def _static_exports(module: object) -> tuple[list[str], set[str]]:
+    """(``__all__`` as written, the names re-exported as ``X as X`` under TYPE_CHECKING) of a package."""
+    import ast
+
+    tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))  # type: ignore[attr-defined]
+    written: list[str] = []
+    reexported: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__all__" for t in node.targets):
+            assert isinstance(node.value, ast.List), "__all__ must be a literal list (type checkers read it)"
+            written = [ast.literal_eval(e) for e in node.value.elts]
+        if isinstance(node, ast.ImportFrom):
+            reexported |= {a.name for a in node.names if a.asname == a.name}
+    return written, reexported
+
+
+def test_exports_are_static_and_explicit():
+    import memsteward.policy
+
+    for package, extra in ((memsteward, {"__version__"}), (memsteward.policy, set())):
+        written, reexported = _static_exports(package)
+        assert written == sorted(written) and len(set(written)) == len(written)
+        assert set(written) == set(package._EXPORTS) | extra  # the lazy table and __all__ agree
+        assert reexported == set(package._EXPORTS)  # each one re-exported explicitly for type checkers
+        for name in package._EXPORTS:
+            assert getattr(package, name) is not None

@@ -21,30 +21,62 @@ _EXPORTS: dict[str, str] = {
                      "ValidationRule", "When"), ".model"),
 }
 
-__all__ = sorted(_EXPORTS)
+# static, so type checkers know the public names (a test checks it equals the table)
+__all__ = [
+    "ARCHITECTURES",
+    "Cell",
+    "ClearanceSpec",
+    "EVENTS",
+    "Endpoint",
+    "Evaluator",
+    "Finding",
+    "KINDS",
+    "MODES",
+    "ModeRule",
+    "ORACLES",
+    "Policy",
+    "PolicySchemaError",
+    "PolicySource",
+    "Recovery",
+    "SelectionSpec",
+    "SupportSpec",
+    "ValidationRule",
+    "When",
+    "decide",
+    "enumerate_cells",
+    "firing_rule",
+    "load_policy",
+    "load_policy_source",
+    "matches",
+]
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals(), __all__)
 
 
-if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
-    from .domain import Cell, decide, enumerate_cells, firing_rule, matches
-    from .findings import Finding
-    from .loader import PolicySchemaError, PolicySource, load_policy, load_policy_source
-    from .model import (
-        ARCHITECTURES,
-        EVENTS,
-        KINDS,
-        MODES,
-        ORACLES,
-        ClearanceSpec,
-        Endpoint,
-        Evaluator,
-        ModeRule,
-        Policy,
-        Recovery,
-        SelectionSpec,
-        SupportSpec,
-        ValidationRule,
-        When,
-    )
+if TYPE_CHECKING:  # static analysers and IDEs see the eager imports, re-exported explicitly (`X as X`)
+    from .domain import Cell as Cell
+    from .domain import decide as decide
+    from .domain import enumerate_cells as enumerate_cells
+    from .domain import firing_rule as firing_rule
+    from .domain import matches as matches
+    from .findings import Finding as Finding
+    from .loader import PolicySchemaError as PolicySchemaError
+    from .loader import PolicySource as PolicySource
+    from .loader import load_policy as load_policy
+    from .loader import load_policy_source as load_policy_source
+    from .model import ARCHITECTURES as ARCHITECTURES
+    from .model import EVENTS as EVENTS
+    from .model import KINDS as KINDS
+    from .model import MODES as MODES
+    from .model import ORACLES as ORACLES
+    from .model import ClearanceSpec as ClearanceSpec
+    from .model import Endpoint as Endpoint
+    from .model import Evaluator as Evaluator
+    from .model import ModeRule as ModeRule
+    from .model import Policy as Policy
+    from .model import Recovery as Recovery
+    from .model import SelectionSpec as SelectionSpec
+    from .model import SupportSpec as SupportSpec
+    from .model import ValidationRule as ValidationRule
+    from .model import When as When
