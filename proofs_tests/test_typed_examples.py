@@ -14,7 +14,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from doc_blocks import ROOT, blocks
 
 CONFIG = """[mypy]
@@ -60,7 +59,6 @@ def example_files(tmp: Path) -> dict[str, str]:
 
 
 def test_examples_pass_mypy_strict(tmp_path: Path) -> None:
-    pytest.importorskip("mypy")
     names = example_files(tmp_path)
     assert len(names) >= 3  # the README's Python example, the LangGraph one, the user script
     out = run_mypy([tmp_path / n for n in names], tmp_path)
