@@ -1,0 +1,163 @@
+"""The key store for many hosts: tables in a separate PostgreSQL database or schema.
+
+``postgresql://…/keys?schema=memsteward_keys`` names it (``MEMSTEWARD_KEYSTORE``); many stores share
+it, each under its store id. A DEK row is wrapped under the master key, which PostgreSQL never sees.
+
+What this server then holds, plainly: a destroyed DEK's row is deleted and its dead tuple is left to
+(auto)vacuum, so until then its bytes stay in the table's pages; the server's WAL segments, WAL
+archive, streaming replicas and base backups keep the wrapped DEK for as long as they are kept. All
+of those hold it *wrapped*: rotating the master key (``memsteward store rotate-key``) and discarding
+the old one makes every older copy useless. Keep the key database's backups apart from the data's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from .api import KEYFILE_FORMAT, KeyStoreError, VersionRef
+from .envelope import Undecryptable, Wrapper, new_dek
+from .keyfile import check_header
+from .master import MasterKey
+
+_PART = 20_000
+
+
+def _split(url: str) -> tuple[str, str, str]:
+    """(libpq DSN, schema, the URL without its password) of a key store URL."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    schema = next((v for k, v in query if k == "schema"), "memsteward_keys")
+    if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", schema):
+        raise KeyStoreError("the key store's schema must be a lower-case SQL identifier", field="schema")
+    rest = urlencode([(k, v) for k, v in query if k != "schema"])
+    netloc = parts.netloc.rsplit("@", 1)
+    shown_netloc = (netloc[0].split(":", 1)[0] + ":***@" + netloc[1]) if len(netloc) == 2 and ":" in netloc[0] \
+        else parts.netloc
+    shown = urlunsplit((parts.scheme, shown_netloc, parts.path, "", ""))
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, rest, parts.fragment)), schema, shown
+
+
+class PgKeyStore:
+    """:class:`~.api.KeyStore` in PostgreSQL (psycopg 3), in its own connection and schema."""
+
+    def __init__(self, url: str, master: MasterKey, store_id: str | None = None, create: bool = False) -> None:
+        dsn, self.schema, self.path = _split(url)
+        try:
+            import psycopg
+        except ImportError:
+            raise KeyStoreError("a PostgreSQL key store needs psycopg 3", file=self.path) from None
+        self._errors: tuple[type[BaseException], ...] = (psycopg.Error,)
+        try:
+            self.conn: Any = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
+        except (psycopg.Error, ValueError) as exc:
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise KeyStoreError(f"cannot reach the key store: {first[:200]}", file=self.path) from None
+        try:
+            self._setup(master, store_id, create)
+        except psycopg.Error as exc:
+            self.conn.close()
+            raise KeyStoreError(f"key store error: {str(exc).strip()[:200]}", file=self.path) from None
+
+    def _q(self, sql: str) -> str:
+        return sql.replace("K.", f'"{self.schema}".')
+
+    def _setup(self, master: MasterKey, store_id: str | None, create: bool) -> None:
+        row = self.conn.execute(self._q("SELECT to_regclass('K.keyfile') IS NOT NULL")).fetchone()
+        head = None
+        if row[0]:
+            head = self.conn.execute(self._q("SELECT format, store_id, kid, index_key FROM K.keyfile WHERE "
+                                             "store_id = %s"), (store_id or "",)).fetchone() if store_id else \
+                self.conn.execute(self._q("SELECT format, store_id, kid, index_key FROM K.keyfile LIMIT 1")).fetchone()
+        if head is None:
+            if not create or store_id is None:
+                raise KeyStoreError(f"the key store holds no keys of store {store_id!r}", file=self.path)
+            head = self._create(master, store_id)
+        fmt, store, kid, index_blob = head
+        check_header(int(fmt), store, kid, master, store_id, self.path)
+        self.store_id: str = store
+        self._wrapper = Wrapper(master.key, store)
+        self._index = self._wrapper.unwrap_index(bytes(index_blob))
+
+    def _create(self, master: MasterKey, store_id: str) -> tuple[int, str, str, bytes]:
+        blob = Wrapper(master.key, store_id).wrap_index(new_dek())
+        with self.conn.transaction():
+            self.conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
+            self.conn.execute(self._q(
+                "CREATE TABLE IF NOT EXISTS K.keyfile(store_id TEXT PRIMARY KEY, format INTEGER NOT NULL, "
+                "kid TEXT NOT NULL, index_key BYTEA NOT NULL)"))
+            self.conn.execute(self._q(
+                "CREATE TABLE IF NOT EXISTS K.deks(store_id TEXT NOT NULL, id TEXT NOT NULL, version BIGINT NOT NULL, "
+                "wrapped BYTEA NOT NULL, PRIMARY KEY (store_id, id, version))"))
+            self.conn.execute(self._q("INSERT INTO K.keyfile VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING"),
+                              (store_id, KEYFILE_FORMAT, master.kid, blob))
+        return KEYFILE_FORMAT, store_id, master.kid, blob
+
+    def index_key(self) -> bytes:
+        return self._index
+
+    def create(self, refs: Collection[VersionRef]) -> dict[VersionRef, bytes]:
+        fresh = {(str(i), int(v)): new_dek() for i, v in refs}
+        rows = [(self.store_id, i, v, self._wrapper.wrap(i, v, k)) for (i, v), k in fresh.items()]
+        with self.conn.transaction(), self.conn.cursor() as cur:
+            for start in range(0, len(rows), _PART):
+                cur.executemany(self._q("INSERT INTO K.deks VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING"),
+                                rows[start:start + _PART])
+        return self.get(fresh)
+
+    def get(self, refs: Collection[VersionRef]) -> dict[VersionRef, bytes]:
+        out: dict[VersionRef, bytes] = {}
+        ordered = sorted({(str(i), int(v)) for i, v in refs})
+        for start in range(0, len(ordered), _PART):
+            part = ordered[start:start + _PART]
+            for i, v, blob in self.conn.execute(self._q(
+                    "SELECT d.id, d.version, d.wrapped FROM unnest(%s::text[], %s::bigint[]) AS r(id, version) "
+                    "JOIN K.deks d ON d.store_id = %s AND d.id = r.id AND d.version = r.version"),
+                    ([i for i, _ in part], [v for _, v in part], self.store_id)):
+                out[(i, int(v))] = self._unwrap(i, int(v), bytes(blob))
+        return out
+
+    def _unwrap(self, ident: str, version: int, blob: bytes) -> bytes:
+        try:
+            return self._wrapper.unwrap(ident, version, blob)
+        except Undecryptable as exc:
+            raise KeyStoreError(f"damaged key store: {exc}", file=self.path, field="deks") from None
+
+    def destroy(self, refs: Collection[VersionRef]) -> int:
+        ordered = sorted({(str(i), int(v)) for i, v in refs})
+        gone = 0
+        with self.conn.transaction():
+            for start in range(0, len(ordered), _PART):
+                part = ordered[start:start + _PART]
+                cur = self.conn.execute(self._q(
+                    "DELETE FROM K.deks d USING unnest(%s::text[], %s::bigint[]) AS r(id, version) "
+                    "WHERE d.store_id = %s AND d.id = r.id AND d.version = r.version"),
+                    ([i for i, _ in part], [v for _, v in part], self.store_id))
+                gone += cur.rowcount
+        return gone
+
+    def rotate(self, new: MasterKey) -> int:
+        fresh = Wrapper(new.key, self.store_id)
+        with self.conn.transaction():
+            rows = self.conn.execute(self._q("SELECT id, version, wrapped FROM K.deks WHERE store_id = %s FOR UPDATE"),
+                                     (self.store_id,)).fetchall()
+            with self.conn.cursor() as cur:
+                cur.executemany(self._q("UPDATE K.deks SET wrapped = %s WHERE store_id = %s AND id = %s AND version = %s"),
+                                [(fresh.wrap(i, v, self._unwrap(i, v, bytes(b))), self.store_id, i, v)
+                                 for i, v, b in rows])
+            self.conn.execute(self._q("UPDATE K.keyfile SET kid = %s, index_key = %s WHERE store_id = %s"),
+                              (new.kid, fresh.wrap_index(self._index), self.store_id))
+        self._wrapper = fresh
+        return len(rows)
+
+    def count(self) -> int:
+        return int(self.conn.execute(self._q("SELECT COUNT(*) FROM K.deks WHERE store_id = %s"),
+                                     (self.store_id,)).fetchone()[0])
+
+    def files(self) -> list[str]:
+        return []  # the server's files are not readable from a client
+
+    def close(self) -> None:
+        self.conn.close()

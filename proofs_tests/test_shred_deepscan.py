@@ -1,0 +1,73 @@
+"""audit --deep's scanner: erased text that is not also retained, found in one pass per file."""
+
+from __future__ import annotations
+
+import json
+
+from memsteward.shred.deepscan import build_needles, deep_scan, windows
+
+ROOT = "MARKER-7f3a: the user's bank PIN is 4921 and their sister lives at 12 Elm Street."
+OTHER = "The user likes green tea in the morning."
+OLD_SUMMARY = ROOT + " " + OTHER       # an extractive summary of both
+NEW_SUMMARY = OTHER                    # correctly regenerated from `other` alone
+
+
+def _store_file(tmp_path, *texts: str) -> str:
+    """A file holding texts as a store would: JSON rows, plus raw bytes between."""
+    p = tmp_path / "mem.db"
+    p.write_bytes(b"\x00SQLite format 3\x00" + b"\x00\x01".join(json.dumps(t).encode() for t in texts) + b"\xff" * 64)
+    return str(p)
+
+
+def test_extractive_summary_passes_when_erasure_is_correct(tmp_path):
+    """The issue's false FAIL: what is left on disk is `other` and the new summary, shared with the
+    erased summary but rightly retained — the scan passes."""
+    path = _store_file(tmp_path, OTHER, NEW_SUMMARY)
+    report = deep_scan([path], {"root@1": ROOT, "summary@1": OLD_SUMMARY}, [OTHER, NEW_SUMMARY])
+    assert report["clean"], report
+    assert report["retained_windows"] > 0  # the shared windows were dropped, not missed
+
+
+def test_one_erased_sentence_left_behind_fails(tmp_path):
+    sentence = "their sister lives at 12 Elm Street."
+    path = _store_file(tmp_path, OTHER, NEW_SUMMARY, "note: " + sentence)
+    report = deep_scan([path], {"root@1": ROOT, "summary@1": OLD_SUMMARY}, [OTHER, NEW_SUMMARY])
+    assert not report["clean"]
+    assert set(report["files"][0]["found"]) <= {"root@1", "summary@1"}
+    assert "Elm" not in json.dumps(report)  # the report names versions, never their text
+
+
+def test_every_escaping_is_found(tmp_path):
+    """Text dense in escaped characters is found raw, escaped with \\uXXXX, or escaped otherwise."""
+    text = 'Zoë said "meet me at the café" —\nthen left; the code word was "blue-heron-omega-77".'
+    erased = {"a@1": text}
+    for stored in (text.encode(), json.dumps(text).encode(), json.dumps(text, ensure_ascii=False).encode(),
+                   json.dumps(text).replace("\\u00eb", "\\u00EB").replace("/", "\\/").encode()):
+        p = tmp_path / "f.bin"
+        p.write_bytes(b"prefix" + stored + b"suffix")
+        assert not deep_scan([str(p)], erased, [])["clean"], stored
+
+
+def test_a_surviving_run_is_found_at_any_offset(tmp_path):
+    """Any WINDOW + STRIDE − 1 consecutive characters of an erased leaf contain a whole window."""
+    text = "".join(chr(ord("a") + (k * 7) % 26) for k in range(200))
+    for start in range(0, 160, 5):
+        part = text[start:start + 31]
+        p = tmp_path / "f.bin"
+        p.write_bytes(b"xx" + part.encode() + b"yy")
+        assert not deep_scan([str(p)], {"a@1": text}, [])["clean"], start
+
+
+def test_chunk_boundaries(tmp_path, monkeypatch):
+    import memsteward.shred.deepscan as ds
+    monkeypatch.setattr(ds, "CHUNK", 7)
+    p = tmp_path / "f.bin"
+    p.write_bytes(b"." * 5 + ROOT.encode() + b"." * 5)
+    assert not deep_scan([str(p)], {"root@1": ROOT}, [])["clean"]
+
+
+def test_no_needle_budget():
+    """Thousands of erased leaves are all searched (the old scan stopped at 512 needles)."""
+    erased = {f"a{k}@1": f"record number {k:05d} says something unique about item {k * 7919}" for k in range(3000)}
+    assert len(build_needles(erased, []).words) > 3000 * 3
+    assert windows("short") == set()
