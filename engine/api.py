@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import InputError
 from .policy.model import Policy
+from .repair.closure import DEFAULT_BACKEND
 from .repair.events import Event, parse_event
 from .repair.plan import TransitionPlan
 from .repair.store import Store
@@ -98,7 +99,7 @@ def open_store(path: str | Path = ":memory:", create: bool = True) -> Store:
 
 
 def apply_event(store: Store, policy: Policy, event: Event | Mapping[str, Any], *, dry_run: bool = False,
-                selector: str = "mincut", backend: str = "networkx",
+                selector: str = "mincut", backend: str = DEFAULT_BACKEND,
                 executor: Executor | str | None = None,
                 progress: Callable[[int, int], None] | None = None) -> TransitionPlan:
     """Apply a delete / correct / migrate event (MemoRepair Algorithm 1): barrier, repair,
@@ -107,6 +108,7 @@ def apply_event(store: Store, policy: Policy, event: Event | Mapping[str, Any], 
     candidates' operators and oracles: ``"sequential"`` (None), ``"pool[:N]"``, ``"ray[:N]"``,
     ``"ray://host:port[:N]"`` or an executor object (:mod:`memsteward.repair.executors`).
     ``progress(done, total)`` is called after every repair step's outcome (total = |S_ρ|).
+    ``backend`` is the min-cut solver (``"ortools"``, as in the CLI, or ``"networkx"``).
 
     Raises
     ------

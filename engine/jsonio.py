@@ -20,9 +20,32 @@ MAX_INT = 2**63 - 1  # integers must fit SQLite's INTEGER and convert to a finit
 MAX_INT_DIGITS = 19
 
 
+STDIN = "-"
+"""The file name that means standard input, wherever the CLI reads a file (``--event -``)."""
+
+
+def read_stdin(max_bytes: int = MAX_BYTES) -> bytes:
+    """At most ``max_bytes`` of standard input (an oversized stream is an InputError, read no further)."""
+    import sys
+
+    raw = sys.stdin.buffer.read(max_bytes + 1)
+    if len(raw) > max_bytes:
+        raise InputError(f"document is over the {max_bytes}-byte limit", file="<stdin>", line=1)
+    return raw
+
+
+def source_name(path: str | Path) -> str:
+    """How an input is named in messages: ``<stdin>`` for ``"-"``, else the path."""
+    return "<stdin>" if str(path) == STDIN and not isinstance(path, Path) else str(path)
+
+
 def read_text(path: str | Path, max_bytes: int = MAX_BYTES, what: str = "file") -> str:
-    """UTF-8 text of a file; missing, unreadable, oversized or non-UTF-8 input is an InputError."""
+    """UTF-8 text of a file, or of standard input when ``path`` is ``"-"``; missing, unreadable,
+    oversized or non-UTF-8 input is an InputError."""
     name = str(path)
+    if name == STDIN and not isinstance(path, Path):
+        name, raw = "<stdin>", read_stdin(max_bytes)
+        return _decoded(raw, name)
     try:
         mode = os.stat(path).st_mode  # before open(): opening a FIFO would block
         if stat.S_ISDIR(mode):
@@ -39,6 +62,10 @@ def read_text(path: str | Path, max_bytes: int = MAX_BYTES, what: str = "file") 
         raise InputError(f"cannot read: {exc.strerror}", file=name) from None
     if len(raw) > max_bytes:
         raise InputError(f"document is over the {max_bytes}-byte limit", file=name, line=1)
+    return _decoded(raw, name)
+
+
+def _decoded(raw: bytes, name: str) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -132,7 +159,7 @@ def _bounded_int(token: str) -> int:
 
 def read_json(path: str | Path, max_bytes: int = MAX_BYTES) -> Any:
     """Parse a JSON file; any problem is an :class:`InputError` naming file, line and column."""
-    return parse_json(read_text(path, max_bytes, "JSON file"), str(path))
+    return parse_json(read_text(path, max_bytes, "JSON file"), source_name(path))
 
 
 def _reject_constant(token: str) -> float:

@@ -99,13 +99,13 @@ def test_older_schema_is_refused_until_migrated(store_at, tmp_path):
     for args in (["store", "serve", "--store", loc], ["recover", "--store", loc],
                  ["repair", "--policy", POLICY, "--store", loc, "--event", str(DATA / "event-delete.json")],
                  ["store", "import", "--store", loc, str(DATA / "store.json")]):
-        _one_line_exit_2(_run(*args), f"memsteward store migrate {loc}", "schema version 1")
+        _one_line_exit_2(_run(*args), f"memsteward store migrate --store {loc}", "schema version 1")
         assert store_fingerprint(loc) == before, args
-    r = _run("store", "migrate", loc, "--json")
+    r = _run("store", "migrate", "--store", loc, "--json")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout) == {"store": loc, "from": 1, "to": SCHEMA_VERSION, "migrated": True}
     assert _columns(loc, "event_lease") == fresh_columns  # reference: a store created by this release
-    r = _run("store", "migrate", loc)
+    r = _run("store", "migrate", "--store", loc)
     assert r.returncode == 0 and "already at schema version" in r.stdout
     r = _run("repair", "--policy", POLICY, "--store", loc, "--event", str(DATA / "event-delete.json"))
     assert r.returncode == 0, r.stderr
@@ -132,7 +132,7 @@ def test_version_4_store_gets_the_covering_parents_index(store_at):
          "UPDATE memsteward_schema SET version = 4")
     args = ("repair", "--policy", POLICY, "--dry-run", "--json", "--event", str(DATA / "event-migrate.json"))
     _one_line_exit_2(_run(*args[:-2], "--store", loc, *args[-2:]), "schema version 4")
-    r = _run("store", "migrate", loc, "--json")
+    r = _run("store", "migrate", "--store", loc, "--json")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout) == {"store": loc, "from": 4, "to": SCHEMA_VERSION, "migrated": True}
     assert _edge_indexes(loc) == expected
@@ -145,7 +145,7 @@ def test_newer_schema_and_foreign_tables_are_refused(store_at):
     loc = _imported(store_at("new"))
     _sql(loc, "UPDATE memsteward_schema SET version = 99")
     before = store_fingerprint(loc)
-    for args in (["store", "serve", "--store", loc], ["store", "migrate", loc]):
+    for args in (["store", "serve", "--store", loc], ["store", "migrate", "--store", loc]):
         _one_line_exit_2(_run(*args), "schema version 99", "newer release")
     assert store_fingerprint(loc) == before
     foreign = store_at("foreign")
@@ -159,7 +159,7 @@ def test_newer_schema_and_foreign_tables_are_refused(store_at):
     else:
         _sql(foreign, "CREATE TABLE users(id INTEGER)")
     before = store_fingerprint(foreign)
-    for args in (["store", "serve", "--store", foreign], ["store", "migrate", foreign],
+    for args in (["store", "serve", "--store", foreign], ["store", "migrate", "--store", foreign],
                  ["store", "import", "--store", foreign, str(DATA / "store.json")]):
         _one_line_exit_2(_run(*args), "not a memsteward store")
     assert store_fingerprint(foreign) == before

@@ -17,16 +17,18 @@ Malformed input raises :class:`InputError` naming the file (and line, for JSONL)
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import stat
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..jsonio import parse_json, read_json
+from ..jsonio import parse_json, read_json, source_name
 from ..policy.model import ClearanceSpec
 from .evaluators import Harm, SyntheticEvaluator, SyntheticGame, TableEvaluator, from_policy
 from .evaluators.synthetic import STRUCTURES
@@ -186,7 +188,7 @@ def parse_case(data: Any, file: str = "<case>", line: int | None = None) -> Case
 
 def load_case(path: str | Path) -> Case:
     """Read and validate one case file (JSON)."""
-    return parse_case(read_json(path, MAX_CASE_BYTES), str(path))
+    return parse_case(read_json(path, MAX_CASE_BYTES), source_name(path))
 
 
 def iter_cohort(path: str | Path, max_context: int | None = None) -> Iterator[Case]:
@@ -199,15 +201,18 @@ def iter_cohort(path: str | Path, max_context: int | None = None) -> Iterator[Ca
     """
     name = str(path)
     try:
-        mode = os.stat(path).st_mode
-        if not stat.S_ISREG(mode):
-            raise InputError("not a regular file, expected a JSONL cohort", file=name)
-        handle = open(path, "rb")
+        if name == "-" and not isinstance(path, Path):  # standard input
+            name, handle = "<stdin>", sys.stdin.buffer
+        else:
+            mode = os.stat(path).st_mode
+            if not stat.S_ISREG(mode):
+                raise InputError("not a regular file, expected a JSONL cohort", file=name)
+            handle = open(path, "rb")
     except FileNotFoundError:
         raise InputError("file not found", file=name) from None
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror}", file=name) from None
-    with handle:
+    with handle if handle is not sys.stdin.buffer else contextlib.nullcontext(handle):  # stdin stays open
         for lineno, raw in enumerate(iter(lambda: handle.readline(MAX_CASE_BYTES + 1), b""), 1):
             if len(raw) > MAX_CASE_BYTES:
                 raise InputError(f"line is over the {MAX_CASE_BYTES}-byte limit", file=name, line=lineno)

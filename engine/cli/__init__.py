@@ -81,4 +81,9 @@ def run() -> None:
     Only the executable does this: importing :data:`main` (tests, ``CliRunner``) changes nothing.
     """
     atexit.register(_quick_exit)
-    main()
+    try:
+        main()
+    except BrokenPipeError:  # outside a command (`memsteward --help | head -1`)
+        from .common import quiet_broken_pipe
+
+        quiet_broken_pipe()

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from ..errors import InputError
-from .common import deadline_option, emit_json, handle_errors, policy_with_deadline
+from .common import deadline_option, emit_json, handle_errors, policy_with_deadline, progress_flag
 from .demo import bundled
 
 METHOD_NAMES = ("meclear", "loo", "contextcite", "proxyspex", "direct")
@@ -100,9 +100,10 @@ def _methods(text: str) -> list[str]:
 @click.option("--executor", "executor", default="sequential", show_default=True, metavar="sequential|ray[:N]|ray://HOST:PORT[:N]",
               help="With --cohort: run each case as a Ray task (memsteward[ray]), at most N at once; "
                    "each case keeps its own coalition cache, the results are the local run's.")
+@progress_flag("the cases (--cohort, --locomo)")
 @handle_errors
 def clear(policy, case, cohort, method, methods, synthetic, locomo, limit, k, seed, out, as_json, deadline,
-          archive, replay, executor):
+          archive, replay, executor, progress):
     """Clear harmful memories from one query's context (MeClear, Algorithm 1).
 
     \b
@@ -116,6 +117,7 @@ def clear(policy, case, cohort, method, methods, synthetic, locomo, limit, k, se
     if replay and archive is None:
         raise click.UsageError("--replay needs --archive DIR")
     models = _Models(deadline, archive, replay)
+    drawing = sys.stderr.isatty() if progress is None else progress  # a bar only on a terminal
     modes = [x is not None for x in (case, cohort, synthetic, locomo)]
     if sum(modes) != 1:
         raise click.UsageError("give exactly one of --case, --cohort, --synthetic-cohort, --locomo")
@@ -123,11 +125,11 @@ def clear(policy, case, cohort, method, methods, synthetic, locomo, limit, k, se
     if synthetic is not None:
         _synthetic(synthetic, seed, k, out)
     elif locomo is not None:
-        _locomo(policy, locomo, out, limit, seed, k, models)
+        _locomo(policy, locomo, out, limit, seed, k, models, drawing)
     elif case is not None:
         _one(policy, case, method, as_json, models)
     else:
-        _cohort(policy, cohort, _methods(methods), as_json, models, limit, runner)
+        _cohort(policy, cohort, _methods(methods), as_json, models, limit, runner, drawing)
     models.report()
 
 
@@ -165,7 +167,7 @@ def _synthetic(n: int, seed: int, k: int, out: str | None) -> None:
 
 
 def _locomo(policy: str | None, data: str, out: str | None, limit: int | None, seed: int, k: int,
-            models: _Models) -> None:
+            models: _Models, progress: bool) -> None:
     from ..clearance.cohort import write_jsonl
     from ..clearance.locomo import build_locomo_cohort
 
@@ -173,7 +175,7 @@ def _locomo(policy: str | None, data: str, out: str | None, limit: int | None, s
     target = _need_out(out)
     evaluator = models.evaluator(spec)
     cases, funnel = build_locomo_cohort(Path(data), evaluator, trials=spec.trials, seed=seed,
-                                        k=k, limit=limit, progress=True)
+                                        k=k, limit=limit, progress=progress)
     count = write_jsonl(cases, target)
     click.echo(f"wrote {count} verified cases to {target}; funnel: "
                + ", ".join(f"{k}={v}" for k, v in funnel.items()), err=True)
@@ -215,7 +217,7 @@ def _one(policy: str | None, path: str, method: str, as_json: bool, models: _Mod
 
 
 def _cohort(policy: str | None, path: str, methods: list[str], as_json: bool, models: _Models,
-            limit: int | None, executor=None) -> None:
+            limit: int | None, executor=None, progress: bool = False) -> None:
     from itertools import islice
 
     from tqdm import tqdm
@@ -228,7 +230,7 @@ def _cohort(policy: str | None, path: str, methods: list[str], as_json: bool, mo
     cases = list(islice(iter_cohort(path, spec.retrieval_budget), limit))  # all validated before any run
     if not cases:
         raise InputError("the cohort has no cases", file=path)
-    bar = lambda it: tqdm(it, total=len(cases), desc="clear", unit="case", file=sys.stderr)  # noqa: E731
+    bar = (lambda it: tqdm(it, total=len(cases), desc="clear", unit="case", file=sys.stderr)) if progress else None
     if executor is not None:  # each case a Ray task; the policy's evaluator is made in the workers
         outcomes = run_cohort(cases, spec, methods, executor=executor)
     else:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import io
 import json
 import os
 import sqlite3
@@ -10,7 +11,7 @@ import sys
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import click
 
@@ -85,6 +86,20 @@ def _redact(url: str) -> str:
     return redact(url)
 
 
+def quiet_broken_pipe() -> NoReturn:
+    """Exit 0 without a word once the reader of stdout has gone (``memsteward store serve | head``),
+    as ``cat`` and ``grep`` do. Output files are regular files (:mod:`.paths`), so a broken pipe is
+    always stdout (or stderr). Stdout is pointed at /dev/null first, so the interpreter's final
+    flush of what is still buffered does not fail a second time."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        pass  # stdout is not a file descriptor (an in-process test runner)
+    sys.exit(0)
+
+
 def handle_errors(fn: F) -> F:
     """Turn :class:`InputError` into one line on stderr and exit code 2 (no traceback)."""
 
@@ -101,6 +116,8 @@ def handle_errors(fn: F) -> F:
             click.echo(InputError(f"the store cannot be used: {exc} (corrupt, read-only, locked or not a "
                                   "memsteward database)", file=str(store)).render(), err=True)
             sys.exit(EXIT_BAD_INPUT)
+        except BrokenPipeError:  # the reader of stdout went away (`store serve | head`): not an error
+            quiet_broken_pipe()
         except OSError as exc:  # writing an output (full disk, permissions, a pseudo-file)
             where = getattr(exc, "filename", None) or kwargs.get("out") or kwargs.get("output") or "<output>"
             click.echo(InputError(f"cannot read or write: {exc.strerror or exc}", file=str(where)).render(),

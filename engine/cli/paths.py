@@ -6,7 +6,7 @@ runs, each path argument is classified by name (the click parameter names used a
 and refused with one clear line (exit 2) unless it is:
 
 * an **input** (policy, event, case, cohort, plan, store document): a regular file (or absent:
-  the reader then reports "file not found");
+  the reader then reports "file not found"), or ``-`` for standard input (one per command);
 * a **store**: a regular file, absent (where the command creates one) or ``:memory:``;
 * an **output**: absent or a regular file outside ``/proc``, ``/sys`` and ``/dev``, in an
   existing directory.
@@ -86,7 +86,13 @@ def check_output(path: str) -> None:
 
 
 def check_paths(params: Mapping[str, Any]) -> None:
-    """Check every path-valued parameter of a command (by the parameter names above)."""
+    """Check every path-valued parameter of a command (by the parameter names above); at most one
+    input may be ``-`` (standard input can be read once)."""
+    dashes = [name for name, value in params.items() if name in INPUT_PARAMS
+              for v in (value if isinstance(value, (tuple, list)) else (value,)) if v == "-"]
+    if len(dashes) > 1:
+        raise InputError(f"standard input (-) can be read once, but {len(dashes)} inputs name it",
+                         file="-", field=", ".join(sorted(set(dashes))))
     for name, value in params.items():
         if value is None or isinstance(value, bool):
             continue

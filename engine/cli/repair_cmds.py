@@ -10,7 +10,7 @@ import click
 from ..api import apply_event, load_policy, open_store
 from ..errors import EventHeld
 from ..policy.model import Policy
-from ..repair.closure import BACKENDS, SELECTORS
+from ..repair.closure import BACKENDS, DEFAULT_BACKEND, SELECTORS
 from ..repair.events import load_event
 from ..repair.execute import recover
 from ..repair.executors import parse_executor
@@ -82,7 +82,7 @@ def _ids(ids) -> str:
 @click.option("--dry-run", is_flag=True, help="Compute and simulate the plan on a copy; the store is untouched.")
 @click.option("--json", "as_json", is_flag=True, help="Print the TransitionPlan as JSON.")
 @click.option("--selector", type=click.Choice(SELECTORS), default="mincut", show_default=True)
-@click.option("--backend", type=click.Choice(BACKENDS), default="ortools", show_default=True,
+@click.option("--backend", type=click.Choice(BACKENDS), default=DEFAULT_BACKEND, show_default=True,
               help="Min-cut backend (networkx is the reference).")
 @click.option("--tradeoff", type=FiniteFloat(0.0, 1e12), default=None, help="Override the policy's λ.")
 @click.option("--budget", type=FiniteFloat(0.0, 1e15), default=None, help="Override the policy's hard budget β.")

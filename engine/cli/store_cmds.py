@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
-import sys
+import os
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from typing import Any
 
 import click
 
 from ..errors import InputError
-from ..jsonio import parse_json, read_text
+from ..jsonio import parse_json, read_text, source_name
 from ..repair.artifacts import parse_store_document, read_json
+from ..repair.dialect import is_postgres_url
 from ..repair.store import Store
 from ..repair.writes import MAX_CONTENT_BYTES, parse_put
 from .common import emit_json, emit_json_stream, handle_errors, progress_flag, step_progress, terminal
+from .paths import check_store
 
 
 @click.group("store")
@@ -23,7 +26,7 @@ def store_group() -> None:
 
 @store_group.command("import")
 @click.option("--store", "store_path", required=True, help="SQLite store file or postgresql://…[?schema=NAME] (created if missing).")
-@click.argument("document", type=click.Path())
+@click.argument("document", type=click.Path(allow_dash=True))
 @click.option("--json", "as_json", is_flag=True, help="Report what was imported as JSON.")
 @handle_errors
 def import_cmd(store_path: str, document: str, as_json: bool) -> None:
@@ -31,9 +34,11 @@ def import_cmd(store_path: str, document: str, as_json: bool) -> None:
     if store_path.endswith(".json"):
         raise InputError("import needs a SQLite store path, not a .json file", file=store_path)
     doc, text = read_json(document)
-    snap = parse_store_document(doc, document, text)
-    store = Store.open(store_path, create=True)
-    store.import_snapshot(snap, file=document)
+    snap = parse_store_document(doc, source_name(document), text)
+    with new_file_kept_on_success(store_path) as opened:
+        store = Store.open(store_path, create=True)
+        opened.append(store)
+        store.import_snapshot(snap, file=source_name(document))
     if as_json:
         emit_json({"store": store_path, "document": document, "artifacts": len(snap.artifacts),
                    "edges": len(snap.edges)})
@@ -41,20 +46,33 @@ def import_cmd(store_path: str, document: str, as_json: bool) -> None:
         click.echo(f"imported {len(snap.artifacts)} artifacts and {len(snap.edges)} edges into {store_path}")
 
 
+@contextmanager
+def new_file_kept_on_success(store_path: str) -> Iterator[list[Store]]:
+    """A SQLite store file that the block creates is removed again (with its -wal/-shm/-journal
+    files) when the block fails: a refused first write leaves no empty store behind. An existing
+    store, a server URL or ``:memory:`` is left as it is. The block appends the store it opens to the
+    list it is given, which is closed before its files are removed."""
+    path = store_path[len("sqlite:///"):] if store_path.startswith("sqlite:///") else store_path
+    fresh = path not in ("", ":memory:") and not is_postgres_url(path) and not os.path.lexists(path)
+    opened: list[Store] = []
+    try:
+        yield opened
+    except BaseException:
+        if fresh:
+            for store in opened:
+                store.close()
+            for name in (path, f"{path}-wal", f"{path}-shm", f"{path}-journal"):
+                with suppress(FileNotFoundError):
+                    os.unlink(name)
+        raise
+
+
 PUT_MAX_BYTES = 4 * MAX_CONTENT_BYTES
 """Limit on a put document (content and meta are limited to MAX_CONTENT_BYTES of canonical JSON)."""
 
 
 def _read_put(document: str) -> str:
-    if document != "-":
-        return read_text(document, PUT_MAX_BYTES, "JSON file")
-    raw = sys.stdin.buffer.read(PUT_MAX_BYTES + 1)
-    if len(raw) > PUT_MAX_BYTES:
-        raise InputError(f"document is over the {PUT_MAX_BYTES}-byte limit", file="<stdin>", line=1)
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text (byte {exc.start})", file="<stdin>") from None
+    return read_text(document, PUT_MAX_BYTES, "JSON file")  # "-": stdin
 
 
 @store_group.command("put")
@@ -75,8 +93,10 @@ def put_cmd(store_path: str, document: str, as_json: bool) -> None:
         raise InputError("put needs a SQLite store path, not a .json file", file=store_path)
     name = "<stdin>" if document == "-" else document
     write = parse_put(parse_json(_read_put(document), name), name)
-    store = Store.open(store_path, create=True)
-    art = store.record_many([write])[0]
+    with new_file_kept_on_success(store_path) as opened:
+        store = Store.open(store_path, create=True)
+        opened.append(store)
+        art = store.record_many([write])[0]
     if as_json:
         emit_json({"store": store_path, "id": art.id, "kind": art.kind, "version": art.version,
                    "inputs": list(write.inputs), "semantic": list(write.semantic), "sha256": write.digest})
@@ -190,14 +210,25 @@ def copy_cmd(src: str, dst: str, as_json: bool, progress: bool | None) -> None:
 
 
 @store_group.command("migrate")
-@click.argument("store_path", metavar="STORE")
+@click.option("--store", "store_path", default=None, help="SQLite store file or postgresql://…[?schema=NAME].")
+@click.argument("legacy_store", metavar="[STORE]", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Report the schema versions (from, to) as JSON.")
 @handle_errors
-def migrate_cmd(store_path: str, as_json: bool) -> None:
-    """Bring STORE (SQLite file or postgresql://…?schema=…) written by an older release to this
+def migrate_cmd(store_path: str | None, legacy_store: str | None, as_json: bool) -> None:
+    """Bring the store (SQLite file or postgresql://…?schema=…) written by an older release to this
     release's schema version, in one transaction under the store's write lock. Every other command
-    refuses an older store (exit 2, nothing changed) and names this one. Already current: exit 0."""
+    refuses an older store (exit 2, nothing changed) and names this one. Already current: exit 0.
+    The positional STORE is the deprecated spelling of --store (kept for scripts; it says so)."""
     from ..repair.dialect import SCHEMA_VERSION
+
+    if (store_path is None) == (legacy_store is None):
+        raise click.UsageError("give the store as --store STORE")
+    if store_path is None:
+        assert legacy_store is not None
+        check_store(legacy_store)
+        click.echo("memsteward: `store migrate STORE` is deprecated; write `store migrate --store STORE`",
+                   err=True)
+        store_path = legacy_store
 
     if store_path.endswith(".json"):
         raise InputError("a .json export has no schema version: import it with `memsteward store import`",

@@ -38,6 +38,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 from ..errors import InputError
 from ..policy.model import KINDS, Policy
 from ..repair.artifacts import SERVABLE_STATES
+from ..repair.closure import DEFAULT_BACKEND
 from ..repair.events import parse_event
 from ..repair.execute import run_event
 from ..repair.operators import OperatorRegistry
@@ -179,7 +180,8 @@ class GovernedStore(BaseStore):
         if ident is None or self.store.get(ident).state == "erased":  # type: ignore[union-attr]
             return [(ident or "", PutOp(namespace, key, None))]
         event = parse_event({"type": "delete", "roots": [ident]}, self.store)
-        plan = run_event(self.store, self.policy, event, operators=self.operators, oracles=self.oracles)
+        plan = run_event(self.store, self.policy, event, backend=DEFAULT_BACKEND, operators=self.operators,
+                         oracles=self.oracles)
         self.last_plan = plan
         writes: list[tuple[str, PutOp]] = [(ident, PutOp(namespace, key, None))]
         republished = set(plan.republished)

@@ -14,7 +14,7 @@ from functools import cached_property
 from typing import Any, NamedTuple
 
 from ..errors import InputError
-from ..jsonio import parse_json, read_text
+from ..jsonio import parse_json, read_text, source_name
 from ..policy.model import ARCHITECTURES, KINDS
 from .schemas import artifact_problem
 
@@ -158,7 +158,7 @@ def line_of(text: str, value: Any) -> int | None:
 def read_json(path: str) -> tuple[Any, str]:
     """Read a JSON file (and its text, for line lookups); errors name file, line and column."""
     text = read_text(path, what="JSON file")
-    return parse_json(text, path), text
+    return parse_json(text, source_name(path)), text
 
 
 def parse_artifact(obj: Any, where: str, file: str, text: str = "") -> Artifact:

@@ -33,6 +33,7 @@ from .candidates import Candidate
 
 SELECTORS: tuple[str, ...] = ("mincut", "greedy", "repair_all", "remove_all", "no_action")
 BACKENDS: tuple[str, ...] = ("networkx", "ortools")
+DEFAULT_BACKEND = "ortools"  # the min-cut the CLI, the Python API and the LangGraph adapter use unless told
 BUDGET_EXACT_LIMIT = 20
 INT64_SAFE = 1 << 62
 SMALL_CUT_ARCS = 1024  # up to this many arcs the OR-Tools network is built arc by arc (no numpy import)

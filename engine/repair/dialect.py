@@ -233,7 +233,7 @@ def check_version(version: int, schema: str, shown: str, migrate: bool) -> None:
                          file=shown, field="schema")
     if version < SCHEMA_VERSION and not migrate:
         raise InputError(f"{schema} is a memsteward store of schema version {version}; this release needs "
-                         f"version {SCHEMA_VERSION}: run `memsteward store migrate {shown}` (nothing was changed)",
+                         f"version {SCHEMA_VERSION}: run `memsteward store migrate --store {shown}` (nothing was changed)",
                          file=shown, field="schema")
 
 
