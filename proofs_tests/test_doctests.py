@@ -9,7 +9,8 @@ import pytest
 
 MODULES = ["memsteward", "memsteward.api", "memsteward.repair.writes", "memsteward.repair.store",
            "memsteward.repair.dialect",
-           "memsteward.integrations.langgraph"]
+           "memsteward.integrations.langgraph", "memsteward.mcp.tenant", "memsteward.mcp.limits",
+           "memsteward.mcp.memory", "memsteward.mcp.transports"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -32,6 +32,7 @@ COMMANDS: dict[str, LazyCommand] = {
                            "Compare two policies' mode maps cell by cell (Z3 finds one example per difference)."),
     "demo": LazyCommand(".demo:demo",
                         "Run memsteward end to end on the bundled policies and data (no network needed)."),
+    "mcp": LazyCommand(".mcp_cmds:mcp", "Serve a store's governed memory to MCP clients (stdio or streamable HTTP)."),
     "recover": LazyCommand(".repair_cmds:recover_cmd",
                            "Roll forward an event interrupted by a crash (no-op when none is pending)."),
     "repair": LazyCommand(".repair_cmds:repair",
