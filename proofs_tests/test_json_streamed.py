@@ -12,8 +12,8 @@ bytes as ``json.dumps(document, indent=2)`` without holding the document.
   than the content (the whole document held at once grows it by about the content);
 * one state: an export read while another process records an artifact and its edge holds neither
   (it imports again); a write through the same store inside the read snapshot is refused;
-* ``--output`` writes the named file in place (its mode and a symlink stay) and empties it when the
-  export fails midway; on stdout the failure exits non-zero.
+* ``--output`` writes beside the named file and renames over it (its mode and a symlink stay); an
+  export failing midway leaves the old file as it was; on stdout the failure exits non-zero.
 """
 
 from __future__ import annotations
@@ -176,7 +176,7 @@ def test_export_is_one_state_while_another_process_writes(store_at):
             other.close()
 
 
-def test_output_file_is_written_in_place_and_emptied_on_failure(tmp_path):
+def test_output_file_is_replaced_and_left_as_it_was_on_failure(tmp_path):
     db = str(tmp_path / "s.db")
     store = Store(db)
     store.import_snapshot(_snapshot())
@@ -191,8 +191,10 @@ def test_output_file_is_written_in_place_and_emptied_on_failure(tmp_path):
     with store.transaction() as c:  # a damaged row midway through the artifacts
         c.execute("UPDATE versions SET meta = '{' WHERE id = 'a3'")
     store.close()
+    before = target.read_bytes()
     r = _run("store", "export", "--store", db, "-o", str(target))
     assert r.returncode != 0 and "Traceback" not in r.stderr
-    assert target.read_text() == "" and oct(target.stat().st_mode & 0o777) == "0o600"
+    assert target.read_bytes() == before and oct(target.stat().st_mode & 0o777) == "0o600"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".memsteward-")) == []
     r = _run("store", "export", "--store", db)
     assert r.returncode != 0 and "Traceback" not in r.stderr

@@ -134,9 +134,11 @@ def synthetic_cohort(n: int, seed: int = 0, *, k: int = 5, noise: float = 0.02, 
 
 
 def write_jsonl(cases: Iterable[dict[str, Any]], path: str | Path) -> int:
-    """Write cases as JSONL; returns how many."""
+    """Write cases as JSONL (beside ``path``, then renamed over it); returns how many."""
+    from ..safewrite import replace_file
+
     n = 0
-    with open(path, "w", encoding="utf-8") as fh:
+    with replace_file(str(path)) as fh:
         for c in cases:
             fh.write(json.dumps(c, ensure_ascii=False) + "\n")
             n += 1

@@ -32,19 +32,16 @@ STREAM_CHUNK = 1 << 16  # characters gathered before one write to stdout
 def emit_json_stream(doc: Any, output: str | None = None) -> None:
     """:func:`emit_json` of a document whose arrays are iterators (:func:`memsteward.jsonio.write_streamed`),
     on stdout (in chunks of STREAM_CHUNK characters; an error midway leaves the document incomplete
-    there, with the command's non-zero exit) or into the file ``output``, written in place like any
-    file the user names (its mode, owner and symlinks stay) and emptied if the export fails midway."""
+    there, with the command's non-zero exit) or into the file ``output``, written beside and renamed
+    over it (:func:`memsteward.safewrite.replace_file`: a symlink keeps pointing at it, its mode stays,
+    and an export failing midway leaves the old file as it was)."""
     from ..jsonio import write_streamed
+    from ..safewrite import replace_file
 
     if output is not None:
-        with open(output, "w", encoding="utf-8") as fh:
-            try:
-                write_streamed(fh.write, doc, default=_default)
-                fh.write("\n")
-            except BaseException:
-                fh.seek(0)
-                fh.truncate()  # never a plausible-looking partial document
-                raise
+        with replace_file(output) as fh:
+            write_streamed(fh.write, doc, default=_default)
+            fh.write("\n")
         return
     parts: list[str] = []
     size = 0

@@ -9,7 +9,10 @@ and refused with one clear line (exit 2) unless it is:
   the reader then reports "file not found"), or ``-`` for standard input (one per command);
 * a **store**: a regular file, absent (where the command creates one) or ``:memory:``;
 * an **output**: absent or a regular file outside ``/proc``, ``/sys`` and ``/dev``, in an
-  existing directory.
+  existing directory, and never one of the command's own files: its store (or the store's
+  ``-wal``/``-shm``/``-journal`` or a key file beside it), a key file named in the environment, or
+  any of its inputs — compared by real path (symlinks) and by inode (hard links). Outputs are then
+  written beside and renamed (:mod:`memsteward.safewrite`), so even a failure leaves the old file.
 """
 
 from __future__ import annotations
@@ -21,12 +24,18 @@ from typing import Any
 
 import click
 
-from ..errors import InputError
+from ..errors import InputError, printable
+from ..safewrite import same_file, store_files
 
 INPUT_PARAMS = frozenset({"policy_path", "policy", "event_path", "document", "case", "cohort",
-                          "policies", "old", "new", "plan_path"})
-STORE_PARAMS = frozenset({"store_path", "src", "dst"})  # src/dst: `store copy`
-OUTPUT_PARAMS = frozenset({"output", "out"})
+                          "policies", "old", "new", "plan_path", "case_path", "event_files",
+                          "properties_policy"})
+STORE_PARAMS = frozenset({"store_path", "src", "dst", "replay_store"})  # src/dst: `store copy`
+OUTPUT_PARAMS = frozenset({"output", "out", "junit_path"})
+READ_ONLY_PARAMS = frozenset({"paths"})  # `test PATHS…`: files or folders, protected but not type-checked
+WRITTEN_STORES = frozenset({"dst"})  # a store the command creates: it must not be another store's file
+#: environment variables naming key files (master key, audit key) that no output may overwrite
+KEY_FILE_VARS = ("MEMSTEWARD_MASTER_KEY_FILE", "MEMSTEWARD_AUDIT_KEY_FILE", "MEMSTEWARD_KEY_FILE")
 PSEUDO_FILESYSTEMS = ("/proc", "/sys", "/dev")
 
 
@@ -85,26 +94,63 @@ def check_output(path: str) -> None:
         raise InputError("the directory to write into does not exist", file=path)
 
 
+def _values(params: Mapping[str, Any]) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    for name, value in params.items():
+        if value is None or isinstance(value, bool):
+            continue
+        for v in value if isinstance(value, (tuple, list)) else (value,):
+            if isinstance(v, str) and v != "-":
+                out.append((name, v))
+    return out
+
+
+def _is_file_store(path: str) -> bool:
+    return path != ":memory:" and not path.startswith(("postgresql://", "postgres://"))
+
+
+def protected_files(params: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(file, what it is) for every file the command reads: store files and the files beside them,
+    inputs, and the key files the environment names."""
+    files: list[tuple[str, str]] = []
+    for name, v in _values(params):
+        if name in STORE_PARAMS and name not in WRITTEN_STORES and _is_file_store(v):
+            files += [(f, "the store" if f == v else "a file of the store") for f in store_files(v)]
+        elif name in INPUT_PARAMS or name in READ_ONLY_PARAMS:
+            files.append((v, "an input of this command"))
+    files += [(os.environ[var], f"the key file named by ${var}") for var in KEY_FILE_VARS if os.environ.get(var)]
+    return files
+
+
+def check_clobber(output: str, protected: list[tuple[str, str]]) -> None:
+    """Refuse an output that is (by real path or inode) one of the ``protected`` files."""
+    for path, what in protected:
+        if same_file(output, path):
+            raise InputError(f"refusing to write over {what} ({printable(path)[:200]}); choose another output "
+                             "path", file=output)
+
+
 def check_paths(params: Mapping[str, Any]) -> None:
-    """Check every path-valued parameter of a command (by the parameter names above); at most one
-    input may be ``-`` (standard input can be read once)."""
+    """Check every path-valued parameter of a command (by the parameter names above); an output
+    (or a store the command creates) must not be any file the command reads; at most one input may
+    be ``-`` (standard input can be read once)."""
     dashes = [name for name, value in params.items() if name in INPUT_PARAMS
               for v in (value if isinstance(value, (tuple, list)) else (value,)) if v == "-"]
     if len(dashes) > 1:
         raise InputError(f"standard input (-) can be read once, but {len(dashes)} inputs name it",
                          file="-", field=", ".join(sorted(set(dashes))))
-    for name, value in params.items():
-        if value is None or isinstance(value, bool):
-            continue
-        for v in value if isinstance(value, (tuple, list)) else (value,):
-            if not isinstance(v, str):
-                continue
-            if name in STORE_PARAMS:
-                check_store(v)
-            elif name in OUTPUT_PARAMS:
-                check_output(v)
-            elif name in INPUT_PARAMS:
-                check_input(v)
+    protected = protected_files(params)
+    for name, v in _values(params):
+        if name in STORE_PARAMS:
+            check_store(v)
+            if name in WRITTEN_STORES and _is_file_store(v):
+                for f in store_files(v):
+                    check_clobber(f, protected)
+        elif name in OUTPUT_PARAMS:
+            check_output(v)
+            check_clobber(v, protected)
+        elif name in INPUT_PARAMS:
+            check_input(v)
 
 
 class FiniteFloat(click.ParamType):

@@ -11,6 +11,7 @@ import click
 
 from ..errors import EXIT_BAD_INPUT, EXIT_FINDINGS, InputError
 from ..policy.loader import load_checked_source
+from ..safewrite import replace_file
 from ..testing.coverage import PolicyCoverage, coverage
 from ..testing.load import Suite, discover, load_suite
 from ..testing.properties import MAX_EXAMPLES, run_properties, save_failure
@@ -106,7 +107,8 @@ def test_cmd(paths: tuple[str, ...], as_json_flag: bool, junit_path: str | None,
     seconds = time.perf_counter() - started
     covs = _coverages(suites, results) if with_coverage else []
     if junit_path:
-        Path(junit_path).write_bytes(junit_xml(results, seconds))
+        with replace_file(junit_path, "wb") as fh:
+            fh.write(junit_xml(results, seconds))
     under = [c for c in covs if threshold is not None and c.percent < threshold]
     if as_json_flag:
         doc = as_json(results)
