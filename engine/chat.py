@@ -38,6 +38,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from .archive import Archive, ArchiveError, request_key
+from .policy.endpoints import own_secret
 from .policy.model import Endpoint
 
 MAX_BODY = 1 << 20  # bytes of one reply
@@ -124,6 +125,8 @@ class ChatClient:
     archive: Archive | None = None
 
     def __post_init__(self) -> None:
+        if own_secret(self.endpoint.api_key_env):  # never memsteward's own secret as a Bearer token
+            raise EndpointError(f"api_key_env {self.endpoint.api_key_env!r} is one of memsteward's own secrets", 0)
         key = os.environ.get(self.endpoint.api_key_env, "")
         self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if key:

@@ -16,7 +16,7 @@ class InputError(Exception):
                  col: int | None = None, field: str = "") -> None:
         super().__init__(message)
         self.message = message
-        self.file = file
+        self.file = shown_location(file) if "://" in file else file  # never a DSN's password
         self.line = line
         self.col = col
         self.field = field
@@ -33,6 +33,9 @@ class InputError(Exception):
     def as_dict(self) -> dict:
         return {"severity": "error", "code": "bad-input", "message": self.message,
                 "file": self.file, "line": self.line, "col": self.col, "field": self.field}
+
+
+from .redaction import shown_location  # noqa: E402  (after the exit codes it has no need of)
 
 
 def printable(text: str) -> str:

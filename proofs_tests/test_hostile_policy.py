@@ -68,7 +68,25 @@ CASES = {
                     [("secret", "clearance.evaluator.endpoint.api_key_env")]),
     "foreign-key-allowed-by-env": (_evaluator("https://api.example.com/v1", "AWS_SECRET_ACCESS_KEY"),
                                    {"MEMSTEWARD_ALLOWED_KEY_ENVS": "OPENAI_API_KEY, AWS_*"}, []),
-    "memsteward-prefix-default": (_evaluator("https://api.example.com/v1", "MEMSTEWARD_LLM_KEY"), {}, []),
+    # issue 25: the default names exact variables, never the MEMSTEWARD_* prefix
+    "memsteward-prefix-default": (_evaluator("https://api.example.com/v1", "MEMSTEWARD_LLM_KEY"), {},
+                                  [("secret", "clearance.evaluator.endpoint.api_key_env")]),
+    "memsteward-llm-key-default": (_evaluator("https://api.example.com/v1", "MEMSTEWARD_LLM_API_KEY"), {}, []),
+    "audit-key-default": (_evaluator("https://api.example.com/v1", "MEMSTEWARD_AUDIT_KEY"), {},
+                          [("secret", "clearance.evaluator.endpoint.api_key_env")]),
+    "audit-key-allowed-by-star": (_regen("https://api.example.com/v1", "MEMSTEWARD_AUDIT_KEY"),
+                                  {"MEMSTEWARD_ALLOWED_KEY_ENVS": "*"}, [("secret", "repair.regen_endpoint.api_key_env")]),
+    "dsn-allowed-by-name": (_regen("https://api.example.com/v1", "MEMSTEWARD_PG_DSN"),
+                            {"MEMSTEWARD_ALLOWED_KEY_ENVS": "MEMSTEWARD_PG_DSN"},
+                            [("secret", "repair.regen_endpoint.api_key_env")]),
+    "master-key-allowed-by-prefix": (_regen("https://api.example.com/v1", "MEMSTEWARD_MASTER_KEY"),
+                                     {"MEMSTEWARD_ALLOWED_KEY_ENVS": "MEMSTEWARD_*"},
+                                     [("secret", "repair.regen_endpoint.api_key_env")]),
+    "pgpassword-allowed-by-name": (_regen("https://api.example.com/v1", "PGPASSWORD"),
+                                   {"MEMSTEWARD_ALLOWED_KEY_ENVS": "PGPASSWORD"},
+                                   [("secret", "repair.regen_endpoint.api_key_env")]),
+    "empty-env-list-allows-none": (_evaluator("https://api.example.com/v1"), {"MEMSTEWARD_ALLOWED_KEY_ENVS": ""},
+                                   [("secret", "clearance.evaluator.endpoint.api_key_env")]),
     "env-list-replaces-default": (_evaluator("https://api.example.com/v1"), {"MEMSTEWARD_ALLOWED_KEY_ENVS": "MY_KEY"},
                                   [("secret", "clearance.evaluator.endpoint.api_key_env")]),
     "plain-http-remote": (_evaluator("http://203.0.113.5:8080/v1"), {},
@@ -114,12 +132,31 @@ def test_config_file_sets_the_allow_lists(tmp_path: Path):
     assert result.exit_code == 2 and str(config) in result.output and "Traceback" not in result.output
 
 
+def test_empty_config_list_allows_none(tmp_path: Path):
+    config = tmp_path / "config.toml"
+    config.write_text("[endpoints]\nallowed_key_envs = []\n")
+    code, findings = _check(_policy(tmp_path, _evaluator("https://api.example.com/v1")),
+                            {"MEMSTEWARD_CONFIG": str(config)})
+    assert code == 1 and _codes(findings, "error") == [("secret", "clearance.evaluator.endpoint.api_key_env")]
+
+
+def test_own_secret_is_never_a_bearer_token(monkeypatch):
+    """Even past `check` (the Python API builds a client directly), the audit key is never sent."""
+    from memsteward.chat import ChatClient, EndpointError
+    from memsteward.policy.model import Endpoint
+
+    monkeypatch.setenv("MEMSTEWARD_AUDIT_KEY", "audit-key-0123456789abcdef")
+    ep = Endpoint(base_url="http://127.0.0.1:9/v1", model="m", api_key_env="MEMSTEWARD_AUDIT_KEY")
+    with pytest.raises(EndpointError, match="own secrets"):
+        ChatClient(ep)
+
+
 def test_rules_from_environment_reference():
     rules = EndpointRules.from_environment({"MEMSTEWARD_ALLOWED_KEY_ENVS": "A,B_*"})
     assert rules.key_env_allowed("A") and rules.key_env_allowed("B_1")
     assert not rules.key_env_allowed("OPENAI_API_KEY") and not rules.key_env_allowed("a")
     default = EndpointRules.from_environment({})
-    assert default.key_env_allowed("OPENAI_API_KEY") and default.key_env_allowed("MEMSTEWARD_X")
+    assert default.key_env_allowed("OPENAI_API_KEY") and not default.key_env_allowed("MEMSTEWARD_X")
     assert not default.key_env_allowed("PATH")
     assert [is_loopback(h) for h in ("127.0.0.2", "::1", "localhost", "127.example.com", "10.0.0.1")] == \
         [True, True, True, False, False]

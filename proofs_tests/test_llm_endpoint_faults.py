@@ -46,6 +46,7 @@ DEPENDENT = "sum-digest"  # built on sum-profile
 @pytest.fixture()
 def llm(monkeypatch):
     monkeypatch.setenv(KEY_ENV, SECRET)
+    monkeypatch.setenv("MEMSTEWARD_ALLOWED_KEY_ENVS", KEY_ENV)  # the default names exact variables only
     with ScriptedLLM() as server:
         yield server
 

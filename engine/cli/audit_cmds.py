@@ -7,6 +7,7 @@ import sys
 import click
 
 from ..errors import EXIT_FINDINGS
+from ..redaction import shown_location
 from .common import emit_json, handle_errors, terminal
 
 
@@ -47,16 +48,16 @@ def audit(store_path: str, event_id: int | None, fmt: str, as_json: bool, check_
         records = check_records(store) if broken is None else None
         ok = broken is None and records is None
         if fmt == "json":
-            emit_json({"store": store_path, "rows": len(rows), "ok": ok, "signed": key is not None,
+            emit_json({"store": shown_location(store_path), "rows": len(rows), "ok": ok, "signed": key is not None,
                        "head": rows[-1][6] if rows else None,
                        "first_broken": None if broken is None else {"seq": broken[0], "reason": broken[1]},
                        "records": None if records is None else {"event": records[0], "reason": records[1]}})
         elif broken is not None:
-            click.echo(f"{terminal(store_path)}: audit chain BROKEN at row {broken[0]}: {broken[1]}")
+            click.echo(f"{terminal(shown_location(store_path))}: audit chain BROKEN at row {broken[0]}: {broken[1]}")
         elif records is not None:
-            click.echo(f"{terminal(store_path)}: event {records[0]}: {records[1]}")
+            click.echo(f"{terminal(shown_location(store_path))}: event {records[0]}: {records[1]}")
         else:
-            click.echo(f"{terminal(store_path)}: audit chain intact ({len(rows)} rows, head "
+            click.echo(f"{terminal(shown_location(store_path))}: audit chain intact ({len(rows)} rows, head "
                        f"{rows[-1][6][:16] if rows else '-'}…{', signature verified' if key else ''}); "
                        "every event, policy and plan matches its pinned digest")
         sys.exit(0 if ok else EXIT_FINDINGS)

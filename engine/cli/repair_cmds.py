@@ -10,6 +10,7 @@ import click
 from ..api import apply_event, load_policy, open_store
 from ..errors import EventHeld
 from ..policy.model import Policy
+from ..redaction import shown_location
 from ..repair.closure import BACKENDS, DEFAULT_BACKEND, SELECTORS
 from ..repair.events import load_event
 from ..repair.execute import recover
@@ -120,7 +121,7 @@ def repair(policy_path: str, store_path: str, event_path: str, dry_run: bool, as
         if dry_run:
             click.echo("dry run: the store was not changed")
         elif store.path == ":memory:":
-            click.echo(f"note: {store_path} is a JSON export read into memory; nothing was written "
+            click.echo(f"note: {shown_location(store_path)} is a JSON export read into memory; nothing was written "
                        "(import it with `memsteward store import` to keep changes)")
 
 

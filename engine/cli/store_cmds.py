@@ -11,6 +11,7 @@ import click
 
 from ..errors import InputError
 from ..jsonio import parse_json, read_text, source_name
+from ..redaction import shown_location
 from ..repair.artifacts import parse_store_document, read_json
 from ..repair.dialect import is_postgres_url
 from ..repair.store import Store
@@ -40,10 +41,10 @@ def import_cmd(store_path: str, document: str, as_json: bool) -> None:
         opened.append(store)
         store.import_snapshot(snap, file=source_name(document))
     if as_json:
-        emit_json({"store": store_path, "document": document, "artifacts": len(snap.artifacts),
+        emit_json({"store": shown_location(store_path), "document": document, "artifacts": len(snap.artifacts),
                    "edges": len(snap.edges)})
     else:
-        click.echo(f"imported {len(snap.artifacts)} artifacts and {len(snap.edges)} edges into {store_path}")
+        click.echo(f"imported {len(snap.artifacts)} artifacts and {len(snap.edges)} edges into {shown_location(store_path)}")
 
 
 @contextmanager
@@ -98,11 +99,11 @@ def put_cmd(store_path: str, document: str, as_json: bool) -> None:
         opened.append(store)
         art = store.record_many([write])[0]
     if as_json:
-        emit_json({"store": store_path, "id": art.id, "kind": art.kind, "version": art.version,
+        emit_json({"store": shown_location(store_path), "id": art.id, "kind": art.kind, "version": art.version,
                    "inputs": list(write.inputs), "semantic": list(write.semantic), "sha256": write.digest})
     else:
         click.echo(f"recorded {art.id!r} v{art.version} ({len(write.inputs)} inputs, "
-                   f"{len(write.semantic)} semantic links) in {store_path}")
+                   f"{len(write.semantic)} semantic links) in {shown_location(store_path)}")
 
 
 @store_group.command("export")

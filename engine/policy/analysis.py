@@ -21,7 +21,7 @@ import z3
 
 from .domain import Cell, format_number
 from .encoding import Encoding, real, solve
-from .endpoints import EndpointRules, endpoints, shown_url
+from .endpoints import EndpointRules, endpoints, own_secret, shown_url
 from .findings import Finding
 from .loader import PolicySource, dotted
 from .model import MAX_EXACT_RETRIEVAL_BUDGET, Policy
@@ -155,7 +155,11 @@ def _endpoints(src: PolicySource, rules: EndpointRules) -> Iterable[Finding]:
         problem = rules.url_problem(ep.base_url)
         if problem:
             yield _at(src, loc + ("base_url",), "error", "endpoint", problem)
-        if not rules.key_env_allowed(ep.api_key_env):
+        if own_secret(ep.api_key_env):
+            yield _at(src, loc + ("api_key_env",), "error", "secret",
+                      f"api_key_env {ep.api_key_env!r} is one of memsteward's own secrets (audit key, store DSN, "
+                      "master or index key); it is never sent to an endpoint, whatever the allow-list says")
+        elif not rules.key_env_allowed(ep.api_key_env):
             yield _at(src, loc + ("api_key_env",), "error", "secret",
                       f"api_key_env {ep.api_key_env!r} is not an allowed key variable "
                       f"(allowed: {', '.join(rules.key_envs) or 'none'}); the operator of memsteward "

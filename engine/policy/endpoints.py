@@ -6,8 +6,11 @@ value as a Bearer token. So the operator of the tool — never the policy — de
 
 * which environment variables a policy may name as ``api_key_env``: the list in
   ``MEMSTEWARD_ALLOWED_KEY_ENVS`` (comma-separated names or shell patterns), else
-  ``allowed_key_envs`` in the user config file, else :data:`DEFAULT_KEY_ENVS`
-  (``OPENAI_API_KEY`` and ``MEMSTEWARD_*``);
+  ``allowed_key_envs`` in the user config file, else :data:`DEFAULT_KEY_ENVS` — exact names
+  (``OPENAI_API_KEY``, ``MEMSTEWARD_LLM_API_KEY``), never a prefix. An empty list allows none.
+  memsteward's own secrets (:func:`own_secret`: the audit key, the store DSN, the master and index
+  keys, key files, libpq's password variables) are refused under any configuration, so a
+  policy can never have one sent as a Bearer token;
 * which hosts may be reached over plain ``http://``: loopback always; others only when listed in
   ``MEMSTEWARD_ALLOWED_HTTP_HOSTS`` or ``allowed_http_hosts`` in the config file.
 
@@ -35,7 +38,17 @@ from .model import Endpoint, Policy
 KEY_ENVS_VAR = "MEMSTEWARD_ALLOWED_KEY_ENVS"
 HTTP_HOSTS_VAR = "MEMSTEWARD_ALLOWED_HTTP_HOSTS"
 CONFIG_VAR = "MEMSTEWARD_CONFIG"
-DEFAULT_KEY_ENVS: tuple[str, ...] = ("OPENAI_API_KEY", "MEMSTEWARD_*")
+DEFAULT_KEY_ENVS: tuple[str, ...] = ("OPENAI_API_KEY", "MEMSTEWARD_LLM_API_KEY")
+#: memsteward's own secrets and settings: never an ``api_key_env``, whatever the allow-list says
+OWN_SECRET_PATTERNS: tuple[str, ...] = (
+    "MEMSTEWARD_AUDIT_KEY*", "MEMSTEWARD_*DSN*", "MEMSTEWARD_MASTER_KEY*", "MEMSTEWARD_*INDEX_KEY*",
+    "MEMSTEWARD_*KEY_FILE*", "MEMSTEWARD_*KEYSTORE*", "MEMSTEWARD_ALLOWED_*", "MEMSTEWARD_CONFIG",
+    "PGPASSWORD", "PGPASSFILE", "PGSERVICEFILE", "DATABASE_URL")
+
+
+def own_secret(name: str) -> bool:
+    """True when ``name`` is one of memsteward's own secret (or security-setting) variables."""
+    return any(fnmatch.fnmatchcase(name.upper(), p) for p in OWN_SECRET_PATTERNS)
 MAX_CONFIG_BYTES = 64 << 10
 
 
@@ -56,6 +69,8 @@ class EndpointRules:
         return cls(key_envs, tuple(h.lower() for h in hosts), f"{key_src}; {host_src}")
 
     def key_env_allowed(self, name: str) -> bool:
+        if own_secret(name):
+            return False
         return any(fnmatch.fnmatchcase(name, pattern) for pattern in self.key_envs)
 
     def url_problem(self, url: str) -> str | None:

@@ -37,6 +37,7 @@ from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ..errors import InputError
+from ..redaction import redact
 
 __all__ = ["db_errors", "PG_SCHEMA", "SCHEMA_VERSION", "SQLITE_SCHEMA", "PgConnection", "connect_postgres",
            "is_postgres_url", "redact", "retrying", "translate"]
@@ -283,16 +284,6 @@ def retrying(fn: Callable[..., T]) -> Callable[..., T]:
 
 def is_postgres_url(path: str) -> bool:
     return path.startswith(("postgresql://", "postgres://"))
-
-
-def redact(url: str) -> str:
-    """The URL without its password (for messages and ``Store.path``)."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{parts.username}:***@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
 _KEYWORDS = frozenset({"union", "where", "cross", "join", "order", "group", "on", "and", "limit", "left", "inner"})
