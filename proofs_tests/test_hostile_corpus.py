@@ -125,9 +125,21 @@ GENERATED: dict[str, tuple[Callable[[Path, Path], list[str]], int]] = {
     "huge-decimal-flag": (lambda db, t: ["repair", "--policy", POLICY, "--store", str(db), "--event", VALID_EVENT,
                                          "--tradeoff", "1" * 5000], 2),
     "audit-event-huge-int": (lambda db, t: ["audit", "--store", str(db), "--event", "9" * 40], 2),
+    # issue 25: outputs that are the store, its files or an input (exit 2, store unchanged)
+    "export-onto-store": (lambda db, t: ["store", "export", "--store", str(db), "-o", str(db)], 2),
+    "export-onto-wal": (lambda db, t: ["store", "export", "--store", str(db), "-o", f"{db}-wal"], 2),
+    "export-onto-store-symlink": (lambda db, t: ["store", "export", "--store", str(db), "-o", _link(db, t, False)], 2),
+    "export-onto-store-hardlink": (lambda db, t: ["store", "export", "--store", str(db), "-o", _link(db, t, True)], 2),
+    "copy-onto-source-wal": (lambda db, t: ["store", "copy", str(db), f"{db}-wal"], 2),
     "synthetic-k-huge": (lambda db, t: ["clear", "--synthetic-cohort", "1", "--k", str(10**9), "--out",
                                         str(t / "c.jsonl")], 2),
 }
+
+
+def _link(db: Path, tmp_path: Path, hard: bool) -> str:
+    path = tmp_path / ("hard.json" if hard else "soft.json")
+    (os.link if hard else os.symlink)(db, path)
+    return str(path)
 
 
 def _fifo(tmp_path: Path) -> str:
