@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,langgraph,ray,mcp]'
+	$(BIN)/python -m pip install --quiet -e '.[test,langgraph,ray,mcp,shapiq]'
 	@touch $(STAMP)
 
 demo: $(STAMP)
@@ -36,7 +36,7 @@ demo-llm: llm-server
 # Opt-in: the LoCoMo cohort (bench/meclear_llm.py) played by the local model: its own section of RESULTS.md;
 # replies kept in .venv/llm-archive (LLM_ARCHIVE=…), so a killed run resumes without repeating a call.
 bench-llm: llm-server
-	$(BIN)/python -m pip install --quiet -e '.[test,langgraph,bench]'
+	$(BIN)/python -m pip install --quiet -e '.[test,langgraph,bench,shapiq]'
 	MEMSTEWARD_BENCH_LLM_ARCHIVE=$(LLM_ARCHIVE) $(BIN)/python -m memsteward.clearance.llm_demo --policy policies/llm-local.yaml --port $(PORT) --bench $(LLM_CASES) $(if $(LLM_THREADS),--threads $(LLM_THREADS))
 
 test: $(STAMP)
@@ -53,7 +53,7 @@ fuzz: $(STAMP)
 	$(BIN)/python -m bench.fuzz --examples $(FUZZ_EXAMPLES)
 
 bench: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
+	$(BIN)/python -m pip install --quiet -e '.[test,bench,shapiq]'
 	$(BIN)/python -m bench
 
 # Opt-in (never part of `make test`): mutation testing of the engine's core with cosmic-ray, a seeded

@@ -17,6 +17,7 @@ from .attribution import (
     Attribution,
     all_coalitions,
     diagnose_pair,
+    expected_distinct_coalitions,
     fixed_attribution,
     interaction,
     interaction_coalitions,
@@ -47,7 +48,25 @@ def attribute(game: Game, spec: ClearanceSpec, effects: Mapping[str, float]) -> 
     if spec.estimator == "stratified":
         return stratified_attribution(game, effects, spec.permutations, spec.seed, spec.confidence,
                                       spec.sample_trials)
+    if spec.estimator == "exact":
+        return fixed_attribution(game, spec.permutations, spec.seed, True, spec.confidence, spec.sample_trials)
+    if spec.estimator.startswith("shapiq:"):
+        return shapiq_attribution(game, spec, effects)
     return fixed_attribution(game, spec.permutations, spec.seed, False, spec.confidence, spec.sample_trials)
+
+
+def shapiq_attribution(game: Game, spec: ClearanceSpec, effects: Mapping[str, float]) -> Attribution:
+    """A shapiq approximator at the cost of L permutations' expected distinct coalitions (capped by
+    the call budget); ψ̂⁰ = d when not even two coalitions fit."""
+    from .shapiq_games import shapiq_contribution
+
+    per = min(spec.sample_trials or game.trials, game.trials)
+    calls = round(expected_distinct_coalitions(game.n_players, spec.permutations)) * per
+    if game.call_budget is not None:
+        calls = min(calls, max(0, game.call_budget - game.evaluator_calls))
+    psi = shapiq_contribution(game, spec.estimator, calls, spec.seed, spec.sample_trials)
+    stop = "fixed" if psi is not None else "budget"
+    return Attribution(psi if psi is not None else dict(effects), False, 0, {}, stop, estimator=spec.estimator)
 
 
 def interactions(game: Game, spec: ClearanceSpec, att: Attribution,
@@ -76,7 +95,12 @@ def structures(harmful_set: frozenset[str], pairs: tuple[PairInteraction, ...]) 
 
 
 def run_meclear(game: Game, spec: ClearanceSpec) -> ClearancePlan:
-    """Algorithm 1 on a frozen context: the verified, query-scoped ClearancePlan."""
+    """Algorithm 1 on a frozen context: the verified, query-scoped ClearancePlan
+    (``search: budgeted``: under one hard call budget, :mod:`memsteward.clearance.budgeted`)."""
+    if spec.search == "budgeted":
+        from .budgeted import run_budgeted
+
+        return run_budgeted(game, spec)
     baseline = game.value(game.grand)  # line 2
     effects = loo(game)  # line 3
     profile = screen(effects, spec.screen_tolerance)  # line 4

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 
@@ -189,18 +189,19 @@ def samples_for(n_players: int, permutations: int) -> int:
     return max(0, round(expected_distinct_coalitions(n_players, permutations)) - (n_players + 2))
 
 
-def stratified_sample(game: Game, count: int, seed: int,
-                      trials: int | None = None) -> tuple[list[Coalition], bool]:
+def stratified_sample(game: Game, count: int, seed: int, trials: int | None = None,
+                      weight: Callable[[int, int], float] | None = None) -> tuple[list[Coalition], bool]:
     """The first ``count`` draws of the seeded allocation, cut to what the call budget allows.
 
-    Returns the coalitions and whether the budget cut them.
+    ``weight(s, K)`` is the stratum weight of the allocation (default s). Returns the
+    coalitions and whether the budget cut them.
     """
     k = game.n_players
     if k <= 2:
         return [], False
     # Any allocation keeps (S2) unbiased; clearance decides about removing a few memories
     # from M, so the draws favour the large strata (weight s): measured in bench meclear_calls.
-    widths = {s: float(s) for s in range(1, k - 1)}
+    widths = {s: float(weight(s, k) if weight else s) for s in range(1, k - 1)}
     coalitions = draw(game.players, allocation_order(k, widths, count), seed)
     base = game.cost_of([game.grand, frozenset()])
 

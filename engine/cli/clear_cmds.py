@@ -9,10 +9,12 @@ from pathlib import Path
 import click
 
 from ..errors import InputError
+from ..policy.model import MAX_CALL_BUDGET, SHAPIQ_ESTIMATORS
 from .common import deadline_option, emit_json, handle_errors, policy_with_deadline, progress_flag
 from .demo import bundled
 
 METHOD_NAMES = ("meclear", "loo", "contextcite", "proxyspex", "direct")
+ESTIMATOR_NAMES = ("permutation", "stratified", "exact", *(f"shapiq:{n}" for n in SHAPIQ_ESTIMATORS))
 
 
 def _spec(policy: str | None, deadline: float | None = None):
@@ -30,9 +32,22 @@ class _Models:
     archive: str | None = None
     replay: bool = False
     opened: object | None = None
+    overrides: dict | None = None  # --estimator / --call-budget / --k
 
     def spec(self, policy: str | None):
-        return _spec(policy, self.deadline)
+        spec = _spec(policy, self.deadline)
+        if not self.overrides:
+            return spec
+        from pydantic import ValidationError
+
+        from ..policy.model import ClearanceSpec
+
+        try:
+            return ClearanceSpec.model_validate({**spec.model_dump(), **self.overrides})
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            raise InputError(str(err["msg"]).removeprefix("Value error, "), file="<command line>",
+                             field="--estimator / --call-budget / --k") from None
 
     def evaluator(self, spec):
         """The policy's evaluator, reading and keeping replies in the archive when one is given."""
@@ -85,8 +100,9 @@ def _methods(text: str) -> list[str]:
               help="Build a fault-injection cohort from a LoCoMo data directory to --out.")
 @click.option("--limit", "limit", type=click.IntRange(1, 10_000_000), default=None,
               help="With --cohort: run the first N cases; with --locomo: build at most N cases.")
-@click.option("--k", "k", type=click.IntRange(1, 64), default=5, show_default=True,
-              help="Context size K of generated cases.")
+@click.option("--k", "k", type=click.IntRange(1, 64), default=None,
+              help="Context size K of generated cases [default: 5]; with --case / --cohort: the policy's "
+                   "retrieval_budget (K) for this run.")
 @click.option("--seed", "seed", type=click.IntRange(0, 2**63 - 1), default=0, show_default=True, help="Generator seed.")
 @click.option("--out", "out", type=click.Path(dir_okay=False), default=None,
               help="Output JSONL for --synthetic-cohort / --locomo.")
@@ -101,22 +117,51 @@ def _methods(text: str) -> list[str]:
               help="With --cohort: run each case as a Ray task (memsteward[ray]), at most N at once; "
                    "each case keeps its own coalition cache, the results are the local run's.")
 @progress_flag("the cases (--cohort, --locomo)")
+@click.option("--estimator", "estimator", type=click.Choice(ESTIMATOR_NAMES), default=None,
+              help="How MeClear estimates ψ (overrides clearance.estimator); see below.")
+@click.option("--call-budget", "call_budget", type=click.IntRange(1, MAX_CALL_BUDGET), default=None,
+              help="Hard cap on MeClear's evaluator calls per query, screen and verification included "
+                   "(sets clearance.call_budget and search: budgeted).")
 @handle_errors
 def clear(policy, case, cohort, method, methods, synthetic, locomo, limit, k, seed, out, as_json, deadline,
-          archive, replay, executor, progress):
+          archive, replay, executor, progress, estimator, call_budget):
     """Clear harmful memories from one query's context (MeClear, Algorithm 1).
 
     \b
     memsteward clear --case CASE.json [--method meclear|loo|contextcite|proxyspex|direct] [--json]
     memsteward clear --cohort CASES.jsonl [--methods meclear,loo] [--json]
+    memsteward clear --cohort CASES.jsonl --call-budget 64 --estimator stratified --json
     memsteward clear --synthetic-cohort 745 --seed 0 --out CASES.jsonl
     memsteward clear --locomo DATA_DIR --out CASES.jsonl [--limit N]
 
     The memory bank is never modified: the plan names the memories to hide for this query.
+
+    \b
+    Estimators of ψ (clearance.estimator / --estimator):
+      permutation   Eq. 11, L seeded permutations (the paper's)
+      stratified    every evaluated coalition informs every memory, LOO screen as control variate
+      exact         Eq. 3 over all 2^K coalitions (K ≤ 16)
+      shapiq:NAME   a shapiq approximator (pip install 'memsteward[shapiq]') reading the same cache:
+                    KernelSHAP, UnbiasedKernelSHAP, kADDSHAP, SVARM, PermutationSamplingSV,
+                    OwenSamplingSV, StratifiedSamplingSV
+
+    \b
+    Budget (clearance.call_budget / --call-budget; one call = one agent + judge trial):
+      search: paper     the budget caps the sampled attribution; screen and verification always run
+      search: budgeted  the budget caps every call of the query (--call-budget sets this): the screen,
+                        estimation rounds, and verification of candidate removals between rounds; the
+                        search stops at a verified removal of maximal gain or when the budget is spent.
+                        It needs ≥ K + 2·trials calls. Guarantees: docs/meclear-budget.md.
     """
     if replay and archive is None:
         raise click.UsageError("--replay needs --archive DIR")
-    models = _Models(deadline, archive, replay)
+    overrides = {k2: v for k2, v in (("estimator", estimator), ("call_budget", call_budget)) if v is not None}
+    if call_budget is not None:
+        overrides["search"] = "budgeted"
+    if k is not None and (case is not None or cohort is not None):
+        overrides["retrieval_budget"] = k
+    k = 5 if k is None else k
+    models = _Models(deadline, archive, replay, overrides=overrides or None)
     drawing = sys.stderr.isatty() if progress is None else progress  # a bar only on a terminal
     modes = [x is not None for x in (case, cohort, synthetic, locomo)]
     if sum(modes) != 1:

@@ -50,6 +50,14 @@ MAX_TRIALS = 64
 MAX_CALL_BUDGET = 10_000_000
 
 
+# the shapiq approximators of Shapley values memsteward plays its cached game with (shapiq ≥ 1.4)
+SHAPIQ_ESTIMATORS = ("KernelSHAP", "UnbiasedKernelSHAP", "kADDSHAP", "SVARM", "PermutationSamplingSV",
+                     "OwenSamplingSV", "StratifiedSamplingSV")
+Estimator = Literal["permutation", "stratified", "exact", "shapiq:KernelSHAP", "shapiq:UnbiasedKernelSHAP",
+                    "shapiq:kADDSHAP", "shapiq:SVARM", "shapiq:PermutationSamplingSV", "shapiq:OwenSamplingSV",
+                    "shapiq:StratifiedSamplingSV"]
+
+
 class Strict(BaseModel):
     """Base: frozen, unknown fields are errors, NaN/inf are rejected."""
 
@@ -381,20 +389,53 @@ class ClearanceSpec(Strict):
     seed: int = Field(default=0, ge=0, le=2**63 - 1)
     exact: Literal["auto", "always", "never"] = "auto"
     # permutation: Eq. 11 (the paper); stratified: every evaluated coalition informs every
-    # memory, with the LOO screen as a control variate (memsteward.clearance.stratified, S2)
-    estimator: Literal["permutation", "stratified"] = "permutation"
+    # memory, with the LOO screen as a control variate (memsteward.clearance.stratified, S2);
+    # exact: Eq. 3 over all 2^K coalitions; shapiq:<name>: a shapiq approximator (the `shapiq`
+    # extra) playing memsteward's cached game (memsteward.clearance.shapiq_games)
+    estimator: Estimator = Field(default="permutation", description=(
+        "How ψ is estimated (Algorithm 1 line 5): permutation (Eq. 11), stratified (S2, LOO control "
+        "variate), exact (Eq. 3, 2^K coalitions), or shapiq:<approximator> (needs memsteward[shapiq])."))
+    # paper: Algorithm 1 with call_budget advisory; budgeted: one hard budget for screen,
+    # estimation and verification, candidates verified early (memsteward.clearance.budgeted)
+    search: Literal["paper", "budgeted"] = Field(default="paper", description=(
+        "paper: Algorithm 1 as published (call_budget only caps sampling). budgeted: call_budget is a hard "
+        "cap on every evaluator call of the query (screen, estimation, verification); candidate removals "
+        "are verified between estimation rounds and the search stops at a verified removal of maximal gain "
+        "(specs/BUDGETED_SEARCH.md)."))
     recovery: Recovery = Field(default_factory=Recovery)
     evaluator: Evaluator = Field(default_factory=Evaluator)
     confidence: float = Field(default=0.95, gt=0.0, lt=1.0)  # 1 − δ of the radius (Eq. 13)
     exact_premium: float = Field(default=0.25, ge=0.0)  # auto: exact iff 2^K ≤ (1+p)·E[distinct]
     interactions: Literal["harmful", "all", "none"] = "harmful"  # which pairs get ω (Eq. 15)
     adaptive: AdaptiveSpec = Field(default_factory=AdaptiveSpec)
-    call_budget: int | None = Field(default=None, ge=1, le=MAX_CALL_BUDGET)  # cap on attribution's evaluator calls
+    call_budget: int | None = Field(default=None, ge=1, le=MAX_CALL_BUDGET, description=(
+        "Evaluator calls per query (one call = one agent + judge trial). search: paper caps the sampled "
+        "attribution only; search: budgeted caps everything and needs at least K + 2·trials."))
     # trials for the coalitions that only feed a sampled ψ estimate (permutation prefixes, the
     # stratified sample, targeted marginals); the LOO screen, v̂(∅) of (S2) and the verification
     # of Eq. 19 keep `trials`. None: `trials` everywhere (the paper).
     sample_trials: int | None = Field(default=None, ge=1, le=MAX_TRIALS)
     baselines: BaselineSpec = Field(default_factory=BaselineSpec)
+
+    @model_validator(mode="after")
+    def _budget_fits(self) -> ClearanceSpec:
+        """search: budgeted needs a budget that pays for the screen and one verified candidate."""
+        k, t = self.retrieval_budget, self.trials
+        if self.estimator == "exact" and k > MAX_EXACT_RETRIEVAL_BUDGET:
+            raise ValueError(f"estimator 'exact' enumerates 2^K coalitions: retrieval_budget (K) must be "
+                             f"≤ {MAX_EXACT_RETRIEVAL_BUDGET}")
+        if self.search != "budgeted":
+            return self
+        if self.call_budget is None:
+            raise ValueError("search 'budgeted' needs a call_budget")
+        least = k + 2 * t  # v̂(M) and one candidate at `trials`, the K LOO coalitions at one trial
+        if self.call_budget < least:
+            raise ValueError(f"call_budget {self.call_budget} cannot pay for the screen and one verified "
+                             f"candidate: search 'budgeted' needs ≥ K + 2·trials = {least}")
+        if self.estimator == "exact" and self.call_budget < (2 ** k) * min(self.sample_trials or 1, t) + least:
+            raise ValueError(f"estimator 'exact' under search 'budgeted' needs call_budget ≥ 2^K·sample_trials + "
+                             f"K + 2·trials = {(2 ** k) * min(self.sample_trials or 1, t) + least}")
+        return self
 
 
 class RepairSpec(Strict):

@@ -1,0 +1,242 @@
+"""Budget-aware MeClear: Algorithm 1 under one hard call budget B (issue 32, beyond the paper).
+
+The clearance is the paper's — screen (Eq. 7), ψ ranking, Ĥ (Eq. 14), the nested chain
+(Eq. 16–17), gains and verification (Eq. 18–19), ĵ = min argmax (Eq. 20) — but every evaluator
+call of the query (screen, estimation, verification) is paid from B, and candidates are verified
+*between* estimation rounds instead of after all sampling:
+
+1. **Screen.** v̂(M) at ``trials``; the K LOO coalitions at ``trials`` when that costs at most
+   half of B, else at one trial (their d_i only rank; every decision re-reads at ``trials``).
+2. **Round 0.** ψ̂⁰ = d (the Shapley value of the additive LOO surrogate); verify its chain.
+3. **Rounds 1 … R.** The chosen estimator (:data:`ESTIMATORS`) spends a share of what is left
+   (after a reserve for verification) through the one cache — so it reuses every coalition the
+   screen and the verifications paid for — then the new chain is verified from C_1 on.
+4. **Stop** as soon as an admissible candidate reaches the gain ceiling 1 − v̂(M) (no candidate
+   can do better, so Eq. 20's ĵ is found exactly), or when B is spent.
+
+The plan reports the round whose verified prefix holds the best admissible gain (ties: the
+smallest removal, then the latest round). Guarantees, proved in ``specs/BUDGETED_SEARCH.md``:
+G3's non-degradation and recovery clauses hold on every path; ĵ is min argmax over the verified
+prefix of the reported chain, and equals the paper's ĵ of that chain whenever the search stopped
+at the ceiling; no call is made beyond B.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from ..policy.model import ClearanceSpec
+from .attribution import (
+    all_coalitions,
+    exact_contribution,
+    prefixes,
+    sample_permutations,
+    sampled_contribution,
+    screen,
+)
+from .game import Game
+from .plan import ClearancePlan, frozen_map
+from .selection import EPS, chain, harmful
+from .shapiq_games import PREFIX, shapiq_contribution
+from .stratified import estimate as estimate_s2
+from .stratified import stratified_sample
+
+
+def uniform_strata(size: int, k: int) -> float:
+    """Stratum weight of the budgeted stratified draws: uniform over the middle strata (a pilot on
+    30 synthetic cases at K = 10 and 20 found it and s(K − s) ahead of the paper path's weight s:
+    a redundant pair shows only in coalitions that omit both, which the middle strata hold)."""
+    return 1.0
+
+
+MAX_ROUNDS = 8  # estimation rounds (each spends half of what is left, so 8 leave < 1/256 of B)
+VERIFY_RESERVE = 2  # candidates each non-final round keeps calls for
+MAX_SAMPLES = 10_000  # permutations / stratified draws an estimator may ask for (the budget cuts first)
+
+Estimate = Callable[[Game, Mapping[str, float], int, int | None], "dict[str, float] | None"]
+
+
+@contextmanager
+def capped(game: Game, cap: int) -> Iterator[Game]:
+    """The game with its advisory call budget lowered to ``cap`` while an estimator runs."""
+    saved = game.call_budget
+    game.call_budget = cap if saved is None else min(saved, cap)
+    try:
+        yield game
+    finally:
+        game.call_budget = saved
+
+
+def _longest(fits: Callable[[int], bool], hi: int) -> int:
+    """The largest n ≤ hi with fits(n) (fits is monotone: a longer prefix costs no less)."""
+    lo = 0
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _permutation(game: Game, effects: Mapping[str, float], seed: int, trials: int | None) -> dict[str, float] | None:
+    """Eq. 11 on the longest prefix of the seeded permutation stream the cap pays for."""
+    room = (game.call_budget or 0) - game.evaluator_calls
+    stream = sample_permutations(game.players, max(0, min(room, MAX_SAMPLES)), seed)
+    n = _longest(lambda m: game.affordable(prefixes(stream[:m]), trials), len(stream))
+    return sampled_contribution(game, stream[:n], trials) if n else None
+
+
+def _stratified(game: Game, effects: Mapping[str, float], seed: int, trials: int | None) -> dict[str, float] | None:
+    """(S2) on the longest prefix of the seeded stratified draws the cap pays for."""
+    if not game.affordable([game.grand, frozenset()]):
+        return None
+    room = (game.call_budget or 0) - game.evaluator_calls
+    sample, _ = stratified_sample(game, max(0, min(room, MAX_SAMPLES)), seed, trials, uniform_strata)
+    return estimate_s2(game, effects, sample, trials=trials).contribution
+
+
+def _exact(game: Game, effects: Mapping[str, float], seed: int, trials: int | None) -> dict[str, float] | None:
+    return exact_contribution(game, trials) if game.affordable(all_coalitions(game.players), trials) else None
+
+
+ESTIMATORS: dict[str, Callable[[Game, Mapping[str, float], int, int | None], dict[str, float] | None]] = {
+    "permutation": _permutation, "stratified": _stratified, "exact": _exact}
+
+
+def estimate(name: str, game: Game, effects: Mapping[str, float], cap: int, seed: int,
+             trials: int | None) -> dict[str, float] | None:
+    """ψ̂ from the named estimator with the game's calls capped at ``cap`` (None: nothing fits)."""
+    if name.startswith(PREFIX):
+        return shapiq_contribution(game, name, max(0, cap - game.evaluator_calls), seed, trials)
+    with capped(game, cap):
+        return ESTIMATORS[name](game, effects, seed, trials)
+
+
+# --------------------------------------------------------------------------- screen and verification
+
+
+def screen_trials(k: int, trials: int, budget: int) -> int:
+    """Trials of the LOO coalitions: ``trials`` when M and the K LOO cost ≤ B/2, else one."""
+    return trials if (k + 1) * trials <= budget // 2 else 1
+
+
+def budgeted_loo(game: Game, trials: int) -> dict[str, float]:
+    """d_i = v̂(M) − v̂_t(M ∖ {m_i}) (Eq. 7), v̂(M) at the game's trials, the LOO at ``trials``."""
+    full = game.grand
+    v_full = game.value(full)
+    loo = game.values([full - {i} for i in game.players], trials)
+    return {i: v_full - loo[k] for k, i in enumerate(game.players)}
+
+
+@dataclass(frozen=True)
+class Round:
+    """One ψ̂, its chain, and the verified prefix of the chain (Eq. 14, 16–19)."""
+
+    contribution: dict[str, float]
+    harmful: frozenset[str]
+    chain: tuple[str, ...]
+    gains: tuple[float, ...]  # ĝ(0) … ĝ(j_B): the verified prefix
+    admissible: tuple[int, ...]
+
+    @property
+    def selected(self) -> int:
+        """ĵ = min argmax_{j ∈ J} ĝ(j) over the verified prefix (Eq. 20)."""
+        best = max(self.gains[j] for j in self.admissible)
+        return min(j for j in self.admissible if self.gains[j] >= best - EPS)
+
+    @property
+    def best_gain(self) -> float:
+        return self.gains[self.selected]
+
+
+def verify(game: Game, psi: Mapping[str, float], tolerance: float, limit: int | None) -> Round:
+    """Verify C_1, C_2, … of ψ̂'s chain at the game's trials while the budget allows (at most
+    ``limit`` uncached candidates; None: no limit), stopping at the gain ceiling 1 − v̂(M)."""
+    h = harmful(psi, tolerance)
+    order = chain(psi, h, game.players)
+    full = game.grand
+    v_full = game.value(full)
+    ceiling = 1.0 - v_full
+    gains, admissible, fresh = [0.0], [0], 0
+    for j in range(1, len(order) + 1):
+        c = full - frozenset(order[:j])
+        new = game.cost_of([c]) > 0
+        if new and ((limit is not None and fresh >= limit) or not game.affordable([c])):
+            break
+        fresh += new
+        g = game.value(c) - v_full
+        gains.append(g)
+        if g > EPS and game.recovered(c):
+            admissible.append(j)
+            if g >= ceiling - EPS:
+                break  # no later candidate can gain more; ĵ of Eq. 20 is settled
+    return Round(dict(psi), h, order, tuple(gains), tuple(admissible))
+
+
+def at_ceiling(game: Game, r: Round) -> bool:
+    return r.selected > 0 and r.best_gain >= 1.0 - game.value(game.grand) - EPS
+
+
+def best_round(rounds: list[Round]) -> Round:
+    """Max verified gain, then the smallest removal, then the latest round."""
+    return max(reversed(rounds), key=lambda r: (round(r.best_gain, 9), -r.selected))
+
+
+# --------------------------------------------------------------------------- the search
+
+
+def search(game: Game, spec: ClearanceSpec, effects: Mapping[str, float]) -> tuple[list[Round], str]:
+    """Rounds 0 … R of the budgeted search (the game's call_budget is B); returns them and the stop.
+
+    Each round after the first estimates with half of the calls left after a reserve for
+    verifying :data:`VERIFY_RESERVE` candidates (all of them once the rest is that small), then
+    verifies; the rounds end when an estimate buys nothing new, and a last pass verifies the
+    best round's chain with whatever is left.
+    """
+    tol = spec.harm_tolerance
+    rounds = [verify(game, effects, tol, VERIFY_RESERVE)]
+    if at_ceiling(game, rounds[0]):
+        return rounds, "verified"
+    budget = game.call_budget or 0
+    reserve = VERIFY_RESERVE * game.trials
+    for _ in range(MAX_ROUNDS):
+        left = budget - game.evaluator_calls - reserve
+        if left <= 0:
+            break
+        spent = game.evaluator_calls
+        cap = spent + (left if left <= 2 * reserve else left // 2)
+        psi = estimate(spec.estimator, game, effects, cap, spec.seed, spec.sample_trials or 1)
+        if psi is None or game.evaluator_calls == spent:
+            break
+        rounds.append(verify(game, psi, tol, VERIFY_RESERVE))
+        if at_ceiling(game, rounds[-1]):
+            return rounds, "verified"
+    last = best_round(rounds)
+    rounds.append(verify(game, last.contribution, tol, None))  # the rest of B on the best chain
+    return rounds, "verified" if at_ceiling(game, rounds[-1]) else "budget"
+
+
+def run_budgeted(game: Game, spec: ClearanceSpec) -> ClearancePlan:
+    """Algorithm 1 under the hard budget ``spec.call_budget`` (see the module doc)."""
+    budget = spec.call_budget or 0
+    game.call_budget = budget
+    effects = budgeted_loo(game, screen_trials(game.n_players, game.trials, budget))
+    rounds, stop = search(game, spec, effects)
+    r = best_round(rounds)
+    removed = r.chain[: r.selected]
+    cleared = tuple(m for m in game.players if m not in removed)
+    ranking = tuple(sorted(game.players, key=lambda i: (r.contribution[i], game.players.index(i))))
+    return ClearancePlan(
+        method="meclear", query=game.task.query, context=game.players,
+        loo=frozen_map(effects), screen=frozen_map(screen(effects, spec.screen_tolerance)),
+        contribution=frozen_map(r.contribution), radius=frozen_map({}), exact=spec.estimator == "exact",
+        permutations=0, stop=stop, interaction=(), structure=frozen_map({}),
+        harmful=r.chain, chain=r.chain, gains=r.gains, admissible=r.admissible, selected=r.selected,
+        removed=removed, cleared_context=cleared, baseline_value=game.value(game.grand),
+        cleared_value=game.value(cleared), recovered=game.recovered(cleared), ranking=ranking,
+        coalitions_evaluated=game.coalitions_evaluated, evaluator_calls=game.evaluator_calls,
+        harm_tolerance=spec.harm_tolerance, estimator=spec.estimator,
+        notes=(f"budgeted search: {len(rounds)} round(s), B = {budget} calls",))

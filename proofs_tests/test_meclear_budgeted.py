@@ -1,0 +1,161 @@
+"""Budget-aware MeClear (search: budgeted) and the shapiq estimators (issue 32).
+
+* every estimator path keeps G3 (ĝ(ĵ) ≥ 0; ĵ > 0 ⇒ ĝ(ĵ) > 0 and ν(M̃) = 1 at the game's trials;
+  ĵ = min argmax over the verified prefix) and never spends more than the call budget;
+* a search that stopped at the gain ceiling selects the paper's ĵ of its chain (Eq. 20);
+* every shapiq approximator against exact Shapley (Eq. 3) on small games, through the cache;
+* the policy refuses budgets that cannot pay for the screen and one verified candidate.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from clear_helpers import all_subsets, table_game
+from pydantic import ValidationError
+
+from memsteward.clearance.attribution import exact_contribution
+from memsteward.clearance.budgeted import run_budgeted
+from memsteward.clearance.case import case_game, parse_case
+from memsteward.clearance.cohort import synthetic_cohort
+from memsteward.clearance.game import Game
+from memsteward.clearance.pipeline import run_meclear
+from memsteward.clearance.selection import EPS, gains, select
+from memsteward.clearance.shapiq_games import shapiq_contribution
+from memsteward.policy.model import SHAPIQ_ESTIMATORS, ClearanceSpec, Estimator
+
+pytest.importorskip("shapiq")
+
+ESTIMATORS = ["permutation", "stratified", "exact", *(f"shapiq:{n}" for n in SHAPIQ_ESTIMATORS)]
+EXACT_AT_FULL_BUDGET = ("KernelSHAP", "UnbiasedKernelSHAP", "kADDSHAP", "SVARM")
+
+
+def _cases(k: int, n: int = 6, noise: float = 0.05):
+    return [parse_case(c) for c in synthetic_cohort(n, seed=k, k=k, noise=noise)]
+
+
+def _g3(game: Game, plan) -> None:
+    """Theorem 2 on the plan, re-read from the game's cache at full trials (no new calls)."""
+    assert plan.cleared_value >= plan.baseline_value - EPS
+    assert plan.selected in plan.admissible
+    if plan.selected > 0:
+        assert plan.cleared_value > plan.baseline_value + EPS
+        assert game.recovery.holds(plan.cleared_value)
+        assert plan.recovered
+    best = max(plan.gains[j] for j in plan.admissible)
+    assert plan.selected == min(j for j in plan.admissible if plan.gains[j] >= best - EPS)
+    assert plan.removed == plan.chain[: plan.selected]
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+@pytest.mark.parametrize("budget", [16, 40, 96])
+def test_g3_and_the_hard_budget_on_every_estimator(estimator: str, budget: int) -> None:
+    k = 5
+    if estimator == "exact":
+        budget += 64  # exact under search: budgeted needs 2^K·1 + K + 2·trials
+    spec = ClearanceSpec(retrieval_budget=k, search="budgeted", call_budget=budget, estimator=estimator)
+    for case in _cases(k):
+        game = case_game(case, spec)
+        plan = run_meclear(game, spec)
+        assert plan.evaluator_calls <= budget
+        assert plan.evaluator_calls == game.evaluator_calls
+        _g3(game, plan)
+
+
+@pytest.mark.parametrize("estimator", ["stratified", "permutation", "shapiq:KernelSHAP"])
+def test_g3_at_k_20_within_64_calls(estimator: str) -> None:
+    spec = ClearanceSpec(retrieval_budget=20, search="budgeted", call_budget=64, estimator=estimator)
+    for case in _cases(20, n=4):
+        game = case_game(case, spec)
+        plan = run_meclear(game, spec)
+        assert plan.evaluator_calls <= 64
+        _g3(game, plan)
+
+
+def test_stop_at_the_ceiling_selects_the_papers_j_hat() -> None:
+    """Eq. 20 on the whole chain (every candidate verified, no budget) gives the same ĵ."""
+    spec = ClearanceSpec(retrieval_budget=10, search="budgeted", call_budget=64, estimator="stratified")
+    stopped = 0
+    for case in _cases(10, n=12):
+        game = case_game(case, spec)
+        plan = run_budgeted(game, spec)
+        if plan.stop != "verified":
+            continue
+        stopped += 1
+        free = game.fork(call_budget=None)
+        g = gains(free, plan.chain)
+        full = free.grand
+        j_set = [0] + [j for j in range(1, len(plan.chain) + 1)
+                       if g[j] > EPS and free.recovered(full - frozenset(plan.chain[:j]))]
+        assert select(g, j_set) == plan.selected
+    assert stopped >= 6
+
+
+def test_a_redundant_pair_is_cleared_after_the_screen_misses_it() -> None:
+    """LOO sees nothing (Thm 1); an estimation round finds the pair and verification keeps it."""
+    ids = [f"m{i}" for i in range(1, 9)]
+    faults = {"m3", "m6"}
+    game = table_game(ids, lambda s: float("m1" in s and not (s & faults)), trials=2)
+    spec = ClearanceSpec(retrieval_budget=8, search="budgeted", call_budget=64, estimator="stratified")
+    plan = run_budgeted(game, spec)
+    assert all(d == 0 for d in plan.loo.values())
+    assert faults <= set(plan.removed) and plan.recovered and plan.stop == "verified"
+    assert plan.evaluator_calls <= 64
+    asked = game.evaluator.asked  # type: ignore[attr-defined]
+    # no coalition paid twice, except a one-trial sample that a verification re-reads at two trials
+    again = [c for c in set(asked) if asked.count(c) > 1]
+    assert all(asked.count(c) == 2 and c in game.store.partial for c in again)
+
+
+@pytest.mark.parametrize("name", SHAPIQ_ESTIMATORS)
+def test_every_shapiq_approximator_against_exact_shapley(name: str) -> None:
+    rng = random.Random(7)
+    ids = ["a", "b", "c", "d"]
+    table = {s: rng.random() for s in all_subsets(ids)}
+    game = table_game(ids, lambda s: table[s], trials=1)
+    exact = exact_contribution(game.fork())
+    est = game.fork()
+    budget = 16 if name in EXACT_AT_FULL_BUDGET else 4000
+    psi = shapiq_contribution(est, f"shapiq:{name}", budget, seed=0)
+    assert psi is not None
+    tol = 1e-6 if name in EXACT_AT_FULL_BUDGET else 0.1
+    assert max(abs(psi[i] - exact[i]) for i in ids) <= tol
+    assert est.evaluator_calls <= 16  # 2^4 coalitions, each paid once however often shapiq asks
+    asked = game.evaluator.asked  # type: ignore[attr-defined]
+    assert len(asked) == len(set(asked))
+
+
+def test_shapiq_spends_no_more_than_its_allowance() -> None:
+    ids = [f"m{i}" for i in range(8)]
+    game = table_game(ids, lambda s: len(s) / 8, trials=2)
+    psi = shapiq_contribution(game, "shapiq:KernelSHAP", 30, seed=1)
+    assert psi is not None and game.evaluator_calls <= 30
+    assert shapiq_contribution(game.fork(), "shapiq:KernelSHAP", 3, seed=1) is None  # < 2 coalitions
+
+
+def test_the_shapiq_names_are_the_policys() -> None:
+    names = {e for e in Estimator.__args__ if e.startswith("shapiq:")}  # type: ignore[attr-defined]
+    assert names == {f"shapiq:{n}" for n in SHAPIQ_ESTIMATORS}
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"search": "budgeted"}, "needs a call_budget"),
+    ({"search": "budgeted", "retrieval_budget": 20, "call_budget": 23}, "K + 2·trials = 24"),
+    ({"search": "budgeted", "retrieval_budget": 10, "call_budget": 100, "estimator": "exact"}, "2^K"),
+    ({"retrieval_budget": 20, "estimator": "exact"}, "≤ 16"),
+    ({"estimator": "shapiq:Nope"}, "shapiq:KernelSHAP"),
+    ({"search": "budgeted", "call_budget": 10_000_001}, "less than or equal"),
+])
+def test_the_policy_refuses_budgets_that_cannot_verify(fields: dict, message: str) -> None:
+    with pytest.raises(ValidationError, match=message.replace("^", r"\^").replace("+", r"\+")):
+        ClearanceSpec(**fields)
+
+
+def test_a_budget_that_pays_for_the_screen_only_removes_nothing_unverified() -> None:
+    ids = [f"m{i}" for i in range(1, 7)]
+    game = table_game(ids, lambda s: float("m1" in s and "m2" not in s), trials=2)
+    spec = ClearanceSpec(retrieval_budget=6, search="budgeted", call_budget=10, estimator="stratified")
+    plan = run_budgeted(game, spec)
+    assert plan.evaluator_calls <= 10
+    assert plan.removed == ("m2",) and plan.recovered  # the screen's d found it, one verification paid
