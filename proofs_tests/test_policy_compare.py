@@ -77,7 +77,7 @@ VERDICTS = [
     (_d("recompute", "replay"), _d("recompute", "schema"), "changed"),
     (_d("recompute", "replay"), _d("regen", "replay"), "changed"),
     (_d("recompute"), _d("regen", "replay", "schema"), "changed"),
-    (_d("param", "x", settings="a"), _d("param", "x", settings="b"), "changed"),
+    (_d("param", "x", settings='{"oracle": "x", "s": "a"}'), _d("param", "x", settings='{"oracle": "x", "s": "b"}'), "changed"),
 ]
 
 
@@ -135,8 +135,12 @@ def test_oracle_settings_change_is_reported():
         {"oracle": "forget_reference", "max_forget_score": 0.1, "min_retained_utility": 0.9}]}]})
     lax = Policy.model_validate({**base, "validation": [{"mode": "param", "oracles": [
         {"oracle": "forget_reference", "max_forget_score": 1.0, "min_retained_utility": 0.0}]}]})
-    (d,) = compare(strict, lax)
-    assert d.verdict == "changed" and d.old.oracles == d.new.oracles
+    (d,) = compare(strict, lax)  # a higher max_forget_score and a lower min_retained_utility: both looser
+    assert d.verdict == "looser" and d.old.oracles == d.new.oracles
+    assert [(c["setting"], c["old"], c["new"]) for c in d.oracle_changes] == [
+        ("max_forget_score", 0.1, 1.0), ("min_retained_utility", 0.9, 0.0)]
+    (back,) = compare(lax, strict)
+    assert back.verdict == "stricter"
 
 
 def test_each_policy_is_judged_on_its_own_ranges():
@@ -156,3 +160,51 @@ def test_lower_tradeoff_is_a_looser_setting(tmp_path):
     assert r.exit_code == 1 and "looser   setting selection.tradeoff" in r.output
     r = CliRunner().invoke(main, ["compare", str(new), "policies/default.yaml", "--fail-on", "looser"])
     assert r.exit_code == 0 and "stricter setting selection.tradeoff" in r.output
+
+
+def _lowered_min_support(tmp_path, value: str):
+    """default.yaml with every grounded oracle's min_support set to ``value`` (0.75 there)."""
+    from memsteward.api import bundled_path
+
+    text = bundled_path("policies", "default.yaml").read_text(encoding="utf-8")
+    assert text.count("min_support: 0.75") == 2
+    old, new = tmp_path / "old.yaml", tmp_path / "new.yaml"
+    old.write_text(text, encoding="utf-8")
+    new.write_text(text.replace("min_support: 0.75", f"min_support: {value}"), encoding="utf-8")
+    return str(old), str(new)
+
+
+def test_a_lowered_oracle_threshold_is_looser_and_named(tmp_path):
+    """Issue 31: lowering grounded min_support 0.75 → 0.0 was "changed … [oracle settings differ]",
+    with no values, and passed `--fail-on looser`. Now each change is named with both values,
+    classified looser, and the gate fails."""
+    import json as _json
+
+    old, new = _lowered_min_support(tmp_path, "0.0")
+    r = CliRunner().invoke(main, ["compare", old, new, "--fail-on", "looser"])
+    assert r.exit_code == 1, r.output
+    assert "oracle grounded min_support: 0.75 → 0.0 (looser)" in r.output
+    doc = _json.loads(CliRunner().invoke(main, ["compare", old, new, "--json"]).output)
+    changes = [c for d in doc["differences"] for c in d["oracle_changes"]]
+    assert changes and all(c == {"oracle": "grounded", "setting": "min_support", "old": 0.75, "new": 0.0,
+                                 "verdict": "looser"} for c in changes)
+    assert {d["verdict"] for d in doc["differences"]} == {"looser"}
+    stricter = CliRunner().invoke(main, ["compare", *_lowered_min_support(tmp_path, "0.9"), "--fail-on", "looser"])
+    assert stricter.exit_code == 0 and "(stricter)" in stricter.output
+
+
+def test_oracle_directions():
+    from memsteward.policy.compare import oracle_changes
+
+    def dec(**settings):
+        import json as _json
+
+        spec = {"oracle": "forget_reference", "max_forget_score": 0.2, "min_retained_utility": 0.8, **settings}
+        return Decision("param", frozenset({"forget_reference"}), 1, frozenset({_json.dumps(spec, sort_keys=True)}))
+
+    base = dec()
+    assert verdict(base, dec(max_forget_score=0.5)) == "looser"
+    assert verdict(base, dec(min_retained_utility=0.9)) == "stricter"
+    assert verdict(base, dec(max_forget_score=0.5, min_retained_utility=0.9)) == "changed"  # both directions
+    assert [c["setting"] for c in oracle_changes(base, dec(max_forget_score=0.5, min_retained_utility=0.9))] == [
+        "max_forget_score", "min_retained_utility"]

@@ -405,8 +405,9 @@ def check_g5(ignore_validation: bool = False) -> int:
 # --------------------------------------------------------------------------- G6
 
 MARK = "zebra-4711"  # the deleted root's content marker: no stored version may hold it afterwards
-# Untracked copies (missing provenance) need the content scan of G6's model, which the engine does
-# not have yet: with (False, True) the check refutes the engine on a copy in d3 with no edge.
+# Untracked copies (missing provenance) are found by the content scan (word shingles, at least
+# `shingle_words` words): the one-word marker below is too short for it, so this check covers tracked
+# provenance; proofs_tests/test_repair_lineage_index.py covers the scan.
 UNTRACKED = (False,)
 
 
@@ -506,7 +507,7 @@ CHECKS: dict[str, CodeCheck] = {c.guarantee: c for c in (
               "5 artifacts; every event type × root set × rejected set; crash after 0, 1 or no validations",
               check_g5, "validation results ignored at publication", lambda: check_g5(ignore_validation=True)),
     CodeCheck("G6", "execute.run_event (delete: erasure targets, content scan, publication) on SQLite",
-              "every influence DAG on r0, d1..d3 (64) × d1 rejected or not (tracked provenance only: no content scan yet)",
+              "every influence DAG on r0, d1..d3 (64) × d1 rejected or not (tracked provenance; the content scan of untracked copies is tested in test_repair_lineage_index)",
               check_g6, "only the roots' versions erased", lambda: check_g6(erase_roots_only=True)),
 )}
 

@@ -123,8 +123,10 @@ def compare(old: str, new: str, as_json: bool, fail_on: str, replay_store: str |
             click.echo("  the mode maps decide every cell identically")
         for d in diffs:
             rules = f"old rule {d.old.rule or '-'} → new rule {d.new.rule or '-'}"
-            note = "  [oracle settings differ]" if d.old.oracles == d.new.oracles and d.old.mode == d.new.mode else ""
-            click.echo(f"  {d.verdict:<8} {{{d.cell.describe()}}}: {d.old.describe()} → {d.new.describe()}  ({rules}){note}")
+            click.echo(f"  {d.verdict:<8} {{{d.cell.describe()}}}: {d.old.describe()} → {d.new.describe()}  ({rules})")
+            for c in d.oracle_changes:
+                click.echo(f"           oracle {c['oracle']} {c['setting']}: {json.dumps(c['old'])} → "
+                           f"{json.dumps(c['new'])} ({c['verdict']})")
         for s in settings:
             click.echo(f"  {s['verdict']:<8} setting {s['setting']}: {json.dumps(s['old'])} → {json.dumps(s['new'])}")
         click.echo(f"summary: {counts['stricter']} stricter, {counts['looser']} looser, "
@@ -132,6 +134,7 @@ def compare(old: str, new: str, as_json: bool, fail_on: str, replay_store: str |
         if replayed is not None:
             _render_replay(replayed)
     looser_settings = [s for s in settings if s["verdict"] == "looser"]
+    looser_settings += [c for d in diffs for c in d.oracle_changes if c["verdict"] == "looser"]
     replay_looser = bool(replayed and replayed["counts"]["looser"])
     replay_any = bool(replayed and replayed["differing_events"])
     if (fail_on == "looser" and (counts["looser"] or looser_settings or replay_looser)) or \

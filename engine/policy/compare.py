@@ -8,7 +8,11 @@ model is the concrete example cell. Differences are classified:
 * **stricter** — the new policy withdraws (``remove``) where the old repaired, or keeps the
   mode and demands a strict superset of oracles;
 * **looser** — the reverse;
-* **changed** — a different repair mode, or incomparable oracle sets;
+* **changed** — a different repair mode, incomparable oracle sets, or oracle settings that move in
+  both directions (or have no order);
+* an oracle's settings count: with the same mode and oracles, a higher threshold (``grounded
+  min_support``, ``task_regression min_pass``, …) is stricter and a lower one looser
+  (:data:`ORACLE_DIRECTION`); every changed setting is named with its old and new value;
 * a cell one policy leaves undecided (a gap, or a kind it does not declare) is treated as the
   paper's fallback ``remove`` (MemoRepair §2.3 "Otherwise, the artifact is assigned remove").
 """
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
 import z3
 
@@ -46,7 +51,7 @@ class Difference:
     old: Decision
     new: Decision
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "verdict": self.verdict,
             "cell": self.cell.as_dict(),
@@ -54,7 +59,13 @@ class Difference:
                     "oracle_settings": [json.loads(x) for x in sorted(self.old.settings)]},
             "new": {"mode": self.new.mode, "oracles": sorted(self.new.oracles), "rule": self.new.rule,
                     "oracle_settings": [json.loads(x) for x in sorted(self.new.settings)]},
+            "oracle_changes": self.oracle_changes,
         }
+
+    @property
+    def oracle_changes(self) -> list[dict[str, Any]]:
+        """Each changed setting of an oracle both sides demand, with old and new value and verdict."""
+        return oracle_changes(self.old, self.new) if self.old.mode == self.new.mode else []
 
 
 def decision(policy: Policy, rule: int | None, kind: str, arch: str | None) -> Decision:
@@ -68,19 +79,73 @@ def decision(policy: Policy, rule: int | None, kind: str, arch: str | None) -> D
 
 
 def verdict(old: Decision, new: Decision) -> str | None:
-    """Classify a change of decision (None: equal). Same oracles with other settings: changed."""
-    if (old.mode, old.oracles) == (new.mode, new.oracles):
-        return None if old.settings == new.settings else "changed"
+    """Classify a change of decision (None: equal). With the same mode, the oracle sets and the
+    settings of the oracles both keep count: a superset of oracles or a higher threshold is
+    stricter, the reverse looser; a mix of both directions, or an unordered setting, is changed."""
+    if (old.mode, old.oracles, old.settings) == (new.mode, new.oracles, new.settings):
+        return None
     if old.mode != "remove" and new.mode == "remove":
         return "stricter"
     if old.mode == "remove" and new.mode != "remove":
         return "looser"
-    if old.mode == new.mode:
-        if new.oracles > old.oracles:
-            return "stricter"
-        if new.oracles < old.oracles:
-            return "looser"
-    return "changed"
+    if old.mode != new.mode:
+        return "changed"
+    directions = {s["verdict"] for s in oracle_changes(old, new)}
+    if new.oracles > old.oracles:
+        directions.add("stricter")
+    elif new.oracles < old.oracles:
+        directions.add("looser")
+    elif new.oracles != old.oracles:
+        directions.add("changed")
+    return directions.pop() if len(directions) == 1 else "changed"
+
+
+# Oracle settings whose direction is known: +1 when a larger value lets fewer successors pass
+# (stricter), -1 when it lets more pass (looser). Booleans count as 0/1.
+ORACLE_DIRECTION: dict[tuple[str, str], int] = {
+    ("grounded", "min_support"): +1,
+    ("replay", "runs"): +1,
+    ("replay", "tolerance"): -1,
+    ("task_regression", "min_pass"): +1,
+    ("sandbox", "allow_extra_args"): -1,
+    ("forget_reference", "max_forget_score"): -1,
+    ("forget_reference", "min_retained_utility"): +1,
+}
+
+
+def _by_oracle(d: Decision) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    for text in sorted(d.settings):
+        spec = json.loads(text)
+        out.setdefault(spec["oracle"], []).append(spec)
+    return out
+
+
+def oracle_changes(old: Decision, new: Decision) -> list[dict[str, Any]]:
+    """Every setting of an oracle both decisions demand that changed: ``{"oracle", "setting",
+    "old", "new", "verdict"}``, the verdict by :data:`ORACLE_DIRECTION` (a lower ``min_support``
+    is looser), ``changed`` for settings with no order (a schema, the probe list). An oracle a
+    decision lists more than once (several validation rules) is compared as one whole value."""
+    a, b = _by_oracle(old), _by_oracle(new)
+    out: list[dict[str, Any]] = []
+    for oracle in sorted(set(a) & set(b)):
+        if a[oracle] == b[oracle]:
+            continue
+        if len(a[oracle]) != 1 or len(b[oracle]) != 1:
+            out.append({"oracle": oracle, "setting": "*", "old": a[oracle], "new": b[oracle], "verdict": "changed"})
+            continue
+        x, y = a[oracle][0], b[oracle][0]
+        for key in sorted(set(x) | set(y)):
+            if key != "oracle" and x.get(key) != y.get(key):
+                out.append({"oracle": oracle, "setting": key, "old": x.get(key), "new": y.get(key),
+                            "verdict": _direction(ORACLE_DIRECTION.get((oracle, key)), x.get(key), y.get(key))})
+    return out
+
+
+def _direction(sign: int | None, old: Any, new: Any) -> str:
+    if sign is None or not isinstance(old, (int, float)) or not isinstance(new, (int, float)):
+        return "changed"
+    return "stricter" if (new - old) * sign > 0 else "looser"
 
 
 def _branches(enc: Encoding, policy: Policy) -> list[tuple[int | None, z3.BoolRef]]:
