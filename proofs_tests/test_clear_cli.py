@@ -81,7 +81,8 @@ BAD_CASES = [
      "finite number"),
     ('{"query": "q", "context": [{"id": "a"}], "game": {"type": "table", "values": {"a": 1}}}',
      "no value for coalition ''"),
-    ('{"query": "q", "context": [{"id": "a"}], "bogus": 1}', "unknown field 'bogus'"),
+    ('{"query": "q", "context": [{"id": "a"}], "meta": [1]}', "[meta]"),
+    ('{"query": "q", "context": [{"id": "a"}], "faults": ["zz"]}', "[faults]"),
 ]
 
 

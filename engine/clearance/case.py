@@ -7,6 +7,8 @@
  "faults": ["m4", "m5"], "structure": "redundant"}
 ```
 
+Any other field (``source``, ``provenance``, … as independent generators write them) is kept in
+``Case.meta``; an extra field of a context item goes to that memory's ``meta``.
 ``game`` is optional: without it the policy's evaluator (offline / openai) plays the game.
 Table keys are sorted ids joined by commas; a value is the mean of the trials' 0/1 outcomes
 (or give ``"outcomes": {"m1": [1, 0], ...}``). A synthetic game is
@@ -35,6 +37,7 @@ from .evaluators.synthetic import STRUCTURES
 from .game import Evaluator, Game, Memory, OutcomeStore, Task
 
 MAX_CASE_BYTES = 8 << 20
+CASE_FIELDS = frozenset({"query", "reference", "context", "game", "faults", "structure", "name", "meta"})
 
 
 @dataclass(frozen=True)
@@ -74,9 +77,7 @@ def _context(raw: Any, where: _Where) -> tuple[Memory, ...]:
         fld = f"context[{k}]"
         if not isinstance(item, dict):
             raise where.fail("must be an object with 'id' and 'text'", fld)
-        unknown = set(item) - {"id", "text", "meta"}
-        if unknown:
-            raise where.fail(f"unknown field '{sorted(unknown)[0]}'", fld)
+        extra = {k: v for k, v in item.items() if k not in ("id", "text", "meta")}  # kept as metadata
         mid = item.get("id")
         if not isinstance(mid, str) or not mid or "," in mid or mid != mid.strip():
             raise where.fail("id must be a non-empty string without commas or outer spaces", f"{fld}.id")
@@ -89,7 +90,7 @@ def _context(raw: Any, where: _Where) -> tuple[Memory, ...]:
         meta = item.get("meta", {}) or {}
         if not isinstance(meta, dict):
             raise where.fail("must be an object", f"{fld}.meta")
-        out.append(Memory(mid, text, meta))
+        out.append(Memory(mid, text, {**extra, **meta}))
     return tuple(out)
 
 
@@ -159,9 +160,8 @@ def parse_case(data: Any, file: str = "<case>", line: int | None = None) -> Case
     where = _Where(file, line)
     if not isinstance(data, dict):
         raise where.fail("a case must be a JSON object")
-    unknown = set(data) - {"query", "reference", "context", "game", "faults", "structure", "name", "meta"}
-    if unknown:
-        raise where.fail(f"unknown field '{sorted(unknown)[0]}'", sorted(unknown)[0])
+    # fields other generators add (source, provenance, …) are kept as the case's metadata
+    extra = {k: v for k, v in data.items() if k not in CASE_FIELDS}
     query = data.get("query")
     if not isinstance(query, str) or not query.strip():
         raise where.fail("must be a non-empty string", "query")
@@ -182,8 +182,12 @@ def parse_case(data: Any, file: str = "<case>", line: int | None = None) -> Case
     if structure is not None and structure not in STRUCTURES:
         raise where.fail(f"must be one of {list(STRUCTURES)}", "structure")
     meta = data.get("meta", {}) or {}
-    return Case(Task(query, reference, context), game, tuple(faults), structure,
-                str(data.get("name", file)), dict(meta) if isinstance(meta, dict) else {})
+    if not isinstance(meta, dict):
+        raise where.fail("must be an object", "meta")
+    name = data.get("name", file)
+    if not isinstance(name, str):
+        raise where.fail("must be a string", "name")
+    return Case(Task(query, reference, context), game, tuple(faults), structure, name, {**extra, **meta})
 
 
 def load_case(path: str | Path) -> Case:

@@ -37,6 +37,7 @@ class CaseOutcome:
     exact: bool = True  # attribution enumerated all 2^K coalitions (else sampled permutations)
     full_correct: bool = False  # ν(M): the full context is already answered correctly
     clean_correct: bool | None = None  # ν(M \\ F): the context without its faults (None: no faults)
+    removed: tuple[str, ...] = ()  # C_ĵ: what the method served the query without
 
 
 def recall_hits(ranking: Sequence[str], faults: Sequence[str]) -> int:
@@ -64,7 +65,7 @@ def outcome(plan: ClearancePlan, faults: Sequence[str], structure: str | None,
     """Reduce a plan to a :class:`CaseOutcome`."""
     return CaseOutcome(plan.method, structure or "unknown", tuple(faults), tuple(plan.harmful),
                        tuple(plan.ranking), plan.recovered, plan.coalitions_evaluated,
-                       plan.evaluator_calls, plan.exact, full_correct, clean_correct)
+                       plan.evaluator_calls, plan.exact, full_correct, clean_correct, tuple(plan.removed))
 
 
 @dataclass(frozen=True)
@@ -193,4 +194,41 @@ def cohort_differences(outcomes: Sequence[CaseOutcome], against: str = "loo") ->
                           ("Complete Set Recall", lambda o: float(complete(o.flagged, o.faults)))):
         out.append(paired_difference([score(o) for o in mine], [score(o) for o in theirs],
                                      metric=metric, names=("meclear", against)))
+    return out
+
+
+def solvable(o: CaseOutcome) -> bool:
+    """The case can be recovered by removing its faults: ν(M ∖ F) = 1 (unknown without faults: no)."""
+    return bool(o.clean_correct)
+
+
+def method_row(outcomes: Sequence[CaseOutcome]) -> dict:
+    """One method on one group: recovery, exact set match of the *removed* set, its size, calls."""
+    n = len(outcomes)
+    mean = lambda xs: (sum(xs) / n) if n else 0.0  # noqa: E731
+    targets = sum(len(o.faults) for o in outcomes)
+    return {"cases": n, "recovery": mean([o.recovered for o in outcomes]),
+            "exact_set_match": mean([exact_match(o.removed, o.faults) for o in outcomes]),
+            "removed_per_case": mean([len(o.removed) for o in outcomes]),
+            "calls_per_case": mean([o.calls for o in outcomes]),
+            "max_calls": max((o.calls for o in outcomes), default=0),
+            "recall_at_m": sum(recall_hits(o.ranking, o.faults) for o in outcomes) / targets if targets else 0.0}
+
+
+def cohort_groups(outcomes: Sequence[CaseOutcome]) -> dict[str, dict]:
+    """``{group: {"cases": n, "rows": {method: method_row}}}`` for all cases, each structure, and
+    the solvable (ν(M ∖ F) = 1) and unsolvable cases apart — so a weak evaluator cannot hide a
+    difference among the cases it could not solve anyway."""
+    methods = list(dict.fromkeys(o.method for o in outcomes))
+    structures = ["direct", "redundant", "joint"]
+    structures += sorted({o.structure for o in outcomes} - set(structures))
+    selectors = [("all", lambda o: True)]
+    selectors += [(g, lambda o, g=g: o.structure == g) for g in structures]
+    selectors += [("solvable", solvable), ("unsolvable", lambda o: not solvable(o))]
+    out: dict[str, dict] = {}
+    for name, keep in selectors:
+        rows = {m: method_row([o for o in outcomes if o.method == m and keep(o)]) for m in methods}
+        cases = max((r["cases"] for r in rows.values()), default=0)
+        if cases or name == "all":
+            out[name] = {"cases": cases, "rows": rows}
     return out

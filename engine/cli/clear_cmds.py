@@ -269,7 +269,7 @@ def _cohort(policy: str | None, path: str, methods: list[str], as_json: bool, mo
 
     from ..clearance.case import iter_cohort
     from ..clearance.cohort import run_cohort
-    from ..clearance.metrics import cohort_differences, cohort_notes, format_table, summary_table
+    from ..clearance.metrics import cohort_differences, cohort_groups, cohort_notes, format_table, summary_table
 
     spec = models.spec(policy)
     cases = list(islice(iter_cohort(path, spec.retrieval_budget), limit))  # all validated before any run
@@ -286,7 +286,8 @@ def _cohort(policy: str | None, path: str, methods: list[str], as_json: bool, mo
     evaluator_name = _evaluator_name(spec, cases)
     if as_json:
         emit_json({"cases": len(cases), "methods": methods, "evaluator": evaluator_name,
-                   "rows": [r.as_dict() for r in rows], "notes": notes,
+                   "rows": [r.as_dict() for r in rows], "groups": cohort_groups(outcomes),
+                   "per_case": _per_case(cases, outcomes, methods), "notes": notes,
                    "differences": [d.as_dict() for d in diffs]})
         return
     click.echo(f"evaluator: {evaluator_name}")
@@ -300,6 +301,17 @@ def _cohort(policy: str | None, path: str, methods: list[str], as_json: bool, mo
     for d in diffs:
         click.echo(f"MeClear − LOO, {d.metric}: {100 * d.mean:+.1f} pp "
                    f"[95% paired bootstrap {100 * d.low:+.1f}, {100 * d.high:+.1f}] over {d.cases} cases")
+
+
+def _per_case(cases, outcomes, methods: list[str]) -> list[dict]:
+    """Each case's name, metadata (the generator's extra fields) and per-method calls / recovery."""
+    out = []
+    for k, case in enumerate(cases):
+        mine = outcomes[k * len(methods):(k + 1) * len(methods)]
+        out.append({"name": case.name, "meta": case.meta, "structure": case.structure,
+                    "methods": {o.method: {"recovered": o.recovered, "removed": list(o.removed),
+                                           "calls": o.calls} for o in mine}})
+    return out
 
 
 def _evaluator_name(spec, cases) -> str:
