@@ -274,9 +274,12 @@ def test_resources_list_servable_memories_and_attestations() -> None:
 @pytest.mark.parametrize("tenant", ["", "x" * 65, "../etc", "a/b", "a;drop table", "a'b", "a%b", "a b", "-a",
                                     "a:b", "a\nb"])
 def test_a_bad_tenant_is_refused_with_exit_2(tenant: str, tmp_path: Path) -> None:
-    done = subprocess.run([MEMSTEWARD, "mcp", "--store", str(tmp_path / "m.db"), "--tenant", tenant],
-                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
-    assert done.returncode == 2 and "[--tenant]" in done.stderr and "Traceback" not in done.stderr
+    from click.testing import CliRunner
+
+    from memsteward.cli import main
+
+    done = CliRunner().invoke(main, ["mcp", "--store", str(tmp_path / "m.db"), "--tenant", tenant])
+    assert done.exit_code == 2 and "[--tenant]" in done.output and "Traceback" not in done.output
     assert not (tmp_path / "m.db").exists()  # refused before the store is opened
 
 
@@ -285,3 +288,17 @@ def test_help_documents_every_option() -> None:
     assert done.returncode == 0
     for option in ("--store", "--policy", "--tenant", "--transport", "--host", "--port", "--token-env"):
         assert option in done.stdout
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf")])
+def test_a_non_finite_number_is_refused_before_the_store(value: float) -> None:
+    from memsteward.mcp.governed import Governed
+    from memsteward.mcp.graph import Graph
+    from memsteward.mcp.server import call as serve_call
+    from memsteward.mcp.tools import Handlers
+
+    store = memsteward.open_store()
+    memory = TenantMemory(store, POLICY, parse_tenant("alice"))
+    result = serve_call(Handlers(Graph(memory), Governed(memory)), "record_memory", {"content": {"x": [value]}})
+    assert result.is_error and "not finite [content.x[0]]" in result.content[0].text
+    assert store.serve() == []

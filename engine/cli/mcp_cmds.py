@@ -39,6 +39,9 @@ def mcp(store_path: str, policy_path: str | None, tenant: str | None, transport:
     correct_memory, attest, audit_log, clear_context). Resources: memsteward://memory/{id} and
     memsteward://attestation/{event_id}. See docs/mcp.md.
     """
+    from ..mcp.tenant import parse_tenant
+
+    who = parse_tenant(tenant)  # refused before anything else is imported or opened
     try:
         from ..mcp.server import build_server
         from ..mcp.transports import bearer_token, run_http, run_stdio
@@ -46,9 +49,7 @@ def mcp(store_path: str, policy_path: str | None, tenant: str | None, transport:
         raise InputError("memsteward mcp needs the MCP SDK: pip install 'memsteward[mcp]'", file="<install>") from None
     from ..api import bundled_path, load_policy, open_store
     from ..mcp.memory import TenantMemory
-    from ..mcp.tenant import parse_tenant
 
-    who = parse_tenant(tenant)
     token = bearer_token(host, token_env) if transport == "http" else None
     policy = load_policy(policy_path or bundled_path("policies", "default.yaml"))
     server = build_server(TenantMemory(open_store(store_path), policy, who))
