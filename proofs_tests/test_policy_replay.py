@@ -67,7 +67,8 @@ def test_demo_store_default_vs_assistant(tmp_path):
 
 def test_a_policy_against_itself_shows_no_difference(tmp_path):
     db = demo_store(tmp_path, ("delete", "correct", "migrate"))
-    r = run("compare", ASSISTANT, ASSISTANT, "--replay", db, "--fail-on", "any", "--json")
+    # --allow-partial: the delete erased metadata some decisions read (listed, tested below)
+    r = run("compare", ASSISTANT, ASSISTANT, "--replay", db, "--fail-on", "any", "--allow-partial", "--json")
     assert r.exit_code == 0, r.output
     rep = json.loads(r.output)["replay"]
     assert rep["differing_events"] == 0 and all(e["verdict"] is None for e in rep["per_event"])
@@ -97,3 +98,21 @@ def test_event_files_on_a_json_export():
 def test_bad_replay_input_is_exit_2(args, needle):
     r = run("compare", DEFAULT, ASSISTANT, *args)
     assert r.exit_code == 2 and needle in r.output and "Traceback" not in r.output
+
+
+def test_decisions_on_erased_metadata_are_named_and_gate_unless_allowed(tmp_path):
+    """Issue 31: a delete erases every version of cache-menu and sum-digest, metadata included, so a
+    replay decides on them with defaults (age_days 0, no cost/value): such decisions are listed
+    exactly (event, policy, artifact, the fields read), and `--fail-on` exits 1 unless
+    `--allow-partial` (on the previous code the same command exits 0 with nothing said)."""
+    db = demo_store(tmp_path, ("delete",))
+    r = run("compare", DEFAULT, DEFAULT, "--replay", db, "--fail-on", "looser", "--json")
+    assert r.exit_code == 1, r.output
+    rep = json.loads(r.stdout)["replay"]
+    partial = {(p["event"], p["policy"], p["artifact"]): p["reads"] for p in rep["partial"]}
+    assert partial[(1, "old", "cache-menu")] == ["age_days", "cost", "value"]
+    assert {a for _e, _p, a in partial} == {"cache-menu", "sum-digest"}
+    ok = run("compare", DEFAULT, DEFAULT, "--replay", db, "--fail-on", "looser", "--allow-partial")
+    assert ok.exit_code == 0, ok.output
+    assert "cannot replay: event 1, old policy's decision on cache-menu reads meta age_days, cost, value" in ok.output
+    assert run("compare", DEFAULT, DEFAULT, "--replay", db).exit_code == 0  # no gate, no failure

@@ -95,9 +95,12 @@ def _load_strict(path: str):
                    "--events) under both policies, as dry runs on copies, and diff the outcomes per event.")
 @click.option("--events", "event_files", multiple=True, type=click.Path(dir_okay=False),
               help="With --replay: replay these event files, in order, instead of the recorded events.")
+@click.option("--allow-partial", is_flag=True,
+              help="With --replay and --fail-on: do not fail because some decisions cannot be replayed "
+                   "(they read metadata a delete erased); they are listed either way.")
 @handle_errors
 def compare(old: str, new: str, as_json: bool, fail_on: str, replay_store: str | None,
-            event_files: tuple[str, ...]) -> None:
+            event_files: tuple[str, ...], allow_partial: bool) -> None:
     """Compare two policies' mode maps cell by cell (Z3 finds one example per difference).
 
     For every region of the domain, the new decision equals, is stricter than (withdraws
@@ -137,8 +140,12 @@ def compare(old: str, new: str, as_json: bool, fail_on: str, replay_store: str |
     looser_settings += [c for d in diffs for c in d.oracle_changes if c["verdict"] == "looser"]
     replay_looser = bool(replayed and replayed["counts"]["looser"])
     replay_any = bool(replayed and replayed["differing_events"])
+    partial = bool(replayed and replayed["partial"]) and fail_on != "never" and not allow_partial
+    if partial:
+        click.echo(f"compare: {len(replayed['partial'])} decision(s) could not be replayed (metadata erased); "
+                   "the gate fails unless --allow-partial", err=True)
     if (fail_on == "looser" and (counts["looser"] or looser_settings or replay_looser)) or \
-            (fail_on == "any" and (diffs or settings or replay_any)):
+            (fail_on == "any" and (diffs or settings or replay_any)) or partial:
         sys.exit(EXIT_FINDINGS)
 
 
@@ -147,7 +154,10 @@ def _replay(a: Policy, b: Policy, store: str, event_files: tuple[str, ...]) -> d
 
     diffs, n, lost = replay(a, b, store, event_files)
     verdicts = [d.verdict for d in diffs]
-    return {"store": store, "events": n, "erased_at_start": lost, "per_event": [d.as_dict() for d in diffs],
+    partial = [{"event": d.index, "policy": side, "artifact": a, "reads": list(reads)}
+               for d in diffs for side, o in (("old", d.old), ("new", d.new)) for a, reads in o.partial]
+    return {"store": store, "events": n, "erased_at_start": lost, "partial": partial,
+            "per_event": [d.as_dict() for d in diffs],
             "totals": totals(diffs), "differing_events": sum(v is not None for v in verdicts),
             "counts": {v: verdicts.count(v) for v in ("stricter", "looser", "changed")}}
 
@@ -173,6 +183,9 @@ def _render_replay(r: dict) -> None:
         for f, d in e["differences"].items():
             click.echo(f"    {f:<11} only old: {safe(', '.join(d['only_old']) or '-')}; "
                        f"only new: {safe(', '.join(d['only_new']) or '-')}")
+    for p in r["partial"]:
+        click.echo(f"  cannot replay: event {p['event']}, {p['policy']} policy's decision on {safe(p['artifact'])} "
+                   f"reads meta {safe(', '.join(p['reads']))}, erased by a delete")
     t = r["totals"]
     click.echo("replay totals: " + ", ".join(f"{f} {t[f]['old']} → {t[f]['new']}" for f in t)
                + f"; {r['differing_events']} of {r['events']} event(s) differ "

@@ -19,7 +19,10 @@ withdrawn, **stricter** for the reverse, and **changed** when only removed / unr
 A SQLite store's replay starts from every artifact's first stored version. Content a delete has
 erased stays erased (the replay cannot and must not bring it back): the earliest surviving
 version stands in for an erased one, and an event that cannot run on what survives is reported
-per policy, not hidden.
+per policy, not hidden. An artifact with no surviving version has lost its metadata too, so a
+decision on it that reads metadata (a mode rule's ``meta`` test of its kind, or weights
+``from_meta``) cannot be replayed as it was made: each such decision is listed as *partial*
+(event, artifact, the fields read), and ``compare --fail-on`` fails on it unless ``--allow-partial``.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from typing import Any
 from ..errors import InputError
 from ..policy.model import Policy
 from ..repair.artifacts import Artifact, Snapshot
+from ..repair.closure import DEFAULT_BACKEND
 from ..repair.events import Event, event_from_dict, load_event
 from ..repair.execute import run_event
 from ..repair.plan import TransitionPlan
@@ -41,13 +45,24 @@ MAX_EVENTS = 10_000
 
 @dataclass(frozen=True)
 class Outcome:
-    """What one policy's dry run did on one event (or why it could not run)."""
+    """What one policy's dry run did on one event (or why it could not run); ``partial``: the
+    decisions it made on artifacts whose metadata was erased, with the metadata fields they read."""
 
     sets: dict[str, tuple[str, ...]] = field(default_factory=dict)
     error: str = ""
+    partial: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
-        return {**{k: list(v) for k, v in self.sets.items()}, "error": self.error or None}
+        return {**{k: list(v) for k, v in self.sets.items()}, "error": self.error or None,
+                "partial": [{"artifact": a, "reads": list(r)} for a, r in self.partial]}
+
+
+def meta_read(policy: Policy, kind: str) -> tuple[str, ...]:
+    """The metadata fields ``policy`` reads to decide on an artifact of ``kind``: the ``meta``
+    fields its kind declares (mode rules may test them) and the ``from_meta`` of its weights."""
+    declared = policy.kinds[kind].meta if kind in policy.kinds else {}
+    weights = (policy.selection.value.from_meta, policy.selection.cost.from_meta)
+    return tuple(sorted({*declared, *(w for w in weights if w)}))
 
 
 @dataclass(frozen=True)
@@ -112,6 +127,11 @@ def recorded_events(store: Store) -> list[dict[str, Any]]:
     return docs
 
 
+def unknown_meta(store: Store) -> frozenset[str]:
+    """Ids none of whose versions survives (a delete erased all): their metadata is gone."""
+    return frozenset(i for i in store.snapshot().artifacts if all(erased for _v, erased, _e in store.versions(i)))
+
+
 def initial_snapshot(store: Store) -> tuple[Snapshot, list[str]]:
     """Every artifact at its first stored version, servable.
 
@@ -139,6 +159,7 @@ def replay(old: Policy, new: Policy, store_path: str,
            event_paths: tuple[str, ...] = ()) -> tuple[list[EventDiff], int, list[str]]:
     """Replay under both policies: (one diff per event, number of events, ids that start erased)."""
     lost: list[str] = []
+    blind: frozenset[str] = frozenset()
     source = Store.open(store_path)
     try:
         if event_paths:
@@ -150,16 +171,18 @@ def replay(old: Policy, new: Policy, store_path: str,
                 raise InputError("the store records no completed events to replay; give event files with --events",
                                  file=store_path)
             snap, lost = initial_snapshot(source)
+            blind = unknown_meta(source)
     finally:
         source.close()
     chains = []
     for policy in (old, new):
-        chains.append(_run_chain(policy, snap, events))
+        chains.append(_run_chain(policy, snap, events, blind))
     diffs = [EventDiff(k + 1, ev, a, b) for k, (ev, a, b) in enumerate(zip(events, chains[0], chains[1]))]
     return diffs, len(events), lost
 
 
-def _run_chain(policy: Policy, snap: Snapshot, events: list[dict[str, Any]]) -> list[Outcome]:
+def _run_chain(policy: Policy, snap: Snapshot, events: list[dict[str, Any]],
+               blind: frozenset[str] = frozenset()) -> list[Outcome]:
     store = Store()
     out: list[Outcome] = []
     try:
@@ -167,11 +190,14 @@ def _run_chain(policy: Policy, snap: Snapshot, events: list[dict[str, Any]]) -> 
         for doc in events:
             try:
                 event: Event = event_from_dict(doc)
-                plan = run_event(store, policy, event, "mincut", "networkx")
+                plan = run_event(store, policy, event, "mincut", DEFAULT_BACKEND)
             except InputError as exc:
                 out.append(Outcome(error=exc.message))
                 continue
-            out.append(outcome(plan, {a.id: a.version for a in store.serve()}))
+            done = outcome(plan, {a.id: a.version for a in store.serve()})
+            partial = tuple((i, reads) for i in sorted(set(plan.modes) & blind)
+                            if (reads := meta_read(policy, snap.artifacts[i].kind)))
+            out.append(Outcome(done.sets, partial=partial))
     finally:
         store.close()
     return out
