@@ -34,7 +34,7 @@ import os
 import ssl
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import urlparse
 
 from .archive import Archive, ArchiveError, request_key
@@ -119,6 +119,8 @@ def completion_text(body: bytes) -> str:
 class ChatClient:
     """Chat completions against one endpoint with bounded retries and a total ``deadline``."""
 
+    ROUTE: ClassVar[str] = "/chat/completions"
+
     endpoint: Endpoint
     deadline: float | None = None  # seconds per call; None: the endpoint's, else the default
     backoff: float = 0.2
@@ -131,7 +133,7 @@ class ChatClient:
         self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if key:
             self._headers["Authorization"] = f"Bearer {key}"
-        self._url = self.endpoint.base_url.rstrip("/") + "/chat/completions"
+        self._url = self.endpoint.base_url.rstrip("/") + self.ROUTE
         parsed = urlparse(self._url)
         if parsed.scheme not in ("http", "https") or not parsed.hostname:
             raise EndpointError(f"endpoint {self.endpoint.base_url!r} is not an http(s) URL", 0)
@@ -249,6 +251,9 @@ class ChatClient:
                          f"${self.endpoint.api_key_env})")
         if status != 200:
             raise _Fatal(f"the request was rejected (HTTP {status})")
+        return self._parse(data)
+
+    def _parse(self, data: bytes) -> str:
         return completion_text(data)
 
     def _read(self, resp: http.client.HTTPResponse, end: float) -> bytes:

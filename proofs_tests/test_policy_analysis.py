@@ -31,14 +31,23 @@ def policies(draw) -> Policy:
     if draw(st.booleans()):
         archs = draw(st.lists(st.sampled_from(ARCHITECTURES), min_size=1, max_size=3, unique=True))
         kinds["skill"] = {"architectures": archs}
+    # kinds the policy declares itself, by role (issue 34): the analysis must range over them too
+    if draw(st.booleans()):
+        kinds["profile"] = {"role": "text", "meta": {"score": {"min": 0, "max": 10}}}
+    if draw(st.integers(0, 2)) == 0:
+        kinds["blob"] = {"role": "opaque"}
+    if draw(st.integers(0, 2)) == 0:
+        kinds["tool"] = {"role": "skill", "architectures": draw(
+            st.lists(st.sampled_from(ARCHITECTURES), min_size=1, max_size=2, unique=True))}
     declared = list(kinds)
+    skill_archs = sorted({a for k in ("skill", "tool") if k in kinds for a in kinds[k]["architectures"]})
     rules = []
     for _ in range(draw(st.integers(0, 6))):
         when: dict = {}
         if draw(st.booleans()):
             when["kind"] = draw(st.lists(st.sampled_from(declared), min_size=1, max_size=2, unique=True))
-        if "skill" in kinds and draw(st.integers(0, 3)) == 0:
-            when["arch"] = draw(st.lists(st.sampled_from(kinds["skill"]["architectures"]), min_size=1, max_size=2, unique=True))
+        if skill_archs and draw(st.integers(0, 3)) == 0:
+            when["arch"] = draw(st.lists(st.sampled_from(skill_archs), min_size=1, max_size=2, unique=True))
         if draw(st.integers(0, 2)) == 0:
             when["event"] = draw(st.lists(st.sampled_from(EVENTS), min_size=1, max_size=2, unique=True))
         if draw(st.integers(0, 2)) == 0:
@@ -48,13 +57,15 @@ def policies(draw) -> Policy:
         if "cache" in kinds and draw(st.integers(0, 2)) == 0 and when.get("kind") in (None, ["cache"]):
             op = draw(st.sampled_from(["gt", "ge", "lt", "le", "eq", "ne"]))
             when["meta"] = {"age": {op: draw(st.sampled_from(THRESHOLDS))}}
+        elif "profile" in kinds and draw(st.integers(0, 2)) == 0 and when.get("kind") in (None, ["profile"]):
+            when["meta"] = {"score": {draw(st.sampled_from(["gt", "le", "eq"])): draw(st.sampled_from(THRESHOLDS))}}
         mode = draw(st.sampled_from(["remove", "remove", "recompute", "regen", "param"]))
         rules.append({"when": when, "mode": mode})
     if draw(st.booleans()):
         rules.append({"when": {}, "mode": "remove"})
     oracles = [{"mode": m, "oracles": [{"oracle": "schema"}]}
                for m in draw(st.lists(st.sampled_from(["recompute", "regen", "param"]), unique=True))]
-    if draw(st.booleans()) and "skill" in kinds:
+    if draw(st.booleans()) and skill_archs:
         oracles.append({"mode": "regen", "arch": "chain", "oracles": [{"oracle": "sandbox"}]})
     return Policy.model_validate({"kinds": kinds, "modes": rules, "validation": oracles})
 
@@ -109,14 +120,16 @@ def test_vacuous_and_shadowed_rules_match_brute_force(policy: Policy):
 def test_type_safety_matches_brute_force(policy: Policy):
     cells = list(enumerate_cells(policy))
     findings = _findings(policy)
-    bad_param, bad_recompute, no_oracle = set(), set(), set()
+    bad_param, bad_recompute, bad_regen, no_oracle = set(), set(), set(), set()
     for c in cells:
         i = firing_rule(policy, c)
         if i is None:
             continue
         mode = policy.modes[i].mode
-        if mode == "param" and not (c.kind == "skill" and c.arch == "neural"):
+        if mode == "param" and not (policy.role(c.kind) == "skill" and c.arch == "neural"):
             bad_param.add(i + 1)
+        if mode == "regen" and policy.role(c.kind) == "opaque":
+            bad_regen.add(i + 1)
         if mode == "recompute" and not policy.kinds[c.kind].replayable:
             bad_recompute.add(i + 1)
         if mode != "remove" and not policy.oracles_for(mode, c.kind, c.arch):
@@ -124,6 +137,7 @@ def test_type_safety_matches_brute_force(policy: Policy):
     type_rules = {f.related["rule"] for f in findings if f.code == "type"}
     assert {r for r in type_rules if policy.modes[r - 1].mode == "param"} == bad_param
     assert {r for r in type_rules if policy.modes[r - 1].mode == "recompute"} == bad_recompute
+    assert {r for r in type_rules if policy.modes[r - 1].mode == "regen"} == bad_regen
     assert _by_rule(findings, "oracle") == no_oracle
     for f in findings:  # every counterexample cell is real and fires the named rule
         if f.code in {"type", "oracle"}:

@@ -121,7 +121,7 @@ BAD = {
     "unknown expectation": (lambda d: d["cases"][1]["expect"].update({"colour": "red"}),
                             "colour: red", "unknown field 'colour'", "cases[1].expect.colour"),
     "unknown kind": (lambda d: d["store"]["artifacts"][3].update({"kind": "photo"}),
-                     "kind: photo", "kind must be one of", "store.artifacts[3].kind"),
+                     "kind: photo", "which the policy 'default' does not declare", "store.artifacts[3].kind"),
     "store does not load": (lambda d: d["cases"][0].update({"store": "missing.db"}),
                             "store: missing.db", "store not found: missing.db", "cases[0].store"),
     "event unknown root": (lambda d: d["cases"][0]["event"].update({"roots": ["nobody"]}),

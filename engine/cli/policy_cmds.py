@@ -13,7 +13,7 @@ from ..policy.compare import compare as compare_policies
 from ..policy.compare import settings_diff
 from ..policy.findings import Finding
 from ..policy.loader import PolicySchemaError, load_policy_source
-from ..policy.model import Policy
+from ..policy.model import KIND_PATTERN, MAX_KIND_CHARS, Policy
 from .common import emit_json, handle_errors
 
 
@@ -28,6 +28,11 @@ def schema(tests: bool) -> None:
         click.echo(json.dumps(tests_schema(), indent=2))
         return
     doc = Policy.model_json_schema(by_alias=True)
+    kinds = doc["properties"]["kinds"]  # the kind names as propertyNames (editors complete and check keys)
+    kinds["propertyNames"] = {"pattern": KIND_PATTERN, "minLength": 1, "maxLength": MAX_KIND_CHARS}
+    kinds["additionalProperties"] = kinds.pop("patternProperties").popitem()[1]
+    kinds["description"] = ("the artifact kinds: the paper's record, cache, summary, skill (roles by default) "
+                            "and any kind the team declares with a role")
     doc["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     doc["title"] = "memsteward policy"
     click.echo(json.dumps(doc, indent=2))

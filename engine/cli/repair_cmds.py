@@ -9,11 +9,10 @@ import click
 
 from ..api import apply_event, load_policy, open_store
 from ..errors import EventHeld
-from ..policy.model import Policy
 from ..redaction import shown_location
 from ..repair.closure import BACKENDS, DEFAULT_BACKEND, SELECTORS
 from ..repair.events import load_event
-from ..repair.execute import recover
+from ..repair.execute import policy_of_document, recover
 from ..repair.executors import parse_executor
 from ..repair.operators import operators_for
 from ..repair.plan import TransitionPlan
@@ -147,7 +146,7 @@ def recover_cmd(store_path: str, as_json: bool, deadline: float | None, executor
     operators = None
     pending = store.unfinished_event() if deadline is not None else None
     if pending is not None:
-        recorded = policy_with_deadline(Policy.model_validate(pending[2]), deadline)
+        recorded = policy_with_deadline(policy_of_document(pending[2]), deadline)
         operators = operators_for(recorded)
     try:
         with step_progress(progress, "recover") as report:

@@ -36,7 +36,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise ImportError("memsteward.integrations.langgraph needs LangGraph: pip install 'memsteward[langgraph]'") from exc
 
 from ..errors import InputError
-from ..policy.model import KINDS, Policy
+from ..policy.model import Policy
 from ..repair.artifacts import SERVABLE_STATES
 from ..repair.closure import DEFAULT_BACKEND
 from ..repair.events import parse_event
@@ -162,8 +162,9 @@ class GovernedStore(BaseStore):
             inputs.append(src)
         text = value.get(TEXT_FIELD)
         content = text if isinstance(text, str) else {k: v for k, v in value.items() if k != PROVENANCE_FIELD}
-        kind = value.get("kind") if value.get("kind") in KINDS and value.get("kind") != "skill" else \
-            ("summary" if inputs else "record")
+        named = value.get("kind")  # a kind the policy declares (paper or its own), never a skill here
+        kind = named if isinstance(named, str) and named in self.policy.kinds and \
+            self.policy.role(named) not in (None, "skill") else ("summary" if inputs else "record")
         current, n = self._current(op.namespace, op.key)
         if current is not None and self.store.get(current).state not in SERVABLE_STATES:  # type: ignore[union-attr]
             current, n = None, n + 1

@@ -15,6 +15,7 @@ Every semantic claim about the mode map Φ_μ is decided by Z3 over the encoding
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Iterable
 
 import z3
@@ -24,7 +25,8 @@ from .encoding import Encoding, real, solve
 from .endpoints import EndpointRules, endpoints, own_secret, shown_url
 from .findings import Finding
 from .loader import PolicySource, dotted
-from .model import MAX_EXACT_RETRIEVAL_BUDGET, Policy
+from .model import MAX_EXACT_RETRIEVAL_BUDGET, PAPER_ROLES, ROLES, Policy
+from .plugins import used
 from .rulesolver import RuleAnalysis, RuleFacts, rule_facts
 
 MAX_GAPS = 12
@@ -77,25 +79,27 @@ def _references(src: PolicySource) -> Iterable[Finding]:
         for j, kind in enumerate(w.kind or []):
             if kind not in p.kinds:
                 yield _at(src, ("modes", i, "when", "kind", j), "error", "unknown-reference",
-                          f"{_rule_name(p, i)} names kind '{kind}', which the policy does not declare under 'kinds'")
+                          f"{_rule_name(p, i)} names kind '{kind}', which the policy does not declare under "
+                          f"'kinds'{_did_you_mean(kind, p.kinds)}")
         for j, arch in enumerate(w.arch or []):
-            if "skill" not in p.kinds or arch not in p.architectures("skill"):
+            if arch not in p.skill_architectures():
                 yield _at(src, ("modes", i, "when", "arch", j), "error", "unknown-reference",
                           f"{_rule_name(p, i)} names architecture '{arch}', which no declared skill kind has")
         for field in w.meta:
             kinds = w.kind if w.kind is not None else list(p.kinds)
-            if not any(field in p.kinds[k].meta for k in kinds if k in p.kinds):  # type: ignore[index]
+            if not any(field in p.kinds[k].meta for k in kinds if k in p.kinds):
                 yield _at(src, ("modes", i, "when", "meta", field), "error", "unknown-reference",
                           f"{_rule_name(p, i)} tests metadata field '{field}', which none of its kinds declares")
     for i, rule in enumerate(p.validation):
         for j, kind in enumerate(rule.kind or []):
             if kind not in p.kinds:
                 yield _at(src, ("validation", i, "kind", j), "error", "unknown-reference",
-                          f"validation rule {i + 1} names kind '{kind}', which the policy does not declare")
+                          f"validation rule {i + 1} names kind '{kind}', which the policy does not declare"
+                          f"{_did_you_mean(kind, p.kinds)}")
+    yield from _kind_tables(src)
+    yield from _roles(src)
+    yield from _plugins(src)
     for kind, spec in p.kinds.items():
-        if kind != "skill" and spec.architectures:
-            yield _at(src, ("kinds", kind, "architectures"), "error", "type",
-                      f"only the 'skill' kind has architectures (kind '{kind}')")
         for name, mf in spec.meta.items():
             loc = ("kinds", kind, "meta", name)
             if mf.min is not None and mf.max is not None and mf.min > mf.max:
@@ -112,6 +116,54 @@ def _references(src: PolicySource) -> Iterable[Finding]:
     if not p.modes:
         yield _at(src, ("modes",) if ("modes",) in src.source.positions else (), "error", "totality",
                   "the mode map has no rules; add at least a final catch-all `when: {}` rule")
+
+
+def _did_you_mean(name: str, known: Iterable[str]) -> str:
+    close = difflib.get_close_matches(name, list(known), n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def _kind_tables(src: PolicySource) -> Iterable[Finding]:
+    """Kinds named as keys of weight tables and per-kind schemas are declared."""
+    p = src.policy
+    tables: list[tuple[tuple, Iterable[str]]] = [
+        (("selection", "value", "by_kind"), p.selection.value.by_kind),
+        (("selection", "cost", "by_kind"), p.selection.cost.by_kind)]
+    for i, rule in enumerate(p.validation):
+        for j, oracle in enumerate(rule.oracles):
+            if oracle.oracle == "schema":
+                tables.append((("validation", i, "oracles", j, "by_kind"), oracle.by_kind))
+    for loc, names in tables:
+        for kind in names:
+            if kind not in p.kinds:
+                yield _at(src, loc + (kind,), "error", "unknown-reference",
+                          f"'{dotted(loc)}' names kind '{kind}', which the policy does not declare"
+                          f"{_did_you_mean(kind, p.kinds)}")
+
+
+def _plugins(src: PolicySource) -> Iterable[Finding]:
+    """Every plugin the policy names is installed, importable and of its group's type (loading a
+    plugin imports its code: a policy names plugins, the operator installs them)."""
+    if next(used(src.policy), None) is None:
+        return
+    from ..repair.plugins import problems  # local: imports the repair engine
+
+    for loc, message in problems(src.policy):
+        yield _at(src, loc, "error", "plugin", message)
+
+
+def _roles(src: PolicySource) -> Iterable[Finding]:
+    """Every kind has a role (a paper kind has its paper role); only skill kinds have architectures."""
+    p = src.policy
+    for kind, spec in p.kinds.items():
+        role = p.role(kind)
+        if role is None:
+            yield _at(src, ("kinds", kind), "error", "type",
+                      f"kind '{kind}' needs a role: one of {', '.join(ROLES)} (only the paper kinds "
+                      f"{', '.join(PAPER_ROLES)} have one by default)")
+        elif role != "skill" and spec.architectures:
+            yield _at(src, ("kinds", kind, "architectures"), "error", "type",
+                      f"only skill kinds (role 'skill') have architectures; kind '{kind}' has role '{role}'")
 
 
 # --------------------------------------------------------------------------- parameters
@@ -255,16 +307,20 @@ def _type_safety(src: PolicySource, enc: Encoding, ra: RuleAnalysis) -> list[Fin
     p = src.policy
     out: list[Finding] = []
     replayable = {k for k, spec in p.kinds.items() if spec.replayable}
+    opaque = set(p.kinds_with_role("opaque"))
     forbidden: dict[str, tuple[Callable[[str, str | None], bool], Callable[[Cell], str]]] = {
-        "param": (lambda kind, arch: not (kind == "skill" and arch == "neural"),
+        "param": (lambda kind, arch: not (p.role(kind) == "skill" and arch == "neural"),
                   lambda cell: "to a non-neural artifact (param repairs neural skills only)"),
         "recompute": (lambda kind, arch: kind not in replayable,
                       lambda cell: f"to kind '{cell.kind}', which is not replayable"),
     }
+    opaque_rule = (lambda kind, arch: kind in opaque,
+                   lambda cell: f"to kind '{cell.kind}', whose role 'opaque' is never regenerated (only remove)")
     for i, rule in enumerate(p.modes):
         fires = ra.facts[i].fires_in
-        if rule.mode in forbidden:
-            bad, why = forbidden[rule.mode]
+        checks = ([forbidden[rule.mode]] if rule.mode in forbidden else []) + (
+            [opaque_rule] if rule.mode != "remove" and opaque else [])
+        for bad, why in checks:
             hit = next((part for part in fires if bad(part[0], part[1])), None)
             if hit is not None:
                 cell = enc.cell(ra.fire_witness(i, hit))

@@ -27,7 +27,7 @@ import z3
 
 from .domain import Cell
 from .encoding import Encoding, solve
-from .model import Policy
+from .model import Policy, oracle_name
 
 ORDER = {"stricter": 0, "looser": 1, "changed": 2}
 
@@ -74,7 +74,7 @@ def decision(policy: Policy, rule: int | None, kind: str, arch: str | None) -> D
         return Decision("remove", frozenset(), None)
     mode = policy.modes[rule].mode
     specs = policy.oracles_for(mode, kind, arch) if mode != "remove" else []
-    return Decision(mode, frozenset(o.oracle for o in specs), rule + 1,
+    return Decision(mode, frozenset(oracle_name(o) for o in specs), rule + 1,
                     frozenset(json.dumps(o.model_dump(mode="json", by_alias=True), sort_keys=True) for o in specs))
 
 

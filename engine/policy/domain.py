@@ -107,7 +107,7 @@ def meta_points(policy: Policy, kind: str, rules: list[ModeRule] | None = None) 
     brute-force reference used to test the Z3 analysis.
     """
     rules = policy.modes if rules is None else rules
-    spec = policy.kinds[kind]  # type: ignore[index]
+    spec = policy.kinds[kind]
     points: dict[str, list[float]] = {}
     for name, mf in spec.meta.items():
         cands = {mf.default}

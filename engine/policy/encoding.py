@@ -68,7 +68,7 @@ class Encoding:
         pols = [policy] if policy is not None else self.policies
         out: list[str] = []
         for p in pols:
-            spec = p.kinds.get(kind)  # type: ignore[call-overload]
+            spec = p.kinds.get(kind)
             if spec is not None:
                 out += [f for f in spec.meta if f not in out]
         return out
@@ -89,7 +89,7 @@ class Encoding:
         hi: float | None = None
         lo_set = hi_set = False
         for p in self.policies:
-            spec = p.kinds.get(kind)  # type: ignore[call-overload]
+            spec = p.kinds.get(kind)
             mf = spec.meta.get(field) if spec is not None else None
             if mf is None:
                 continue

@@ -117,6 +117,9 @@ def endpoints(policy: Policy) -> Iterator[tuple[tuple, Endpoint]]:
         yield ("clearance", "evaluator", "endpoint"), ev.endpoint
     if policy.repair.regen_endpoint is not None:
         yield ("repair", "regen_endpoint"), policy.repair.regen_endpoint
+    embedder = policy.repair.embedder
+    if embedder.type == "openai" and embedder.endpoint is not None:
+        yield ("repair", "embedder", "endpoint"), embedder.endpoint
 
 
 def _split(value: str) -> tuple[str, ...]:

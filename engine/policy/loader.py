@@ -24,7 +24,7 @@ from pydantic import ValidationError
 from ..errors import InputError
 from ..jsonio import read_text
 from .findings import Finding
-from .model import ORACLES, Policy
+from .model import MAX_KIND_CHARS, ORACLES, Policy
 
 if TYPE_CHECKING:
     import yaml
@@ -220,7 +220,10 @@ def _schema_findings(exc: ValidationError, source: SourceMap) -> list[Finding]:
         line, col = source.where(loc)
         field = _field_of(source, loc)
         message = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
+        if loc[:1] == ("kinds",) and loc[-1:] == ("[key]",) and len(loc) == 3:
+            message = (f"a kind name is an identifier (letters, digits and '_', not starting with a digit) "
+                       f"of 1 to {MAX_KIND_CHARS} characters, got {shown_name(loc[1])}")
+        elif err["type"] == "extra_forbidden":
             last = str(loc[-1]) if loc else ""
             if last.lower() in _SECRET_FIELDS:
                 message = (f"secrets are never read from policy files; set the key in an environment "

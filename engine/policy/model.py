@@ -22,15 +22,25 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
 
-KINDS: tuple[str, ...] = ("record", "cache", "summary", "skill")
+KINDS: tuple[str, ...] = ("record", "cache", "summary", "skill")  # the paper's kinds (MemoRepair §2.1)
+ROLES: tuple[str, ...] = ("root", "replayable", "text", "skill", "opaque")
+# what each paper kind is to the engine when its declaration names no role
+PAPER_ROLES: dict[str, str] = {"record": "root", "cache": "replayable", "summary": "text", "skill": "skill"}
 ARCHITECTURES: tuple[str, ...] = ("neural", "prompt", "chain")
 EVENTS: tuple[str, ...] = ("delete", "correct", "migrate")
 MODES: tuple[str, ...] = ("remove", "recompute", "regen", "param")
-ORACLES: tuple[str, ...] = ("schema", "replay", "task_regression", "sandbox", "forget_reference", "grounded")
+ORACLES: tuple[str, ...] = ("schema", "replay", "task_regression", "sandbox", "forget_reference", "grounded",
+                            "embedding", "plugin")
 
-Kind = Literal["record", "cache", "summary", "skill"]
+MAX_KIND_CHARS = 64
+MAX_KINDS = 256
+KIND_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"  # an identifier: safe in messages, cells, JSON paths and SQL values
+# A kind name: the four paper kinds or any kind the policy declares under ``kinds``; whether a name
+# used elsewhere (a rule, a weight table) is declared is a finding of ``check``, with its line
+Kind = Annotated[str, StringConstraints(min_length=1, max_length=MAX_KIND_CHARS, pattern=KIND_PATTERN)]
+Role = Literal["root", "replayable", "text", "skill", "opaque"]
 Architecture = Literal["neural", "prompt", "chain"]
 EventType = Literal["delete", "correct", "migrate"]
 Mode = Literal["remove", "recompute", "regen", "param"]
@@ -83,13 +93,51 @@ class MetaField(Strict):
     description: str = ""
 
 
-class KindSpec(Strict):
-    """Declaration of one artifact kind."""
+MAX_FIELDS = 32
+MAX_PATH_PARTS = 8
+# a governed field: a JSON path of object keys into an artifact's content (``$`` is the whole content)
+JsonPath = Annotated[str, StringConstraints(max_length=256,
+                                            pattern=rf"^\$(\.[A-Za-z_][A-Za-z0-9_]*){{0,{MAX_PATH_PARTS}}}$")]
+# a plugin's name: an entry-point name in the ``memsteward.operators`` / ``memsteward.oracles`` groups
+PluginName = Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=r"^[A-Za-z_][A-Za-z0-9_.\-]*$")]
 
+
+class EmbedSpec(Strict):
+    """Keep a vector of this kind's text in step with repair: every successor gets the vector of its
+    governed text, rebuilt by ``repair.embedder``, in ``meta[field]`` (with the text's digest)."""
+
+    field: Annotated[str, StringConstraints(max_length=64, pattern=KIND_PATTERN)] = "embedding"
+
+
+class KindSpec(Strict):
+    """Declaration of one artifact kind: what it is to the engine (``role``), and what rules may test.
+
+    Roles: ``root`` (raw records, the roots of provenance), ``replayable`` (a deterministic transform
+    of its inputs: ``recompute`` applies), ``text`` (regenerable text: ``regen``), ``skill`` (has
+    ``architectures``: neural, prompt, chain; ``param`` repairs neural ones), ``opaque`` (never
+    regenerated: only ``remove``). A paper kind (record, cache, summary, skill) without a role has
+    its paper role; any other kind must name one. ``replayable`` defaults to true for the role
+    ``replayable`` and to false otherwise, so a paper policy means what it meant before roles.
+    ``fields``: the JSON paths of the content the repair governs (default: the whole content).
+    ``operators``: a repair operator by name (an installed plugin, see ``memsteward plugins``) for
+    a mode of this kind, in place of the built-in one.
+    """
+
+    role: Role | None = None
     replayable: bool = False
     architectures: list[Architecture] = Field(default_factory=list)
     meta: dict[str, MetaField] = Field(default_factory=dict)
+    fields: list[JsonPath] = Field(default_factory=list, max_length=MAX_FIELDS)
+    operators: dict[Mode, PluginName] = Field(default_factory=dict)
+    embed: EmbedSpec | None = None
     description: str = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _replayable_by_role(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("role") == "replayable" and "replayable" not in data:
+            return {**data, "replayable": True}
+        return data
 
 
 # --------------------------------------------------------------------------- mode map Φ_μ
@@ -219,10 +267,35 @@ class GroundedOracle(Strict):
     min_support: float = Field(default=0.75, ge=0.0, le=1.0)  # share of a sentence's content words
 
 
+class EmbeddingOracle(Strict):
+    """The successor's vector (``meta[<kind>.embed.field]``) was computed from its republished text:
+    the text digest it records matches, and re-embedding that text gives the vector (cosine ≥ 1 − tolerance)."""
+
+    oracle: Literal["embedding"]
+    tolerance: float = Field(default=1e-6, ge=0.0, le=1.0)
+
+
+Setting = str | int | float | bool | None
+
+
+class PluginOracle(Strict):
+    """An oracle from an installed plugin (entry-point group ``memsteward.oracles``), with its settings."""
+
+    oracle: Literal["plugin"]
+    plugin: PluginName
+    settings: dict[str, Setting] = Field(default_factory=dict, max_length=64)
+
+
 OracleSpec = Annotated[
-    SchemaOracle | ReplayOracle | TaskRegressionOracle | SandboxOracle | ForgetReferenceOracle | GroundedOracle,
+    SchemaOracle | ReplayOracle | TaskRegressionOracle | SandboxOracle | ForgetReferenceOracle | GroundedOracle
+    | EmbeddingOracle | PluginOracle,
     Field(discriminator="oracle"),
 ]
+
+
+def oracle_name(spec: Any) -> str:
+    """How an oracle is named in reports, coverage and ``compare``: its type, or ``plugin:<name>``."""
+    return f"plugin:{spec.plugin}" if spec.oracle == "plugin" else str(spec.oracle)
 
 
 class ValidationRule(Strict):
@@ -272,7 +345,7 @@ class Weight(Strict):
     def resolver(self, kind: str, mode: str) -> Callable[[Mapping[str, Any] | None], float]:
         """The weight of a (kind, mode) candidate as a function of its metadata (the table lookups
         done once: planning calls it for every candidate of a cascade)."""
-        fallback = self.by_kind[kind] if kind in self.by_kind else (  # type: ignore[index]
+        fallback = self.by_kind[kind] if kind in self.by_kind else (
             self.by_mode[mode] if mode in self.by_mode else self.default)  # type: ignore[index]
         field = self.from_meta
         if not field:
@@ -438,10 +511,30 @@ class ClearanceSpec(Strict):
         return self
 
 
+MAX_EMBEDDING_DIM = 4096
+
+
+class Embedder(Strict):
+    """How vectors are computed for kinds that declare ``embed``: ``offline`` (a deterministic hashed
+    bag of words, :mod:`memsteward.repair.embedding`) or ``openai`` (an OpenAI-compatible
+    ``/embeddings`` endpoint, under the same allow-lists as every endpoint)."""
+
+    type: Literal["offline", "openai"] = "offline"
+    dim: int = Field(default=64, ge=2, le=MAX_EMBEDDING_DIM)  # offline only; an endpoint's model decides its own
+    endpoint: Endpoint | None = None
+
+    @model_validator(mode="after")
+    def _endpoint_for_openai(self) -> Embedder:
+        if self.type == "openai" and self.endpoint is None:
+            raise ValueError("embedder type 'openai' needs an 'endpoint' (base_url, model)")
+        return self
+
+
 class RepairSpec(Strict):
     """Repair-time operator settings (offline operators by default)."""
 
     regen_endpoint: Endpoint | None = None
+    embedder: Embedder = Field(default_factory=Embedder)
 
 
 class LineageSpec(Strict):
@@ -468,7 +561,7 @@ class Policy(Strict):
     version: Literal[1] = 1
     name: str = "policy"
     description: str = ""
-    kinds: dict[Kind, KindSpec]
+    kinds: dict[Kind, KindSpec] = Field(max_length=MAX_KINDS)
     support: SupportSpec = Field(default_factory=SupportSpec)
     modes: list[ModeRule] = Field(default_factory=list)
     validation: list[ValidationRule] = Field(default_factory=list)
@@ -479,14 +572,33 @@ class Policy(Strict):
 
     # ---- pure helpers the engines use --------------------------------------------------
 
+    def role(self, kind: str) -> str | None:
+        """What ``kind`` is to the engine: its declared role, else its paper role (None: a declared
+        kind without a role, an error of ``check``, or a kind the policy does not declare)."""
+        spec = self.kinds.get(kind)
+        if spec is None:
+            return None
+        return spec.role or PAPER_ROLES.get(kind)
+
+    def kinds_with_role(self, role: str) -> tuple[str, ...]:
+        """The declared kinds whose role is ``role``, in declaration order."""
+        return tuple(k for k in self.kinds if self.role(k) == role)
+
     def architectures(self, kind: str) -> tuple[str | None, ...]:
-        """The architecture values a kind ranges over (``None`` for non-skills)."""
-        spec = self.kinds.get(kind)  # type: ignore[call-overload]
+        """The architecture values a kind ranges over (``None`` for kinds whose role is not skill)."""
+        spec = self.kinds.get(kind)
         if spec is None:
             return ()
-        if kind == "skill":
+        if self.role(kind) == "skill":
             return tuple(spec.architectures) if spec.architectures else ARCHITECTURES
         return (None,)
+
+    def skill_architectures(self) -> tuple[str, ...]:
+        """Every architecture some declared skill kind has (what rules may name under ``arch``)."""
+        out: list[str] = []
+        for kind in self.kinds_with_role("skill"):
+            out += [a for a in self.architectures(kind) if a is not None and a not in out]
+        return tuple(out)
 
     def oracles_for(self, mode: str, kind: str, arch: str | None) -> list:
         """All oracles that must pass for a successor (mode, kind, arch): "all must pass"."""

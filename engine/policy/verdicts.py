@@ -42,6 +42,7 @@ from pathlib import Path
 
 from .endpoints import EndpointRules
 from .model import Policy
+from .plugins import manifest, used
 
 CACHE_VAR = "MEMSTEWARD_CACHE_DIR"
 _FORMAT = b"memsteward-check-verdict-1\0"
@@ -64,6 +65,8 @@ def verdict_key(policy: Policy, rules: EndpointRules) -> str:
     h = hashlib.sha256(_FORMAT + _code_digest())
     h.update(policy.model_dump_json().encode("utf-8") + b"\0")
     h.update(json.dumps([list(rules.key_envs), list(rules.http_hosts)]).encode("utf-8"))
+    if next(used(policy), None) is not None:  # a plugin installed, removed or upgraded is another verdict
+        h.update(b"\0" + json.dumps(manifest(policy), sort_keys=True).encode("utf-8"))
     return h.hexdigest()
 
 

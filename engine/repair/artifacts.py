@@ -7,6 +7,7 @@ document before anything is written, so bad input never changes a store.
 from __future__ import annotations
 
 import json
+import re
 from collections import deque
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from typing import Any, NamedTuple
 
 from ..errors import InputError
 from ..jsonio import parse_json, read_text, source_name
-from ..policy.model import ARCHITECTURES, KINDS
+from ..policy.model import ARCHITECTURES, KIND_PATTERN, KINDS, MAX_KIND_CHARS
 from .schemas import artifact_problem
 
 EDGE_TYPES: tuple[str, ...] = ("influence", "semantic")
@@ -161,6 +162,14 @@ def read_json(path: str) -> tuple[Any, str]:
     return parse_json(text, source_name(path)), text
 
 
+_KIND = re.compile(KIND_PATTERN)
+
+
+def is_kind_name(kind: Any) -> bool:
+    """A paper kind, or a name a policy may declare (an identifier of at most MAX_KIND_CHARS)."""
+    return isinstance(kind, str) and len(kind) <= MAX_KIND_CHARS and _KIND.fullmatch(kind) is not None
+
+
 def parse_artifact(obj: Any, where: str, file: str, text: str = "") -> Artifact:
     """Validate one artifact object of the exchange format."""
     def fail(msg: str, fld: str = "", value: Any = None) -> InputError:
@@ -176,14 +185,14 @@ def parse_artifact(obj: Any, where: str, file: str, text: str = "") -> Artifact:
     if not isinstance(ident, str) or not ident:
         raise fail("artifact 'id' must be a non-empty string", "id")
     kind = obj.get("kind")
-    if kind not in KINDS:
-        raise fail(f"artifact {ident!r}: kind must be one of {', '.join(KINDS)}", "kind", ident)
+    if not is_kind_name(kind):
+        raise fail(f"artifact {ident!r}: kind must be one of {', '.join(KINDS)} or a kind a policy declares "
+                   f"(an identifier of at most {MAX_KIND_CHARS} characters)", "kind", ident)
     arch = obj.get("arch")
-    if kind == "skill":
-        if arch not in ARCHITECTURES:
-            raise fail(f"skill {ident!r}: arch must be one of {', '.join(ARCHITECTURES)}", "arch", ident)
-    elif arch is not None:
-        raise fail(f"artifact {ident!r}: only skills have an arch", "arch", ident)
+    if kind == "skill" and arch not in ARCHITECTURES:
+        raise fail(f"skill {ident!r}: arch must be one of {', '.join(ARCHITECTURES)}", "arch", ident)
+    if arch is not None and (kind in KINDS and kind != "skill" or arch not in ARCHITECTURES):
+        raise fail(f"artifact {ident!r}: only skills have an arch, one of {', '.join(ARCHITECTURES)}", "arch", ident)
     version = obj.get("version", 1)
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise fail(f"artifact {ident!r}: version must be a positive integer", "version", ident)

@@ -80,7 +80,7 @@ def meta_cell_values(policy: Policy, artifact: Artifact) -> dict[str, float]:
 
 def _meta_fields(policy: Policy, kind: str) -> tuple[tuple[str, float], ...]:
     """(name, declared default) of every numeric metadata field of ``kind`` (none for unknown kinds)."""
-    spec = policy.kinds.get(kind)  # type: ignore[call-overload]
+    spec = policy.kinds.get(kind)
     return () if spec is None else tuple((name, mf.default) for name, mf in spec.meta.items())
 
 
@@ -164,7 +164,7 @@ def _assign_in_order(policy: Policy, scope: Scope, event: Event, order: Sequence
             declared = fields[kind] = _meta_fields(policy, kind)
         key = (kind, arch, _meta_key(declared, art.meta) if declared else (),
                sufficient(kept + repairable, len(parents)),
-               _neural_skill(kind, arch) and forget > 0 and kept > 0)
+               _neural_skill(policy, kind, arch) and forget > 0 and kept > 0)
         hit = decided.get(key)
         if hit is None:
             hit = decided[key] = _decide(policy, event, *key)
@@ -175,9 +175,10 @@ def _assign_in_order(policy: Policy, scope: Scope, event: Event, order: Sequence
             plus.add(i)
 
 
-def _neural_skill(kind: str, arch: str | None) -> bool:
-    """Whether Φ_μ's partitions (a forget and a reference set) can exist for such an artifact."""
-    return kind == "skill" and arch == "neural"
+def _neural_skill(policy: Policy, kind: str, arch: str | None) -> bool:
+    """Whether Φ_μ's partitions (a forget and a reference set) can exist for such an artifact: a
+    neural artifact of a kind whose role is skill (the paper's ``skill`` or a declared one)."""
+    return arch == "neural" and policy.role(kind) == "skill"
 
 
 def _decide(policy: Policy, event: Event, kind: str, arch: str | None, meta: tuple[tuple[str, float], ...],
@@ -282,7 +283,7 @@ def _decide_levels(policy: Policy, event: Event, levels: Sequence[Any], e: _Inpu
     classes = {c: k for k, c in enumerate(dict.fromkeys(statics))}
     static = np.fromiter(map(classes.__getitem__, statics), np.int64, n)
     statics_of = list(classes)
-    neural = np.array([_neural_skill(k, a) for k, a, _ in statics_of], dtype=bool)
+    neural = np.array([_neural_skill(policy, k, a) for k, a, _ in statics_of], dtype=bool)
     erased = np.fromiter(map(ERASED.__eq__, map(_STATE, arts)), bool, n)
     children = ChildIndex(n, e.src[e.desc], e.dst[e.desc])  # a level's repairable members support these
     sufficient = policy.support.sufficient

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from ..errors import InputError, printable
 from ..jsonio import tree_problem
 from ..policy.model import Policy
+from ..policy.plugins import manifest
 from .artifacts import SERVABLE_STATES, Artifact, Snapshot, artifact_field_problem
 from .candidates import Candidate
 from .dialect import db_errors
@@ -88,8 +89,22 @@ def check_inputs(store: Store, plan: TransitionPlan) -> None:
                              file=store.path, field=f"{ident}.{problem[0]}")
 
 
+PLUGINS_KEY = "plugins"  # beside the policy's fields: the plugins it uses, as installed (not a policy field)
+
+
 def policy_document(policy: Policy) -> dict[str, Any]:
-    return policy.model_dump(mode="json", by_alias=True)
+    """The policy as the store records it with an event (its SHA-256 is the audit's policy digest):
+    its JSON form and, when it names plugins, each one's name, distribution and version."""
+    doc = policy.model_dump(mode="json", by_alias=True)
+    plugins = manifest(policy)
+    if plugins:
+        doc[PLUGINS_KEY] = plugins
+    return doc
+
+
+def policy_of_document(doc: Mapping[str, Any]) -> Policy:
+    """The policy of a recorded :func:`policy_document`."""
+    return Policy.model_validate({k: v for k, v in doc.items() if k != PLUGINS_KEY})
 
 
 def root_successors(event: Event, snapshot: Snapshot) -> dict[str, Artifact]:
@@ -166,7 +181,7 @@ def recover(store: Store, operators: OperatorRegistry | None = None,
     event_id, _event, policy_doc, plan_doc = found
     if not store.take_event(event_id):  # one writer per event: a live holder makes this raise EventHeld
         return None  # completed meanwhile by the process that held it
-    policy = Policy.model_validate(policy_doc)
+    policy = policy_of_document(policy_doc)
     return resume(store, event_id, policy, TransitionPlan.from_json(plan_doc), operators, oracles, executor,
                   progress)
 

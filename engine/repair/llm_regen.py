@@ -44,7 +44,7 @@ INSTRUCTION = "Write {what} of these records."
 
 
 def messages_for(artifact: Artifact, texts: list[str]) -> list[dict[str, str]]:
-    what = WHAT["summary"] if artifact.kind == "summary" else WHAT["prompt"]
+    what = WHAT["prompt"] if artifact.arch == "prompt" else WHAT["summary"]  # a text kind: a summary
     return [{"role": "system", "content": SYSTEM},
             {"role": "user", "content": f"{INSTRUCTION.format(what=what)}\n<records>{fence(texts)}</records>"}]
 

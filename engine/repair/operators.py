@@ -303,20 +303,67 @@ def default_operators() -> OperatorRegistry:
     reg = OperatorRegistry()
     reg.register("recompute", Recompute())
     reg.register("regen", RegenText())
-    reg.register("regen", RegenChain(), kind="skill", arch="chain")
+    reg.register("regen", RegenChain(), arch="chain")  # every skill kind's chains (only skills have an arch)
     reg.register("param", ParamRetrain())
     return reg
 
 
 def operators_for(policy: Any) -> OperatorRegistry:
-    """The default registry, with LLM ``regen`` for summaries and prompt skills when the policy
-    names a ``repair.regen_endpoint`` (chain rewriting stays deterministic)."""
+    """The default registry, with LLM ``regen`` for text kinds (``summary`` and every kind of role
+    ``text``) and prompt skills when the policy names a ``repair.regen_endpoint`` (chain rewriting
+    stays deterministic)."""
     reg = default_operators()
     endpoint = getattr(getattr(policy, "repair", None), "regen_endpoint", None)
     if endpoint is not None:
         from .llm_regen import LLMRegen
 
         llm = LLMRegen(endpoint)
-        reg.register("regen", llm, kind="summary")
-        reg.register("regen", llm, kind="skill", arch="prompt")
+        for kind in policy.kinds_with_role("text"):
+            reg.register("regen", llm, kind=kind)
+        for kind in policy.kinds_with_role("skill"):
+            reg.register("regen", llm, kind=kind, arch="prompt")
+    kinds = getattr(policy, "kinds", {})
+    if any(spec.operators or spec.embed for spec in kinds.values()):
+        _declared_operators(reg, policy)
     return reg
+
+
+def _declared_operators(reg: OperatorRegistry, policy: Any) -> None:
+    """A kind's plugin operators (``kinds.<kind>.operators``) and, for a kind that declares ``embed``,
+    every one of its operators wrapped to rebuild the vector (:class:`~memsteward.repair.embedding.ReEmbed`).
+    A plugin that cannot be loaded (``check`` reports it) makes its candidates non-executable."""
+    from .embedding import ReEmbed, embedder_for
+    from .plugins import PluginProblem, load_operator
+
+    embedder = None
+    for kind, spec in policy.kinds.items():
+        for mode in ("recompute", "regen", "param"):
+            for arch in policy.architectures(kind):
+                op: Operator | None
+                if mode in spec.operators:
+                    try:
+                        op = load_operator(spec.operators[mode])
+                    except PluginProblem as exc:
+                        op = Unavailable(f"plugin:{spec.operators[mode]}", str(exc))
+                else:
+                    op = reg.find(mode, kind, arch)
+                if op is not None and spec.embed is not None:
+                    embedder = embedder or embedder_for(policy.repair.embedder)
+                    op = ReEmbed(op, embedder, spec.embed.field, tuple(spec.fields))
+                if op is not None:
+                    reg.register(mode, op, kind=kind, arch=arch)
+
+
+@dataclass(frozen=True)
+class Unavailable:
+    """An operator the policy names that cannot be loaded here: its candidates cannot run."""
+
+    name: str
+    reason: str
+    checks_content = False
+
+    def check(self, artifact: Artifact) -> str | None:
+        return self.reason
+
+    def __call__(self, artifact: Artifact, ctx: RepairContext) -> Successor:
+        raise OperatorError(self.reason)

@@ -282,6 +282,32 @@ def check_grounded(spec: Any, x: OracleInput) -> Report:
                   "; ".join(problems) or f"{len(sentences(text))} sentence(s) grounded in retained support")
 
 
+def check_embedding(spec: Any, x: OracleInput) -> Report:
+    """The successor's vector was computed from its republished text (:mod:`memsteward.repair.embedding`)."""
+    from .embedding import ReEmbed, embedding_problem, governed_text
+
+    op = x.operator
+    if not isinstance(op, ReEmbed):
+        return Report("embedding", False, "no re-embedding operator built this successor "
+                                          "(declare 'embed' on the kind)")
+    text = governed_text(x.successor.content, op.fields)
+    problem = embedding_problem(x.successor.meta.get(op.field), text, op.embedder, spec.tolerance)
+    return Report("embedding", problem is None,
+                  problem or f"meta.{op.field}: {op.embedder.name} vector of the republished text")
+
+
+def check_plugin(spec: Any, x: OracleInput) -> Report:
+    """An installed oracle plugin (:mod:`memsteward.repair.plugins`); whatever it raises or returns
+    other than a :class:`Report` fails the candidate."""
+    from .plugins import load_oracle
+
+    name = f"plugin:{spec.plugin}"
+    report = load_oracle(spec.plugin)(dict(spec.settings), x)
+    if not isinstance(report, Report):
+        raise OperatorError(f"oracle {name} returned a {type(report).__name__}, not a Report")
+    return Report(name, bool(report.passed), str(report.detail)[:500])
+
+
 OracleFn = Callable[[Any, OracleInput], Report]
 OracleRegistry = Mapping[str, OracleFn]
 
@@ -292,6 +318,8 @@ ORACLES: dict[str, OracleFn] = {
     "sandbox": check_sandbox,
     "forget_reference": check_forget_reference,
     "grounded": check_grounded,
+    "embedding": check_embedding,
+    "plugin": check_plugin,
 }
 
 

@@ -97,7 +97,7 @@ def reference_assign(policy: Policy, scope: Scope, event: Event, operators: Oper
         if kind not in fields:
             fields[kind] = _meta_fields(policy, kind)
         support = "sufficient" if sufficient(kept + repairable, len(parents)) else "insufficient"
-        partitions = kind == "skill" and art.arch == "neural" and forget > 0 and kept > 0
+        partitions = art.arch == "neural" and policy.role(kind) == "skill" and forget > 0 and kept > 0
         key = (kind, art.arch, support, partitions, _meta_key(fields[kind], art.meta))
         hit = decided.get(key)
         if hit is None:

@@ -170,7 +170,7 @@ def meta_problem(meta: Mapping[str, Any], where: str = "meta") -> Problem | None
 
 def content_problem(kind: str, arch: str | None, content: Any, where: str = "content") -> Problem | None:
     """Content facets read by operators: κ_e (tools…), calls, a chain goal, a neural model."""
-    if kind == "skill" and arch == "neural":
+    if arch == "neural":  # only skills (the paper kind or a declared skill kind) have an arch
         problem = neural_problem(content, where)
         if problem:
             return problem
@@ -183,7 +183,7 @@ def content_problem(kind: str, arch: str | None, content: Any, where: str = "con
             problem = calls_problem(content["calls"], f"{where}.calls")
             if problem:
                 return problem
-        if kind == "skill" and arch == "chain" and "goal" in content and not isinstance(content["goal"], str):
+        if arch == "chain" and "goal" in content and not isinstance(content["goal"], str):
             return f"{where}.goal", "a chain procedure's 'goal' is a string"
     return None
 

@@ -21,7 +21,7 @@ from typing import Any
 from ..policy.domain import Cell, firing_rule
 from ..policy.encoding import Encoding, solve
 from ..policy.loader import PolicySource
-from ..policy.model import EVENTS
+from ..policy.model import EVENTS, oracle_name
 from .run import CaseResult
 
 SUPPORTS = ("sufficient", "insufficient")
@@ -84,10 +84,10 @@ def coverage(src: PolicySource, results: list[CaseResult]) -> PolicyCoverage:
            for name in o.oracles.get(c.id, ())}
     for vi, vrule in enumerate(p.validation):
         for oj, oracle in enumerate(vrule.oracles):
-            hit = any(vrule.applies(m, k, a) and n == oracle.oracle for m, k, a, n in ran)
+            hit = any(vrule.applies(m, k, a) and n == oracle_name(oracle) for m, k, a, n in ran)
             scope = "".join([f" kind={','.join(vrule.kind)}" if vrule.kind else "",
                              f" arch={','.join(vrule.arch)}" if vrule.arch else ""])
-            out.oracles.append(Item("oracle", f"{oracle.oracle} (validation {vi + 1}: mode={vrule.mode}{scope})",
+            out.oracles.append(Item("oracle", f"{oracle_name(oracle)} (validation {vi + 1}: mode={vrule.mode}{scope})",
                                     src.source.where(("validation", vi, "oracles", oj))[0], hit))
     sel_line = src.source.where(("selection", "tradeoff"))[0]
     out.edges.append(Item("edge", "λ (selection.tradeoff)", sel_line, any(o.tradeoff_at_stake for o in obs),

@@ -249,11 +249,11 @@ def _check_invariants(suite: Suite) -> None:
                 raise _fail(suite.source, loc + ("kind", j), f"invariant {inv.name!r} names kind '{kind}', "
                                                              "which the policy does not declare")
         for j, arch in enumerate(w.arch or []):
-            if arch not in p.architectures("skill"):
+            if arch not in p.skill_architectures():
                 raise _fail(suite.source, loc + ("arch", j), f"invariant {inv.name!r} names architecture "
                                                              f"'{arch}', which no declared skill kind has")
         kinds = w.kind if w.kind is not None else list(p.kinds)
         for field in w.meta:
-            if not any(field in p.kinds[k].meta for k in kinds if k in p.kinds):  # type: ignore[index]
+            if not any(field in p.kinds[k].meta for k in kinds if k in p.kinds):
                 raise _fail(suite.source, loc + ("meta", field), f"invariant {inv.name!r} tests metadata field "
                                                                  f"'{field}', which none of its kinds declares")

@@ -75,7 +75,7 @@ class PropertyResult:
 
 def _meta_values(policy: Policy, kind: str) -> st.SearchStrategy[dict[str, float]]:
     """Values inside each declared field's range; rule thresholds (and neighbours) preferred."""
-    spec = policy.kinds[kind]  # type: ignore[index]
+    spec = policy.kinds[kind]
     points = meta_points(policy, kind)
     fields: dict[str, st.SearchStrategy[float]] = {}
     for name, mf in spec.meta.items():
@@ -88,30 +88,32 @@ def _meta_values(policy: Policy, kind: str) -> st.SearchStrategy[dict[str, float
     return st.fixed_dictionaries(fields)
 
 
-def _content(kind: str, arch: str | None, k: int) -> Any:
-    if kind == "skill" and arch == "neural":
+def _content(role: str | None, arch: str | None, k: int) -> Any:
+    if arch == "neural":
         return dict(NEURAL)
-    if kind == "skill" and arch == "chain":
+    if arch == "chain":
         return {"goal": f"procedure {k}", "calls": []}
-    if kind == "record":
+    if role == "root":
         return {"text": f"fact number {k}", "label": LABELS[k % 2]}
     return f"derived text number {k}."
 
 
 def scenarios(policy: Policy, max_derived: int = MAX_DERIVED) -> st.SearchStrategy[tuple[dict, dict]]:
     """(store document, event document) within the policy's declared kinds, archs and ranges."""
-    root_kind = "record" if "record" in policy.kinds else next(iter(policy.kinds))
-    kinds = sorted(policy.kinds, key=lambda x: (x == "record", x))  # non-record kinds shrink first
+    roots = policy.kinds_with_role("root")
+    root_kind = "record" if "record" in roots else (roots or tuple(policy.kinds))[0]
+    kinds = sorted(policy.kinds, key=lambda x: (x == root_kind, x))  # non-root kinds shrink first
+    role = {k: policy.role(k) for k in policy.kinds}
     meta = {k: _meta_values(policy, k) for k in policy.kinds}  # built once, drawn many times
-    archs = {k: st.sampled_from(policy.architectures(k)) for k in policy.kinds if k == "skill"}
+    archs = {k: st.sampled_from(policy.architectures(k)) for k in policy.kinds if role[k] == "skill"}
 
     @st.composite
     def draw_scenario(draw: st.DrawFn) -> tuple[dict, dict]:
         n_roots = draw(st.integers(1, MAX_ROOTS))
         artifacts: list[dict[str, Any]] = []
         for k in range(n_roots):
-            arch = policy.architectures("skill")[0] if root_kind == "skill" else None
-            a: dict[str, Any] = {"id": f"r{k}", "kind": root_kind, "content": _content(root_kind, arch, k),
+            arch = policy.architectures(root_kind)[0]
+            a: dict[str, Any] = {"id": f"r{k}", "kind": root_kind, "content": _content(role[root_kind], arch, k),
                                  "meta": draw(meta[root_kind])}
             if arch is not None:
                 a["arch"] = arch
@@ -119,12 +121,12 @@ def scenarios(policy: Policy, max_derived: int = MAX_DERIVED) -> st.SearchStrate
         edges: list[dict[str, str]] = []
         for k in range(draw(st.integers(1, max_derived))):
             kind = draw(st.sampled_from(kinds))
-            arch = draw(archs[kind]) if kind == "skill" else None
+            arch = draw(archs[kind]) if kind in archs else None
             ident = f"d{k}"
-            a = {"id": ident, "kind": kind, "content": _content(kind, arch, k), "meta": draw(meta[kind])}
+            a = {"id": ident, "kind": kind, "content": _content(role[kind], arch, k), "meta": draw(meta[kind])}
             if arch is not None:
                 a["arch"] = arch
-            if kind == "cache":
+            if kind == "cache" or policy.kinds[kind].replayable:
                 a["meta"]["transform"] = "texts"
             earlier = [x["id"] for x in artifacts]
             artifacts.append(a)
