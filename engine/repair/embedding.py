@@ -37,7 +37,8 @@ from .operators import Operator, OperatorError, RepairContext, Successor
 
 
 class Embedder(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def embed(self, text: str) -> list[float]: ...
 

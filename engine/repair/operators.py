@@ -58,7 +58,8 @@ class Successor:
 
 
 class Operator(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...
     # Optional ``checks_content: bool`` (absent means True): whether :meth:`check` reads the
     # artifact's content. Planning reads content only where some check may (:func:`reads_content`).
 
