@@ -292,7 +292,10 @@ def _cohort(policy: str | None, path: str, methods: list[str], as_json: bool, mo
         return
     click.echo(f"evaluator: {evaluator_name}")
     click.echo(format_table(rows))
-    if "meclear" in methods:
+    if "meclear" in methods and spec.search == "budgeted":
+        click.echo(f"MeClear: search budgeted, at most {spec.call_budget} evaluator calls per case "
+                   f"(screen, estimator {spec.estimator}, verification)")
+    elif "meclear" in methods:
         click.echo(f"MeClear attribution: exact (all 2^K coalitions) on {notes['meclear_exact']} case(s), "
                    f"sampled permutations (L = {spec.permutations}) on {notes['meclear_sampled']}")
     click.echo(f"already correct with the full context: {notes['full_context_correct']} case(s); wrong even "
