@@ -55,7 +55,8 @@ MAX_ROUNDS = 8  # estimation rounds (each spends half of what is left, so 8 leav
 VERIFY_RESERVE = 2  # candidates each non-final round keeps calls for
 MAX_SAMPLES = 10_000  # permutations / stratified draws an estimator may ask for (the budget cuts first)
 
-Estimate = Callable[[Game, Mapping[str, float], int, int | None], "dict[str, float] | None"]
+# an estimator: (game with its cap, LOO effects d, seed, sample trials) → ψ̂, or None when nothing fits
+Estimate = Callable[[Game, Mapping[str, float], int, int | None], dict[str, float] | None]
 
 
 @contextmanager
@@ -102,7 +103,7 @@ def _exact(game: Game, effects: Mapping[str, float], seed: int, trials: int | No
     return exact_contribution(game, trials) if game.affordable(all_coalitions(game.players), trials) else None
 
 
-ESTIMATORS: dict[str, Callable[[Game, Mapping[str, float], int, int | None], dict[str, float] | None]] = {
+ESTIMATORS: dict[str, Estimate] = {
     "permutation": _permutation, "stratified": _stratified, "exact": _exact}
 
 

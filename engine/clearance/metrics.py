@@ -14,7 +14,7 @@ percentile-bootstrap interval over cases (:func:`paired_difference`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -222,7 +222,7 @@ def cohort_groups(outcomes: Sequence[CaseOutcome]) -> dict[str, dict]:
     methods = list(dict.fromkeys(o.method for o in outcomes))
     structures = ["direct", "redundant", "joint"]
     structures += sorted({o.structure for o in outcomes} - set(structures))
-    selectors = [("all", lambda o: True)]
+    selectors: list[tuple[str, Callable[[CaseOutcome], bool]]] = [("all", lambda o: True)]
     selectors += [(g, lambda o, g=g: o.structure == g) for g in structures]
     selectors += [("solvable", solvable), ("unsolvable", lambda o: not solvable(o))]
     out: dict[str, dict] = {}
