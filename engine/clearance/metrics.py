@@ -215,6 +215,10 @@ def method_row(outcomes: Sequence[CaseOutcome]) -> dict:
             "recall_at_m": sum(recall_hits(o.ranking, o.faults) for o in outcomes) / targets if targets else 0.0}
 
 
+def _structure_is(structure: str) -> Callable[[CaseOutcome], bool]:
+    return lambda o: o.structure == structure
+
+
 def cohort_groups(outcomes: Sequence[CaseOutcome]) -> dict[str, dict]:
     """``{group: {"cases": n, "rows": {method: method_row}}}`` for all cases, each structure, and
     the solvable (ν(M ∖ F) = 1) and unsolvable cases apart — so a weak evaluator cannot hide a
@@ -223,7 +227,7 @@ def cohort_groups(outcomes: Sequence[CaseOutcome]) -> dict[str, dict]:
     structures = ["direct", "redundant", "joint"]
     structures += sorted({o.structure for o in outcomes} - set(structures))
     selectors: list[tuple[str, Callable[[CaseOutcome], bool]]] = [("all", lambda o: True)]
-    selectors += [(g, lambda o, g=g: o.structure == g) for g in structures]
+    selectors += [(g, _structure_is(g)) for g in structures]
     selectors += [("solvable", solvable), ("unsolvable", lambda o: not solvable(o))]
     out: dict[str, dict] = {}
     for name, keep in selectors:
