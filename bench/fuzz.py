@@ -83,6 +83,41 @@ def _dump(doc: Any) -> str:
     return json.dumps(doc, ensure_ascii=True, default=str).replace('"1e400"', "1e400")
 
 
+def _dump_duplicate(doc: Any, path: tuple, value: Any) -> str:
+    """``doc`` serialised with the object at ``path`` given its first key a second time (``value``)."""
+    def enc(node: Any, here: tuple) -> str:
+        if isinstance(node, dict):
+            items = [f"{json.dumps(k)}:{enc(v, here + (k,))}" for k, v in node.items()]
+            if here == path and node:
+                items.append(f"{json.dumps(next(iter(node)))}:{_dump(value)}")
+            return "{" + ",".join(items) + "}"
+        if isinstance(node, list):
+            return "[" + ",".join(enc(v, here + (i,)) for i, v in enumerate(node)) + "]"
+        return _dump(node)
+    return enc(doc, ())
+
+
+plain_values = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-1000, 1000), st.text(max_size=10)),
+                            lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                                    st.dictionaries(st.text(max_size=6), inner, max_size=3)),
+                            max_leaves=6)
+
+
+@st.composite
+def duplicated(draw: Any, base: Any) -> str:
+    """``base`` with one object, at any depth, naming one of its keys twice (the second time with a
+    plain value, so the duplicate is the document's only fault)."""
+    doc = json.loads(json.dumps(base))
+    objects = [p for p in _paths(doc) if isinstance(_at(doc, p), dict) and _at(doc, p)]
+    return _dump_duplicate(doc, draw(st.sampled_from(objects)), draw(plain_values))
+
+
+def _at(doc: Any, path: tuple) -> Any:
+    for key in path:
+        doc = doc[key]
+    return doc
+
+
 def _yaml(doc: Any) -> str:
     import yaml
 
@@ -186,6 +221,29 @@ class Targets:
         except InputError:
             return
 
+    def duplicate_keys(self, which_text: tuple[str, str]) -> None:
+        """A document with a key given twice is refused by every reader, naming the key."""
+        from memsteward.api import verify_plan
+        from memsteward.clearance.case import load_case
+        from memsteward.jsonio import read_json
+        from memsteward.repair.artifacts import parse_store_document
+        from memsteward.repair.events import load_event
+
+        which, text = which_text
+        self.executions += 1
+        path = self._file(f"dup-{which}.json", text)
+        readers: dict[str, Callable[[], Any]] = {
+            "store": lambda: parse_store_document(read_json(path), "store.json"),
+            "event": lambda: load_event(str(path), self.base.snapshot()),
+            "plan": lambda: verify_plan(read_json(path)),
+            "case": lambda: load_case(path)}
+        try:
+            readers[which]()
+        except InputError as exc:
+            assert "duplicate key" in exc.message, f"{which}: refused, but not for the duplicate key: {exc.message}"
+            return
+        raise AssertionError(f"{which}: a document with a duplicate key was accepted")
+
     def policy_yaml(self, text: str | bytes) -> None:
         from memsteward.policy.analysis import analyze
         from memsteward.policy.endpoints import EndpointRules
@@ -211,6 +269,9 @@ def strategies(t: Targets) -> dict[str, tuple[Callable[[Any], None], st.SearchSt
         "case": (t.case, st.one_of(mutations(t.case_doc).map(_dump), st.binary(max_size=100))),
         "cohort": (t.cohort, st.one_of(cohort_lines.map("\n".join), st.binary(max_size=200))),
         "policy": (t.policy_yaml, st.one_of(mutations(policy_doc).map(_yaml), st.binary(max_size=200))),
+        "duplicate-keys": (t.duplicate_keys, st.one_of(
+            *(duplicated(doc).map(lambda text, w=which: (w, text)) for which, doc in (
+                ("store", t.store_doc), ("event", t.events[1]), ("plan", t.plan_doc), ("case", t.case_doc))))),
     }
 
 
@@ -235,7 +296,7 @@ def run_target(name: str, examples: int, workdir: Path, derandomize: bool = True
     return {"target": name, "executions": t.executions, "seconds": time.perf_counter() - start, "finding": finding}
 
 
-TARGETS = ("policy", "store", "event", "plan", "case", "cohort")
+TARGETS = ("policy", "store", "event", "plan", "case", "cohort", "duplicate-keys")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -39,7 +39,7 @@ from urllib.parse import urlparse
 
 from .archive import Archive, ArchiveError, request_key
 from .policy.endpoints import own_secret
-from .policy.model import Endpoint
+from .policy.model import MAX_DEADLINE_S, Endpoint
 
 MAX_BODY = 1 << 20  # bytes of one reply
 MAX_RETRY_AFTER = 60.0  # seconds: a longer Retry-After fails the call instead of waiting
@@ -145,10 +145,10 @@ class ChatClient:
     def total(self) -> float:
         """The total deadline of one call, in seconds."""
         if self.deadline is not None:
-            return self.deadline
+            return min(self.deadline, MAX_DEADLINE_S)
         if self.endpoint.deadline is not None:
-            return self.endpoint.deadline
-        return default_deadline(self.endpoint, self.backoff)
+            return min(self.endpoint.deadline, MAX_DEADLINE_S)
+        return min(default_deadline(self.endpoint, self.backoff), MAX_DEADLINE_S)
 
     def close(self) -> None:
         """Nothing is held between calls (one connection per attempt)."""

@@ -75,14 +75,19 @@ def _decoded(raw: bytes, name: str) -> str:
 def parse_json(text: str, name: str, line: int | None = None) -> Any:
     """Parse JSON text; errors name the line and column.
 
-    Bounded by construction: NaN/Infinity literals, numbers that overflow a float (``1e400``),
+    Strict: a key given twice in one object is refused (JSON leaves it undefined; Python keeps the
+    last, so ``{"type": "correct", "type": "delete"}`` would run as a delete). Bounded by
+    construction: NaN/Infinity literals, numbers that overflow a float (``1e400``),
     integers beyond ±(2^63 − 1), strings holding lone surrogates (``"\\ud800"``) and nesting
     deeper than :data:`MAX_DEPTH` are all refused. ``line`` (for one line of a JSONL file) is
     reported instead of the decoder's line.
     """
     try:
         doc = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float,
-                         parse_int=_bounded_int)
+                         parse_int=_bounded_int, object_pairs_hook=unique_keys)
+    except DuplicateKey as exc:
+        raise InputError(f"duplicate key {exc.key!r} in one object (each key may appear once)", file=name,
+                         line=line, field=exc.key[:100]) from None
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid JSON: {exc.msg}", file=name, line=line or exc.lineno, col=exc.colno) from None
     except ValueError as exc:
@@ -93,6 +98,26 @@ def parse_json(text: str, name: str, line: int | None = None) -> Any:
     if problem is not None:
         where, msg = problem
         raise InputError(msg, file=name, line=line, field=where)
+    return doc
+
+
+class DuplicateKey(ValueError):
+    """A JSON object names one key twice."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"duplicate key {key!r}")
+        self.key = key
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` refusing a key given twice (:class:`DuplicateKey`)."""
+    doc = dict(pairs)
+    if len(doc) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise DuplicateKey(key)
+            seen.add(key)
     return doc
 
 

@@ -266,3 +266,18 @@ def test_many_rules_are_analysed_and_the_limit_is_a_finding(tmp_path: Path):
     code, findings = _check(p)
     assert code == 1 and [f["code"] for f in findings if f["severity"] == "error"] == ["limit"]
 
+
+
+def test_deadline_is_at_most_600_seconds(tmp_path: Path):
+    """Issue 25: `deadline: 86400` was allowed, so a trickling regen endpoint held an event (and every
+    write) for up to a day per call. The policy, the flag and the client all stop at 600 s."""
+    from memsteward.chat import ChatClient
+    from memsteward.policy.model import Endpoint
+
+    block = _regen("https://api.example.com/v1").replace("api_key_env: OPENAI_API_KEY}", "api_key_env: OPENAI_API_KEY, deadline: 601}")
+    code, findings = _check(_policy(tmp_path, block))
+    assert code == 1 and any(f["field"] == "repair.regen_endpoint.deadline" for f in findings), findings
+    result = CliRunner().invoke(main, ["clear", "--case", str(CASE), "--deadline", "86400"])
+    assert result.exit_code == 2 and "--deadline" in result.output, result.output
+    slow = Endpoint(base_url="https://api.example.com/v1", model="m", timeout=300, retries=8)
+    assert ChatClient(slow).total == 600 and ChatClient(slow, deadline=5000).total == 600

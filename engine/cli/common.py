@@ -186,7 +186,7 @@ def step_progress(enabled: bool | None, desc: str, unit: str = "step") -> Iterat
             bar.close()
 
 
-MAX_DEADLINE = 86400.0
+MAX_DEADLINE = 600.0  # = policy.model.MAX_DEADLINE_S: a trickling endpoint holds an event at most this long per call
 
 deadline_option = click.option(
     "--deadline", "deadline", type=FiniteFloat(0.001, MAX_DEADLINE),  # nan / inf refused

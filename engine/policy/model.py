@@ -49,6 +49,7 @@ Support = Literal["sufficient", "insufficient"]
 # Upper bounds of the numbers that drive work (documented in the JSON Schema via `le`)
 MAX_CONCURRENCY = 64
 MAX_TIMEOUT_S = 300.0
+MAX_DEADLINE_S = 600.0  # total seconds of one model call, retries and backoff included (issue 25)
 MAX_RETRIES = 8
 MAX_REPLAY_RUNS = 16
 MAX_PROBES = 256
@@ -392,7 +393,7 @@ class Endpoint(Strict):
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     # total seconds per call: connect + read + retries + backoff (default: every attempt's timeout
     # plus the backoff sleeps); `--deadline` on the command line overrides it
-    deadline: float | None = Field(default=None, gt=0, le=86400)
+    deadline: float | None = Field(default=None, gt=0, le=MAX_DEADLINE_S)
 
 
 class Evaluator(Strict):
