@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..api import attest, clear_context
-from ..repair.plan import TransitionPlan
 from .limits import MAX_RESULTS, ToolError
 from .memory import GRAPH_KEY, TenantMemory, text_of
+
+if TYPE_CHECKING:
+    from memsteward import TransitionPlan
 
 __all__ = ["KINDS", "Governed", "plan_digest"]
 

@@ -28,7 +28,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..repair.artifacts import Artifact
+from .. import Artifact
 from .limits import ToolError
 from .memory import GRAPH_KEY, TenantMemory
 

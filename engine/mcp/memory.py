@@ -12,15 +12,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..api import apply_event
-from ..policy.model import Policy
-from ..repair.artifacts import Artifact
-from ..repair.plan import TransitionPlan
-from ..repair.store import Store
 from .limits import MAX_ITEMS, ToolError
 from .tenant import Tenant
+
+if TYPE_CHECKING:  # the public names: the store's module may move (issue 26), these stay
+    from memsteward import Artifact, Policy, Store, TransitionPlan
 
 __all__ = ["GRAPH_KEY", "TenantMemory", "text_of"]
 
