@@ -302,3 +302,16 @@ def test_a_non_finite_number_is_refused_before_the_store(value: float) -> None:
     result = serve_call(Handlers(Graph(memory), Governed(memory)), "record_memory", {"content": {"x": [value]}})
     assert result.is_error and "not finite [content.x[0]]" in result.content[0].text
     assert store.serve() == []
+
+
+def test_a_stdio_line_over_the_limit_is_dropped_and_the_next_one_served(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    big = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+           "params": {"name": "record_memory", "arguments": {"content": "x" * (5 << 20)}}}
+    init = {"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    lines = (json.dumps(big) + "\n" + json.dumps(init) + "\n").encode()
+    done = subprocess.run([MEMSTEWARD, "mcp", "--store", str(db)], input=lines, capture_output=True, timeout=120)
+    replies = [json.loads(line) for line in done.stdout.splitlines()]
+    assert done.returncode == 0 and [r["id"] for r in replies] == [2] and "result" in replies[0]
+    assert memsteward.open_store(db, create=False).serve() == []  # the oversized call never ran

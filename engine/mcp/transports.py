@@ -11,7 +11,8 @@ HTTP rules (``memsteward mcp --transport http``):
 * the token is compared in constant time (``hmac.compare_digest``); a request without it gets
   401 with a fixed body — the server never says what it expected;
 * request bodies are capped at :data:`~memsteward.mcp.limits.MAX_BODY_BYTES` by the SDK (413),
-  and stdio lines at the same size (a longer line is discarded and answered as a parse error).
+  and stdio lines at the same size (a longer line is read to its end and discarded unparsed; the
+  server goes on with the next line).
 """
 
 from __future__ import annotations
@@ -124,8 +125,8 @@ def run_http(server: Any, host: str, port: int, token: str | None) -> None:
 
 
 class BoundedLines:
-    """stdin as text lines of at most ``limit`` bytes; a longer line is dropped (read to its end)
-    and replaced by an empty object, which the SDK answers as an invalid message."""
+    """stdin as text lines of at most ``limit`` bytes; a longer line is read to its end and
+    replaced by an empty object, which the SDK drops as an invalid message (no reply)."""
 
     def __init__(self, raw: io.BufferedReader, limit: int = MAX_BODY_BYTES) -> None:
         self.raw, self.limit = raw, limit
