@@ -107,6 +107,7 @@ HOSTILE: list[tuple[str, dict[str, Any]]] = [
     ("record_memory", {"content": "x", "meta": _deep(40)}),                     # deep JSON
     ("record_memory", {"content": [MARKER] * 5000}),                            # a list over the bound
     ("record_memory", {"content": MARKER, "kind": "skill"}),                    # not an allowed kind
+    ("record_memory", {"content": MARKER, "kind": "no-such-kind"}),             # a kind the policy lacks
     ("record_memory", {"content": MARKER, "derived_from": ["alice:m-0000000000000000"]}),  # unknown id
     ("record_memory", {"content": MARKER, "derived_from": ["bob:m-0000000000000000"]}),    # another tenant
     ("record_memory", {"content": MARKER, "meta": {"mcp_graph": "entity"}}),    # a reserved key

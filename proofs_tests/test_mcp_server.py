@@ -315,3 +315,19 @@ def test_a_stdio_line_over_the_limit_is_dropped_and_the_next_one_served(tmp_path
     replies = [json.loads(line) for line in done.stdout.splitlines()]
     assert done.returncode == 0 and [r["id"] for r in replies] == [2] and "result" in replies[0]
     assert memsteward.open_store(db, create=False).serve() == []  # the oversized call never ran
+
+
+def test_whole_flow_and_tenants_on_each_backend(store_factory: Any) -> None:
+    """The flow and the tenant boundary on SQLite and PostgreSQL (with MEMSTEWARD_PG_DSN)."""
+    store = store_factory()
+
+    async def main() -> None:
+        async with Client(server_on(store, "alice")) as alice, Client(server_on(store, "bob")) as bob:
+            ids = await whole_flow(alice)
+            assert (await call(bob, "search_memories", {"query": ""}))["memories"] == []
+            assert "unknown" in await refused(bob, "forget_preview", {"ids": [ids["b"]]})
+            mine = (await call(bob, "record_memory", {"content": "Bob likes chess"}))["id"]
+            assert [m["id"] for m in (await call(bob, "search_memories", {"query": ""}))["memories"]] == [mine]
+            assert mine not in {m["id"] for m in (await call(alice, "search_memories", {"query": ""}))["memories"]}
+
+    run(main)

@@ -29,9 +29,8 @@ from .memory import GRAPH_KEY, TenantMemory, text_of
 if TYPE_CHECKING:
     from memsteward import TransitionPlan
 
-__all__ = ["KINDS", "Governed", "plan_digest"]
+__all__ = ["Governed", "plan_digest"]
 
-KINDS = ("record", "summary", "cache")
 DIGEST_DOMAIN = b"memsteward.mcp.forget/1\n"
 
 
@@ -64,6 +63,8 @@ class Governed:
     def record_memory(self, args: dict[str, Any]) -> dict[str, Any]:
         sources = self.memory.owned(args["derived_from"], "derived_from") if args.get("derived_from") else []
         kind = args.get("kind") or ("summary" if sources else "record")
+        if kind not in self.memory.policy.kinds or self.memory.policy.role(kind) in (None, "skill"):
+            raise ToolError("must be a kind the policy declares (not a skill: skills need an architecture)", "kind")
         meta = dict(args.get("meta") or {})
         if GRAPH_KEY in meta:
             raise ToolError(f"'{GRAPH_KEY}' is reserved for the knowledge-graph tools", "meta")

@@ -10,8 +10,9 @@ What this guarantees (and what it does not), exactly:
 * provenance (``derived_from``) may name only the tenant's ids, so an influence edge created
   through the server never crosses tenants, and a forget plan whose cascade would leave the
   tenant (an edge made outside the server) is refused before the barrier;
-* NOT isolated (issue 28 builds that): the store file, its event lock, its audit chain and
-  its key scope are shared by every tenant of the same store.
+* NOT isolated (issue 28 builds that): the store file, its event lock, its audit chain, its key
+  scope and its tombstones are shared by every tenant of the same store — a tenant writing exactly
+  a content another tenant erased is refused, which tells it that content was erased here.
 
 A tenant name is 1–64 characters of ``[A-Za-z0-9_-]``, starting with a letter or digit: no
 path separators, dots, quotes, ``;``, ``%`` or whitespace, so a name is safe as a path part, a

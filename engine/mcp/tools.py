@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .governed import KINDS, Governed
+from .governed import Governed
 from .graph import Graph
 from .limits import MAX_RESULTS
 
@@ -129,8 +129,9 @@ GOVERNED = [
     ToolSpec("record_memory", "Record Memory", "Record a memory with its provenance: derived_from lists the memories "
              "it was built from (a summary of them, say), so deleting one of those repairs it",
              _obj({"content": {"description": "The memory: a string or any JSON value"},
-                   "kind": {"type": "string", "enum": list(KINDS), "description": "record (default), or summary "
-                            "(default when derived_from is given), or cache"},
+                   "kind": {"type": "string", "maxLength": 64, "description": "A kind the server's policy "
+                            "declares, not a skill: record (the default), summary (the default when derived_from "
+                            "is given), cache, or a kind of your own policy"},
                    "meta": {"type": "object", "description": "Metadata the policy may read (e.g. transform)"},
                    "derived_from": IDS}, ["content"]),
              _obj({"id": _str(), "kind": _str(), "version": {"type": "integer"}, "derived_from": _arr(_str())}),
