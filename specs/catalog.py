@@ -1,4 +1,4 @@
-"""The catalog of guarantees G1–G6 (shared/DESIGN.md). Each is stated here and nowhere else.
+"""The catalog of guarantees G1–G6. Each is stated here and nowhere else.
 
 Z3 encodings and the Hypothesis properties that test the implementation against each statement
 are named per guarantee; ``memsteward verify`` runs the encodings.

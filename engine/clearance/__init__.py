@@ -1,4 +1,4 @@
-"""MeClear: query-scoped clearance of harmful memories (shared/seeds/000, Algorithm 1).
+"""MeClear: query-scoped clearance of harmful memories (the MeClear paper, Algorithm 1).
 
 Pipeline: freeze the context M_t → the cached game v̂ (:mod:`.game`) → LOO screening with κ
 and Shapley attribution ψ (:mod:`.attribution`) → harmful set, nested chain, verified

@@ -1,6 +1,6 @@
 """The clearance game (M_t, v̂): one query, a frozen context, a cached value function.
 
-MeClear (shared/seeds/000) treats the K retrieved memories of one query as players and the
+MeClear (the paper) treats the K retrieved memories of one query as players and the
 task value v̂(S) ∈ [0, 1] of a coalition S ⊆ M_t (Eq. 2) as the characteristic function.
 Every approximator in :mod:`memsteward.clearance.attribution` and :mod:`memsteward.clearance.baselines`
 consumes this one interface — ``values(coalitions)`` — and nothing else, so caching, trial

@@ -33,6 +33,8 @@ COMMANDS: dict[str, LazyCommand] = {
     "demo": LazyCommand(".demo:demo",
                         "Run memsteward end to end on the bundled policies and data (no network needed)."),
     "mcp": LazyCommand(".mcp_cmds:mcp", "Serve a store's governed memory to MCP clients (stdio or streamable HTTP)."),
+    "policy": LazyCommand(".policy_cmds:policy_group",
+                          "List and print the policies bundled with memsteward (starting points for your own)."),
     "recover": LazyCommand(".repair_cmds:recover_cmd",
                            "Roll forward an event interrupted by a crash (no-op when none is pending)."),
     "repair": LazyCommand(".repair_cmds:repair",
@@ -57,7 +59,8 @@ def main() -> None:
 
     Policies (YAML) declare how derived memory is repaired after a delete / correct /
     migrate event (MemoRepair) and how harmful memories are cleared from one query's
-    context (MeClear). Start with `memsteward demo`, then `memsteward check policies/*.yaml`.
+    context (MeClear). Start with `memsteward demo`, then
+    `memsteward policy show default > my-policy.yaml`.
     """
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from ..errors import InputError
 from ..policy.analysis import analyze
 from ..policy.compare import compare
 from ..policy.loader import load_policy_source
@@ -32,12 +33,13 @@ def demo_policies(echo: Callable[[str], None] = click.echo) -> None:
         src = load_policy_source(path)
         findings = analyze(src)
         errors = sum(f.severity == "error" for f in findings)
-        echo(f"  memsteward check {path.name:<22} {len(src.policy.modes)} rules, "
+        echo(f"  memsteward check {EXPORT_DIR}/policies/{path.name:<20} {len(src.policy.modes)} rules, "
              f"{'total over the domain' if not errors else f'{errors} error(s)'}")
     old = load_policy_source(bundled("policies", "default.yaml")).policy
     new = load_policy_source(bundled("policies", "assistant.yaml")).policy
     diffs = compare(old, new)
-    echo(f"  memsteward compare default.yaml assistant.yaml: {len(diffs)} differing region(s), e.g.")
+    echo(f"  memsteward compare {EXPORT_DIR}/policies/default.yaml {EXPORT_DIR}/policies/assistant.yaml: "
+         f"{len(diffs)} differing region(s), e.g.")
     for d in diffs[:3]:
         echo(f"    {d.verdict:<8} {d.cell.describe()}: {d.old.describe()} → {d.new.describe()}")
 
@@ -90,14 +92,44 @@ SECTIONS: list[tuple[str, str]] = [
 ]
 
 
+EXPORT_DIR = "demo-data"
+"""Where the demo's hints expect the bundled data (``memsteward demo --export demo-data`` puts it there)."""
+EXPORTED = ("policies", "repair", "cases")
+
+
+def export_data(target: Path) -> list[Path]:
+    """Copy the bundled policies, repair store/events and clearance cases into ``target`` (created if
+    missing); an existing file is never overwritten (InputError, nothing copied)."""
+    import shutil
+
+    pairs = [(src, target / part / src.relative_to(bundled(part)))
+             for part in EXPORTED for src in sorted(bundled(part).rglob("*")) if src.is_file()]
+    clash = next((dst for _src, dst in pairs if dst.exists() or dst.is_symlink()), None)
+    if clash is not None:
+        raise InputError("already exists; export into a new or empty folder", file=str(clash))
+    for src, dst in pairs:
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, dst)
+    return [dst for _src, dst in pairs]
+
+
 @click.command()
+@click.option("--export", "export_dir", default=None, metavar="DIR",
+              help="Copy the bundled policies, store, events and cases into DIR instead of running the demo "
+                   f"(the demo's hints use DIR = {EXPORT_DIR}).")
 @handle_errors
-def demo() -> None:
+def demo(export_dir: str | None) -> None:
     """Run memsteward end to end on the bundled policies and data (no network needed)."""
+    if export_dir is not None:
+        files = export_data(Path(export_dir))
+        click.echo(f"copied {len(files)} files into {export_dir}/ ({', '.join(EXPORTED)})")
+        return
     click.echo("memsteward demo — bundled policies and data, offline evaluator and operators")
     for title, target in SECTIONS:
         module, func = target.split(":")
         _section(title)
         getattr(importlib.import_module(module), func)(click.echo)
     click.echo("")
-    click.echo("done. Next: `memsteward check policies/*.yaml`, `memsteward --help`.")
+    click.echo(f"done. Next: `memsteward demo --export {EXPORT_DIR}` (the data above, as files), then "
+               f"`memsteward check {EXPORT_DIR}/policies/*.yaml`; `memsteward policy show default > my-policy.yaml` "
+               "starts your own; `memsteward --help`.")

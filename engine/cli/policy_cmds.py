@@ -1,9 +1,10 @@
-"""`memsteward schema`, `memsteward check`, `memsteward compare`."""
+"""`memsteward schema`, `memsteward check`, `memsteward compare`, `memsteward policy list|show`."""
 
 from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import click
 
@@ -195,3 +196,35 @@ def _render_replay(r: dict) -> None:
     click.echo("replay totals: " + ", ".join(f"{f} {t[f]['old']} → {t[f]['new']}" for f in t)
                + f"; {r['differing_events']} of {r['events']} event(s) differ "
                f"({r['counts']['looser']} looser, {r['counts']['stricter']} stricter, {r['counts']['changed']} changed)")
+
+
+@click.group("policy")
+def policy_group() -> None:
+    """List and print the policies bundled with memsteward (starting points for your own)."""
+
+
+def _bundled_policies() -> dict[str, Path]:
+    from ..api import bundled_path
+
+    return {p.stem: p for p in sorted(bundled_path("policies").glob("*.yaml"))}
+
+
+@policy_group.command("list")
+@handle_errors
+def policy_list() -> None:
+    """Name the bundled policies (each printable with `memsteward policy show NAME`)."""
+    for name, path in _bundled_policies().items():
+        first = next((ln.lstrip("# ").strip() for ln in path.read_text(encoding="utf-8").splitlines()
+                      if ln.startswith("#")), "")
+        click.echo(f"{name:<16} {first}")
+
+
+@policy_group.command("show")
+@click.argument("name")
+@handle_errors
+def policy_show(name: str) -> None:
+    """Print the bundled policy NAME as YAML (`memsteward policy show default > my-policy.yaml`)."""
+    policies = _bundled_policies()
+    if name not in policies:
+        raise InputError(f"no bundled policy {name!r}; one of: {', '.join(policies)}", field="NAME")
+    click.echo(policies[name].read_text(encoding="utf-8"), nl=False)

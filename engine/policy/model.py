@@ -1,6 +1,6 @@
 """The policy language, modelled in pydantic (frozen, unknown fields forbidden).
 
-A policy declares, for MemoRepair (shared/seeds/002, §2.3–2.4):
+A policy declares, for MemoRepair (the MemoRepair paper, arXiv 2605.07242, §2.3–2.4):
 
 * the artifact ``kinds`` (record, cache, summary, skill), whether each is replayable, which
   skill architectures exist (neural, prompt, chain) and the numeric metadata rules may test;
@@ -9,7 +9,7 @@ A policy declares, for MemoRepair (shared/seeds/002, §2.3–2.4):
 * the validation oracles per mode (and per kind / architecture), composed as "all must pass";
 * the value w_i and cost c_i of each candidate, the tradeoff λ and an optional budget β;
 
-and, for MeClear (shared/seeds/000, Algorithm 1), the query-time ``clearance`` settings.
+and, for MeClear (the MeClear paper, Algorithm 1), the query-time ``clearance`` settings.
 
 Structural constraints (types, enums, unknown fields, NaN) are enforced here; semantic
 constraints (totality, shadowing, type-safety, λ ≥ 0, …) are findings of

@@ -1,4 +1,4 @@
-"""MemoRepair (shared/seeds/002): barrier-first cascade repair of derived agent memory.
+"""MemoRepair (arXiv 2605.07242): barrier-first cascade repair of derived agent memory.
 
 Pipeline (Algorithm 1): cascade (:mod:`.graph`) → barrier (:mod:`.store`) → modes and
 candidates (:mod:`.candidates`) → selection by min cut (:mod:`.closure`) → execution in

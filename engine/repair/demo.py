@@ -42,8 +42,8 @@ def run_repair_demo(echo: Echo = print) -> None:
         store = Store.open(str(data / "store.json"))
         before = len(store.serve())
         event = load_event(str(event_file), store)
-        echo(f"\n- memsteward repair --policy policies/default.yaml --store {data.name}/store.json "
-             f"--event {data.name}/{event_file.name}")
+        echo(f"\n- memsteward repair --policy demo-data/policies/default.yaml --store demo-data/repair/store.json "
+             f"--event demo-data/repair/{event_file.name}")
         plan = run_event(store, policy, event, "mincut", "ortools")
         _describe(plan, echo)
         echo(f"  serve: {before} → {len(store.serve())} servable artifacts; audit log has "
