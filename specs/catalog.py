@@ -72,7 +72,10 @@ PROPERTIES: dict[str, tuple[str, ...]] = {
            "proofs_tests/test_meclear_paper.py::test_corollary_a1_redundant_group"),
     "G3": ("proofs_tests/test_meclear_properties.py::test_theorem2_selection",
            "proofs_tests/test_meclear_properties.py::test_no_coalition_is_evaluated_twice",
-           "proofs_tests/test_specs_certificates.py::test_real_clearance_plans_hold"),
+           "proofs_tests/test_specs_certificates.py::test_real_clearance_plans_hold",
+           # search: budgeted (Theorem E, specs/BUDGETED_SEARCH.md): G3 on every estimator path
+           "proofs_tests/test_meclear_budgeted.py::test_g3_and_the_hard_budget_on_every_estimator",
+           "proofs_tests/test_meclear_budgeted.py::test_stop_at_the_ceiling_selects_the_papers_j_hat"),
     "G4": ("proofs_tests/test_repair_closure.py::test_mincut_is_feasible_and_matches_brute_force",
            "proofs_tests/test_repair_closure.py::test_networkx_and_ortools_agree",
            "proofs_tests/test_repair_closure.py::test_baselines_feasible_and_greedy_never_beats_mincut",
