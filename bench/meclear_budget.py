@@ -42,9 +42,10 @@ CASES = {5: 60, 10: 40, 16: 30, 20: 30}  # synthetic cases per K (a shared 2-cor
 
 def budget_spec(k: int, budget: int, estimator: str) -> ClearanceSpec | None:
     """MeClear's budgeted spec, or None when the budget cannot pay for it (the policy refuses)."""
-    try:
-        return paper_spec(retrieval_budget=k, search="budgeted", call_budget=budget, estimator=estimator,
-                          interactions="none")
+    update = {"retrieval_budget": k, "search": "budgeted", "call_budget": budget, "estimator": estimator,
+              "interactions": "none"}
+    try:  # validated as a policy file would be (model_copy alone would skip the budget checks)
+        return ClearanceSpec.model_validate({**paper_spec().model_dump(), **update})
     except ValueError:
         return None
 

@@ -65,3 +65,18 @@ def test_a_budget_below_the_screen_is_refused_with_exit_2(tmp_path) -> None:
     path.write_text(json.dumps(_foreign_cases(n=1)[0]) + "\n")
     res = _run("clear", "--cohort", str(path), "--k", "8", "--call-budget", "11")
     assert res.exit_code == 2 and "K + 2·trials = 12" in res.stderr
+
+
+def test_help_documents_the_estimators_and_the_budget() -> None:
+    text = _run("clear", "--help").output
+    for needle in ("--estimator", "--call-budget", "shapiq:NAME", "KernelSHAP", "search: budgeted",
+                   "K + 2·trials", "stratified", "exact"):
+        assert needle in text, needle
+
+
+def test_the_policy_schema_documents_estimator_search_and_budget() -> None:
+    schema = json.loads(_run("schema").stdout)
+    props = schema["$defs"]["ClearanceSpec"]["properties"]
+    assert "shapiq:SVARM" in props["estimator"]["enum"] and props["search"]["enum"] == ["paper", "budgeted"]
+    assert "K + 2·trials" in props["call_budget"]["description"] and "bounded" not in props["call_budget"]
+    assert props["call_budget"]["anyOf"][0]["maximum"] == 10_000_000

@@ -100,6 +100,10 @@ def _stratified(game: Game, effects: Mapping[str, float], seed: int, trials: int
 
 
 def _exact(game: Game, effects: Mapping[str, float], seed: int, trials: int | None) -> dict[str, float] | None:
+    """Eq. 3 when all 2^K coalitions fit (checked on the count first: 2^K is not enumerated in vain)."""
+    room = (game.call_budget or 0) - game.evaluator_calls
+    if 2 ** game.n_players - game.n_players - 1 > room:  # ∅ and the middle strata are new at ≥ 1 call each
+        return None
     return exact_contribution(game, trials) if game.affordable(all_coalitions(game.players), trials) else None
 
 
