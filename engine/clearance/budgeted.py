@@ -145,6 +145,7 @@ class Round:
     chain: tuple[str, ...]
     gains: tuple[float, ...]  # ĝ(0) … ĝ(j_B): the verified prefix
     admissible: tuple[int, ...]
+    source: str = "loo"  # which estimate ranked the chain: loo (ψ̂⁰ = d) or the estimator's name
 
     @property
     def selected(self) -> int:
@@ -157,7 +158,8 @@ class Round:
         return self.gains[self.selected]
 
 
-def verify(game: Game, psi: Mapping[str, float], tolerance: float, limit: int | None) -> Round:
+def verify(game: Game, psi: Mapping[str, float], tolerance: float, limit: int | None,
+           source: str = "loo") -> Round:
     """Verify C_1, C_2, … of ψ̂'s chain at the game's trials while the budget allows (at most
     ``limit`` uncached candidates; None: no limit), stopping at the gain ceiling 1 − v̂(M)."""
     h = harmful(psi, tolerance)
@@ -178,7 +180,7 @@ def verify(game: Game, psi: Mapping[str, float], tolerance: float, limit: int | 
             admissible.append(j)
             if g >= ceiling - EPS:
                 break  # no later candidate can gain more; ĵ of Eq. 20 is settled
-    return Round(dict(psi), h, order, tuple(gains), tuple(admissible))
+    return Round(dict(psi), h, order, tuple(gains), tuple(admissible), source)
 
 
 def at_ceiling(game: Game, r: Round) -> bool:
@@ -212,15 +214,17 @@ def search(game: Game, spec: ClearanceSpec, effects: Mapping[str, float]) -> tup
         if left <= 0:
             break
         spent = game.evaluator_calls
-        cap = spent + (left if left <= 2 * reserve else left // 2)
-        psi = estimate(spec.estimator, game, effects, cap, spec.seed, spec.sample_trials or 1)
+        half = spent + (left if left <= 2 * reserve else left // 2)
+        psi = estimate(spec.estimator, game, effects, half, spec.seed, spec.sample_trials or 1)
+        if psi is None and half < spent + left:  # half buys nothing (exact, a whole permutation): all of it
+            psi = estimate(spec.estimator, game, effects, spent + left, spec.seed, spec.sample_trials or 1)
         if psi is None or game.evaluator_calls == spent:
             break
-        rounds.append(verify(game, psi, tol, VERIFY_RESERVE))
+        rounds.append(verify(game, psi, tol, VERIFY_RESERVE, spec.estimator))
         if at_ceiling(game, rounds[-1]):
             return rounds, "verified"
     last = best_round(rounds)
-    rounds.append(verify(game, last.contribution, tol, None))  # the rest of B on the best chain
+    rounds.append(verify(game, last.contribution, tol, None, last.source))  # the rest of B on the best chain
     return rounds, "verified" if at_ceiling(game, rounds[-1]) else "budget"
 
 
@@ -237,11 +241,12 @@ def run_budgeted(game: Game, spec: ClearanceSpec) -> ClearancePlan:
     return ClearancePlan(
         method="meclear", query=game.task.query, context=game.players,
         loo=frozen_map(effects), screen=frozen_map(screen(effects, spec.screen_tolerance)),
-        contribution=frozen_map(r.contribution), radius=frozen_map({}), exact=spec.estimator == "exact",
+        contribution=frozen_map(r.contribution), radius=frozen_map({}), exact=r.source == "exact",
         permutations=0, stop=stop, interaction=(), structure=frozen_map({}),
         harmful=r.chain, chain=r.chain, gains=r.gains, admissible=r.admissible, selected=r.selected,
         removed=removed, cleared_context=cleared, baseline_value=game.value(game.grand),
         cleared_value=game.value(cleared), recovered=game.recovered(cleared), ranking=ranking,
         coalitions_evaluated=game.coalitions_evaluated, evaluator_calls=game.evaluator_calls,
-        harm_tolerance=spec.harm_tolerance, estimator=spec.estimator,
-        notes=(f"budgeted search: {len(rounds)} round(s), B = {budget} calls",))
+        harm_tolerance=spec.harm_tolerance, estimator=r.source,
+        notes=(f"budgeted search: {len(rounds)} round(s), B = {budget} calls; the chain is ranked by "
+               f"{'the LOO effects d (round 0)' if r.source == 'loo' else spec.estimator}",))
