@@ -109,3 +109,41 @@ def test_builder_tries_several_wrong_answers_per_qa(data_dir):
         assert verified(case.structure, ev, case.task, case.faults, 2, 0)
     with pytest.raises(InputError, match="donors"):
         build_locomo_cohort(data_dir, ev, donors=0)
+
+
+def large_conversation() -> dict:
+    """The conversation above plus distractor observations, so BM25 can freeze K = 20 memories."""
+    conv = conversation()
+    words = ["tulips", "kayaks", "lanterns", "glaciers", "violins", "harbours", "comets", "orchards", "quartz",
+             "ferries", "meadows", "pianos", "lighthouses", "puzzles", "saffron", "canyons", "beetles", "marbles",
+             "cathedrals", "volcanoes"]
+    filler = [(f"Jonas, {w}.", f"D4:{n}") for n, w in enumerate(words)]  # one claim each: no vote bloc
+    conv["session_4_date_time"] = "1:00 pm on 2 June, 2023"
+    conv["session_4_observation"] = {"Jonas": [list(f) for f in filler]}
+    return conv
+
+
+@pytest.mark.parametrize("k", [10, 16, 20])
+def test_builder_and_generator_at_large_k(tmp_path, k):
+    """K = 10 / 16 / 20: the builder's cases keep the fault structures among retrieved distractors,
+    each verified (App. D.1), and the synthetic generator's too."""
+    from memsteward.clearance.cohort import synthetic_cohort
+
+    (tmp_path / "conv-98.json").write_text(json.dumps(large_conversation()))
+    ev = OfflineEvaluator()
+    cases, funnel = build_locomo_cohort(tmp_path, ev, trials=2, k=k)
+    assert cases and {c["structure"] for c in cases} >= {"direct", "redundant"}
+    for raw in cases:
+        case = parse_case(raw)
+        assert len(case.task.context) == k and len(set(case.faults)) == (1 if case.structure == "direct" else 2)
+        assert verified(case.structure, ev, case.task, case.faults, 2, 0)
+    for raw in synthetic_cohort(6, seed=k, k=k):
+        case = parse_case(raw)
+        assert len(case.task.context) == k
+        assert verified(case.structure, SyntheticEvaluatorFor(raw), case.task, case.faults, 2, 0)
+
+
+def SyntheticEvaluatorFor(raw: dict):  # noqa: N802 (reads like the evaluator it returns)
+    from memsteward.clearance.case import case_evaluator
+
+    return case_evaluator(parse_case(raw), ClearanceSpec(retrieval_budget=len(raw["context"])))
