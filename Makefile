@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo demo-llm llm-server bench-llm test bench check mutate clean fuzz
+.PHONY: demo demo-llm llm-server bench-llm test bench check mutate clean fuzz langgraph-suite
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -39,10 +39,29 @@ bench-llm: llm-server
 	$(BIN)/python -m pip install --quiet -e '.[test,langgraph,bench,shapiq]'
 	MEMSTEWARD_BENCH_LLM_ARCHIVE=$(LLM_ARCHIVE) $(BIN)/python -m memsteward.clearance.llm_demo --policy policies/llm-local.yaml --port $(PORT) --bench $(LLM_CASES) $(if $(LLM_THREADS),--threads $(LLM_THREADS))
 
-test: $(STAMP)
+test: $(STAMP) $(LG_SUITE)/.ready
 	$(BIN)/ruff check .
 	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest proofs_tests
+	$(MAKE) --no-print-directory langgraph-suite
 	$(BIN)/memsteward test --coverage --threshold 100 policies/
+
+# LangGraph's own store test suite (tests/test_store.py of the installed langgraph-checkpoint version,
+# taken from that version's source distribution on PyPI with pip; never committed here), run against
+# GovernedStore(InMemoryStore(...)) by proofs_tests/langgraph_suite_plugin.py (docs/langgraph.md).
+LG_SUITE := $(VENV)/langgraph-suite
+$(LG_SUITE)/.ready: $(STAMP)
+	rm -rf $(LG_SUITE) && mkdir -p $(LG_SUITE)
+	v=$$($(BIN)/python -c 'import importlib.metadata as m; print(m.version("langgraph-checkpoint"))') && \
+	  $(BIN)/python -m pip download --quiet --no-binary :all: --no-deps "langgraph-checkpoint==$$v" -d $(LG_SUITE) && \
+	  tar -xzf $(LG_SUITE)/langgraph_checkpoint-$$v.tar.gz -C $(LG_SUITE) && \
+	  test -f $(LG_SUITE)/langgraph_checkpoint-$$v/tests/test_store.py && \
+	  ln -s langgraph_checkpoint-$$v $(LG_SUITE)/src
+	@touch $@
+
+langgraph-suite: $(LG_SUITE)/.ready
+	cd $(LG_SUITE)/src && PYTHONPATH=$(CURDIR)/proofs_tests $(CURDIR)/$(BIN)/python -m pytest -q \
+	  -p langgraph_suite_plugin -o addopts="" -o asyncio_mode=auto -o asyncio_default_fixture_loop_scope=function \
+	  tests/test_store.py
 
 check: $(STAMP)
 	$(BIN)/memsteward check policies/*.yaml

@@ -9,8 +9,9 @@ import pytest
 
 MODULES = ["memsteward", "memsteward.api", "memsteward.repair.writes", "memsteward.repair.store",
            "memsteward.repair.dialect",
-           "memsteward.integrations.langgraph", "memsteward.mcp.tenant", "memsteward.mcp.limits",
-           "memsteward.mcp.memory", "memsteward.mcp.transports"]
+           "memsteward.mcp.tenant", "memsteward.mcp.limits", "memsteward.mcp.memory", "memsteward.mcp.transports",
+           "memsteward.repair.reingest", "memsteward.integrations.langgraph.store",
+           "memsteward.integrations.langgraph.values", "memsteward.integrations.langgraph.identity"]
 
 
 @pytest.mark.parametrize("name", MODULES)

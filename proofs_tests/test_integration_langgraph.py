@@ -20,7 +20,7 @@ from langgraph.store.sqlite import SqliteStore
 
 import memsteward
 from memsteward.errors import WriteRefused
-from memsteward.integrations.langgraph import GovernedStore, artifact_id
+from memsteward.integrations.langgraph import GovernedStore, GovernedWriteRefused
 from memsteward.repair.oracles import ORACLES
 
 POLICY = memsteward.load_policy(memsteward.bundled_path("policies", "default.yaml"))
@@ -63,7 +63,7 @@ def test_delete_hides_repairs_and_removes(backend):
     assert gs.get(NS, "sneaky") is None
     gs.delete(NS, "n1")
     plan = gs.last_plan
-    assert set(plan.barrier) == {artifact_id(NS, k) for k in ("n1", "s1", "s2")}
+    assert set(plan.barrier) == {gs.ids.of(NS, k) for k in ("n1", "s1", "s2")}
     assert gs.get(NS, "n1") is None and gs.get(NS, "s2") is None
     s1 = gs.get(NS, "s1")
     assert s1.value["content"] == "Alice likes tea" and s1.value["derived_from"] == [[list(NS), "n2"]]
@@ -75,9 +75,14 @@ def test_delete_hides_repairs_and_removes(backend):
     with pytest.raises(WriteRefused) as exc:
         gs.put(NS, "s4", {"content": "x", "derived_from": [[list(NS), "n1"]]})
     assert exc.value.reason == "fenced" and inner.get(NS, "s4") is None
-    with pytest.raises(WriteRefused) as exc:
-        gs.put(NS, "n9", {"content": "Alice lives in Paris"})
-    assert exc.value.reason == "tombstone" and inner.get(NS, "n9") is None
+    # a derived value carrying the deleted content is the leak path: refused, as a LangGraph error too
+    with pytest.raises(GovernedWriteRefused) as exc:
+        gs.put(NS, "s9", {"content": "Alice lives in Paris", "derived_from": [[list(NS), "n2"]]})
+    assert exc.value.reason == "tombstone" and isinstance(exc.value, ValueError) and inner.get(NS, "s9") is None
+    # the user saying it again first-hand is a new memory (reingest: allow, the default)
+    gs.put(NS, "n9", {"content": "Alice lives in Paris"})
+    assert gs.get(NS, "n9").value["content"] == "Alice lives in Paris"
+    gs.delete(NS, "n9")
     # a re-created key gets a new incarnation and is served again
     gs.put(NS, "n1", {"content": "Alice lives in Lyon"})
     assert gs.get(NS, "n1").value["content"] == "Alice lives in Lyon"
@@ -220,7 +225,7 @@ class GovernedMachine(RuleBasedStateMachine):
             it = self.gs.get(NS, key)
             if it is not None:
                 assert not any(f"{t}." in it.value["content"] for t in self.deleted), (key, it.value)
-                ident = self.gs._current(NS, key)[0]
+                ident = self.gs.artifact_id(NS, key)
                 assert self.gs.store.states()[ident][0] in ("servable", "republished")
         raw = " ".join(_raw_texts(self.inner))  # the wrapped store itself, around the adapter
         assert not any(f"{t}." in raw for t in self.deleted), raw

@@ -45,8 +45,11 @@ def run_langgraph_demo(echo: Callable[[str], None]) -> None:
          f"summary; {len(plan.withdrawn) - 1} stays withdrawn (no retained support)")
     show("search after:")
     raw = [it for it in inner.search(NS, limit=100) if "Rue Cler" in str(it.value)]
-    echo(f"  the wrapped store itself holds the deleted address in {len(raw)} item(s); putting it again:")
+    echo(f"  the wrapped store itself holds the deleted address in {len(raw)} item(s); a summary carrying it again:")
     try:
-        gs.put(NS, "home2", {"content": notes["home"]})
+        gs.put(NS, "card2", {"content": notes["home"], "derived_from": src("tea")})
     except WriteRefused as exc:
         echo(f"    refused ({exc.reason}): {exc.message}")
+    gs.put(NS, "home2", {"content": notes["home"]})
+    echo("  the user saying it again first-hand is a new memory (reingest: allow): "
+         f"{gs.get(NS, 'home2') is not None}")

@@ -57,6 +57,7 @@ from .dialect import (
 from .lineage import candidates, index_hashes
 from .planstore import plan_text as stored_plan
 from .planstore import read_fields, read_plan
+from .reingest import verdict as reingest_verdict
 from .store_api import StepRecord
 from .writes import Write, canonical_json, content_digest, prepare
 
@@ -573,6 +574,26 @@ class Store:
             f"SELECT j.value, coalesce(a.state, '{ABSENT}') FROM json_each(?) j LEFT JOIN artifacts a "
             f"ON a.id = j.value WHERE a.state IS NULL OR a.state NOT IN ({_SERVABLE_SQL})", (_id_list(ids),)))
 
+    def last_with_prefix(self, prefixes: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """For each prefix p: (id, state) of the greatest id in [p, p + "~"), for prefixes that have one.
+
+        One index probe per prefix (an ``ORDER BY id DESC LIMIT 1`` range over the primary key), so
+        an adapter finds an item's latest incarnation in O(log n), whatever the number of incarnations
+        (ids are compared bytewise: collation "C" on PostgreSQL). Meant for ASCII id schemes."""
+        if not prefixes:
+            return {}
+        rows = self.conn.execute(
+            "SELECT j.value, a.id, a.state FROM json_each(?) j JOIN artifacts a ON a.id = "
+            "(SELECT x.id FROM artifacts x WHERE x.id >= j.value AND x.id < j.value || '~' "
+            "ORDER BY x.id DESC LIMIT 1)", (_id_list(prefixes),)).fetchall()
+        return {p: (i, st) for p, i, st in rows}
+
+    def ids_with_prefix(self, prefix: str, limit: int) -> list[tuple[str, str]]:
+        """(id, state) of the ids in [prefix, prefix + "~"), in id order, at most ``limit`` (> 0)."""
+        return [(i, st) for i, st in self.conn.execute(
+            "SELECT id, state FROM artifacts WHERE id >= ? AND id < ? ORDER BY id LIMIT ?",
+            (prefix, prefix + "~", int(limit)))]
+
     def get(self, ident: str) -> Artifact | None:
         rows = self._rows("WHERE a.id = ?", (ident,))
         return rows[0] if rows else None
@@ -647,7 +668,7 @@ class Store:
         return [i for i in wanted if i in ok]
 
     def record(self, artifact: Artifact | Mapping[str, Any], inputs: Sequence[str] = (),
-               semantic: Sequence[str] = ()) -> Artifact:
+               semantic: Sequence[str] = (), *, reingest: str = "refuse") -> Artifact:
         """Append one artifact version with its provenance, in one transaction (the write path).
 
         ``inputs`` are the artifacts it was produced from (influence edges ``input → artifact``,
@@ -662,7 +683,9 @@ class Store:
             bad input (unknown ids, non-JSON or oversized content, kind change), store unchanged.
         WriteRefused
             write fencing: an input is withdrawn, staged or erased, the id itself is not servable,
-            the content is a tombstoned (erased) content, or an event is unfinished. Fenced and
+            the content is a tombstoned (erased) content that ``reingest`` refuses
+            (:func:`memsteward.repair.reingest.verdict`: a derived write always, a first-hand one
+            under ``refuse``, the default here), or an event is unfinished. Fenced and
             tombstoned refusals append a ``refuse`` audit row; nothing else changes.
 
         Examples
@@ -675,10 +698,10 @@ class Store:
         >>> s.record({"id": "n1", "kind": "record", "content": "Alice likes coffee"}).version
         2
         """
-        return self.record_many([prepare(artifact, inputs, semantic, file=self.path)])[0]
+        return self.record_many([prepare(artifact, inputs, semantic, file=self.path)], reingest=reingest)[0]
 
     @retrying
-    def record_many(self, writes: Sequence[Write | Mapping[str, Any]]) -> list[Artifact]:
+    def record_many(self, writes: Sequence[Write | Mapping[str, Any]], *, reingest: str = "refuse") -> list[Artifact]:
         """Record a batch of writes in ONE transaction: all of them, or (on any refusal) none.
 
         Each item is a :class:`~memsteward.repair.writes.Write` or a ``store put`` object
@@ -696,7 +719,7 @@ class Store:
                 raise WriteRefused("the store has an unfinished event; writes wait until it is published "
                                    "(run `memsteward recover`)", "unfinished-event", self.path)
             try:
-                out = self._apply_writes(batch)
+                out = self._apply_writes(batch, reingest)
             except WriteRefused as exc:
                 if exc.reason in ("fenced", "tombstone"):
                     refused = exc  # committed below: the refusal's audit row, nothing else
@@ -706,7 +729,7 @@ class Store:
             raise refused
         return out
 
-    def _apply_writes(self, batch: Sequence[Write]) -> list[Artifact]:
+    def _apply_writes(self, batch: Sequence[Write], reingest: str = "refuse") -> list[Artifact]:
         named = sorted({w.artifact.id for w in batch} | {i for w in batch for i in (*w.inputs, *w.semantic)})
         known = {i: (k, a, st) for i, k, a, st in self.conn.execute(
             "SELECT id, kind, arch, state FROM artifacts WHERE id IN (SELECT value FROM json_each(?))",
@@ -735,7 +758,7 @@ class Store:
                 raise WriteRefused(f"write of {a.id!r} refused: input {i!r} is {st} (under repair or deleted); "
                                    "new memory may derive only from servable artifacts", "fenced", self.path,
                                    f"{where}inputs[{j}]")
-            if w.digest in dead:
+            if w.digest in dead and reingest_verdict(reingest, not w.inputs, True) == "refuse":
                 self._refusal_audit(a.id, {"reason": "tombstone", "sha256": w.digest})
                 raise WriteRefused(f"write of {a.id!r} refused: its content was erased by a delete event "
                                    f"(tombstone of {dead[w.digest]!r}); deleted content is not ingested again",
