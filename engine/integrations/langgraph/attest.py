@@ -86,7 +86,8 @@ def attest(gs: GovernedStore, event_id: int | None = None, needles: Sequence[byt
                              f"{len(texts)} values read around the adapter; {hits} fingerprint hit(s)"))
         paths = files(gs.inner)
         result = scan(paths, found) if paths and found else {"found": 0}
-        hits = sum(dict(result.get("found") or {}).values())
+        found_in = result.get("found") or {}
+        hits = sum(found_in.values()) if isinstance(found_in, dict) else int(found_in)
         checks.append(_check("wrapped-files", hits == 0, f"{len(paths)} file(s) scanned; {hits} fingerprint hit(s)"))
     stale = stale_vectors(gs)
     checks.append(_check("wrapped-vectors", not stale, f"{len(stale)} stale vector(s)"))

@@ -23,7 +23,7 @@ wrapped store's own async calls are awaited.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from langgraph.store.base import BaseStore, GetOp, Item, ListNamespacesOp, Op, PutOp, Result, SearchOp
 
@@ -216,7 +216,7 @@ class GovernedStore(BaseStore):
 
     def _correct(self, ident: str, art: dict[str, Any]) -> None:
         """The overwrite of an item with dependants: a correct event, the dependants repaired."""
-        doc = {"type": "correct", "roots": [ident], "replacements": [{"id": ident, **art}]}
+        doc: dict[str, Any] = {"type": "correct", "roots": [ident], "replacements": [{"id": ident, **art}]}
         if self.erase_corrected:
             doc["privacy"] = True
         self._run(doc, skip=(ident,))
@@ -343,7 +343,7 @@ class GovernedStore(BaseStore):
             elif isinstance(op, SearchOp):
                 results.append(self._search(op))
             elif isinstance(op, GetOp):
-                item = self.inner.batch([op])[0]
+                item = cast("Item | None", self.inner.batch([op])[0])
                 results.append(self._get_result(op, item))
             elif isinstance(op, ListNamespacesOp):
                 results.append(self.inner.batch([op])[0])
@@ -358,7 +358,7 @@ class GovernedStore(BaseStore):
             if isinstance(op, SearchOp):
                 results.append(await self._asearch(op))
             elif isinstance(op, GetOp):
-                item = (await self.inner.abatch([op]))[0]
+                item = cast("Item | None", (await self.inner.abatch([op]))[0])
                 results.append(self._get_result(op, item))
             elif isinstance(op, ListNamespacesOp):
                 results.append((await self.inner.abatch([op]))[0])
@@ -380,9 +380,10 @@ class GovernedStore(BaseStore):
 
     def _search(self, op: SearchOp) -> list[Item]:
         """Page through the wrapped store until ``offset + limit`` servable items are found."""
-        want, page, start, seen = op.offset + op.limit, max(2 * (op.offset + op.limit), 20), 0, []
+        want, page, start = op.offset + op.limit, max(2 * (op.offset + op.limit), 20), 0
+        seen: list[Item] = []
         while len(seen) < want:
-            batch = self.inner.batch([op._replace(limit=page, offset=start)])[0]
+            batch = cast("list[Item]", self.inner.batch([op._replace(limit=page, offset=start)])[0])
             seen += self._visible(list(batch))
             if len(batch) < page:
                 break
@@ -390,9 +391,10 @@ class GovernedStore(BaseStore):
         return seen[op.offset:want]
 
     async def _asearch(self, op: SearchOp) -> list[Item]:
-        want, page, start, seen = op.offset + op.limit, max(2 * (op.offset + op.limit), 20), 0, []
+        want, page, start = op.offset + op.limit, max(2 * (op.offset + op.limit), 20), 0
+        seen: list[Item] = []
         while len(seen) < want:
-            batch = (await self.inner.abatch([op._replace(limit=page, offset=start)]))[0]
+            batch = cast("list[Item]", (await self.inner.abatch([op._replace(limit=page, offset=start)]))[0])
             seen += self._visible(list(batch))
             if len(batch) < page:
                 break
