@@ -198,7 +198,15 @@ class GovernedMachine(RuleBasedStateMachine):
         sources = data.draw(st.lists(st.sampled_from(visible), min_size=1, max_size=3, unique=True))
         tok = self._token()
         text = " ".join([f"Note {tok}."] + [self.gs.get(NS, k).value["content"] for k in sources])
-        self.gs.put(NS, key, {"content": text, "derived_from": [[list(NS), k] for k in sources]})
+        current = self.gs.artifact_id(NS, key)
+        below = self.gs.store.reach([current]) if current and self.gs.get(NS, key) is not None else frozenset()
+        cycle = any(self.gs.artifact_id(NS, k) in below for k in sources)
+        try:
+            self.gs.put(NS, key, {"content": text, "derived_from": [[list(NS), k] for k in sources]})
+        except GovernedWriteRefused as exc:  # deriving an item from its own dependant is refused
+            assert cycle and exc.reason == "cycle", exc
+            return
+        assert not cycle
         self.live.setdefault(key, set()).add(tok)
 
     @precondition(lambda self: self.live)

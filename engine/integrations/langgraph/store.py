@@ -37,7 +37,7 @@ from ...repair.execute import run_event
 from ...repair.operators import OperatorRegistry, operators_for
 from ...repair.oracles import OracleRegistry
 from ...repair.plan import TransitionPlan
-from ...repair.reingest import REINGEST_RULES
+from ...repair.reingest import REINGEST_RULES, verdict
 from ...repair.store import Store
 from ...repair.writes import content_digest
 from .errors import GovernedWriteRefused
@@ -202,8 +202,12 @@ class GovernedStore(BaseStore):
                 raise InputError(f"item re-created more than {MAX_INCARNATIONS} times", file="<langgraph put>")
             self._write({"id": self.ids.of(op.namespace, op.key, n), **art}, inputs)
             return True
-        if len(self.store.reach([ident])) > 1:
-            self._correct(ident, art)
+        cascade = self.store.reach([ident])
+        if cascade & set(inputs):
+            raise GovernedWriteRefused(f"write refused: a source of {op.key!r} is derived from it (a provenance "
+                                       "cycle)", "cycle", "<langgraph put>", self.spec.provenance_field)
+        if len(cascade) > 1:
+            self._correct(ident, art, inputs)
         else:
             self._write({"id": ident, **art}, inputs)
         return True
@@ -214,12 +218,26 @@ class GovernedStore(BaseStore):
         except WriteRefused as exc:
             raise GovernedWriteRefused.wrap(exc) from None
 
-    def _correct(self, ident: str, art: dict[str, Any]) -> None:
-        """The overwrite of an item with dependants: a correct event, the dependants repaired."""
+    def _correct(self, ident: str, art: dict[str, Any], inputs: list[str]) -> None:
+        """The overwrite of an item with dependants: a correct event, the dependants repaired. New
+        sources are fenced first and recorded after (provenance only grows: an edge from an old
+        source stays, so deleting it still repairs this item, which is safe)."""
+        fenced = [i for i in inputs if i not in set(self.store.servable(inputs))]
+        if fenced:
+            raise GovernedWriteRefused(f"write refused: a source of {art['meta'][ADDRESS_KEY]['key']!r} is not "
+                                       "servable (under repair or deleted)", "fenced", "<langgraph put>",
+                                       self.spec.provenance_field)
+        dead = self.store.is_tombstoned(content_digest(art["content"]))
+        if verdict("refuse" if self.reingest == "refuse" else "allow", not inputs, dead) == "refuse":
+            raise GovernedWriteRefused("write refused: its content was erased by a delete event", "tombstone",
+                                       "<langgraph put>", "content")
         doc: dict[str, Any] = {"type": "correct", "roots": [ident], "replacements": [{"id": ident, **art}]}
         if self.erase_corrected:
             doc["privacy"] = True
         self._run(doc, skip=(ident,))
+        parents = {u for u, _ in self.store.parent_edges([ident])}
+        if set(inputs) - parents:
+            self._write({"id": ident, **art}, inputs)
 
     # ------------------------------------------------------------------ events
 
