@@ -25,7 +25,7 @@ from ...repair.execute import execute
 from ...repair.plan import TransitionPlan, compute_plan
 from ...repair.writes import content_digest
 from .physical import raw_items
-from .sync import addresses, write_back
+from .sync import addresses_in, write_back
 
 if TYPE_CHECKING:
     from .store import GovernedStore
@@ -91,10 +91,11 @@ def forget(gs: GovernedStore, prefix: tuple[str, ...], expect: str | None = None
                          file="<forget>", field="expect")
     event_id = None
     if planned.plan is not None:
-        known = addresses(gs.store, planned.plan.cascade)
+        before = gs.store.artifacts_of(planned.plan.cascade)
         plan = execute(gs.store, gs.policy, planned.plan, gs._operators(), gs.oracles, generation)
         gs.last_plan = plan
-        gs._apply(write_back(gs.store, plan, known, gs._latest_ids))
+        gs._apply(write_back(gs.store, plan, addresses_in(before), gs._latest_ids))
+        gs.remember_erased(before, corrected=False)
         event = gs.store.event()
         event_id = event["id"] if event else None
     from langgraph.store.base import PutOp

@@ -106,6 +106,10 @@ def files(inner: Any) -> list[str]:
         return []
     out: list[str] = []
     with inner._cursor() as cur:
+        try:
+            cur.execute("CHECKPOINT")  # shared buffers to the files, so a scan reads what the server holds
+        except Exception:  # noqa: BLE001 - not a superuser: the files may lag the buffers
+            pass
         cur.execute("SELECT current_setting('data_directory') AS d")
         base = cur.fetchone()["d"]
         cur.execute("SELECT pg_relation_filepath(c.oid) AS p FROM pg_class c JOIN pg_namespace n "

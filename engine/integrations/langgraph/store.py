@@ -183,9 +183,10 @@ class GovernedStore(BaseStore):
         meta[ADDRESS_KEY] = {"namespace": list(op.namespace), "key": op.key, "ttl": op.ttl is not None}
         return {"kind": kind, "content": artifact_content(value, self.spec), "meta": meta}
 
-    def _record(self, op: PutOp) -> bool:
-        """Record a put (or run the correct event it is); True when the wrapped item must be
-        deleted before the put (it existed: its old vectors must not outlive its old value)."""
+    def _record(self, op: PutOp) -> str:
+        """Record a put (or run the correct event it is): ``"new"`` (no item at the key),
+        ``"overwrite"`` (an item existed: its old vectors must not outlive its old value) or
+        ``"corrected"`` (a correct event ran: the old value is erased, so its rows are scrubbed too)."""
         inputs = self._sources(op.value or {})
         art = self._artifact(op, inputs)
         current = self.latest([(op.namespace, op.key)]).get((op.namespace, op.key))
@@ -193,7 +194,7 @@ class GovernedStore(BaseStore):
             art["meta"][REVIEW_KEY] = True
         if current is None:
             self._write({"id": self.ids.of(op.namespace, op.key), **art}, inputs)
-            return False
+            return "new"
         ident, state = current
         prev = self.store.get(ident) if state in SERVABLE_STATES else None
         if prev is None or prev.kind != art["kind"]:  # withdrawn, erased or another kind: a new incarnation
@@ -201,16 +202,16 @@ class GovernedStore(BaseStore):
             if n > MAX_INCARNATIONS:
                 raise InputError(f"item re-created more than {MAX_INCARNATIONS} times", file="<langgraph put>")
             self._write({"id": self.ids.of(op.namespace, op.key, n), **art}, inputs)
-            return True
+            return "overwrite"
         cascade = self.store.reach([ident])
         if cascade & set(inputs):
             raise GovernedWriteRefused(f"write refused: a source of {op.key!r} is derived from it (a provenance "
                                        "cycle)", "cycle", "<langgraph put>", self.spec.provenance_field)
         if len(cascade) > 1:
             self._correct(ident, art, inputs)
-        else:
-            self._write({"id": ident, **art}, inputs)
-        return True
+            return "corrected" if self.erase_corrected else "overwrite"
+        self._write({"id": ident, **art}, inputs)
+        return "overwrite"
 
     def _write(self, artifact: dict[str, Any], inputs: list[str]) -> None:
         try:
@@ -355,9 +356,12 @@ class GovernedStore(BaseStore):
                 self._delete(op.namespace, op.key)
                 results.append(None)
             elif isinstance(op, PutOp):
-                if self._record(op) and self.index_config:
+                how = self._record(op)
+                if how == "corrected" or (how == "overwrite" and self.index_config):
                     self.inner.batch([PutOp(op.namespace, op.key, None)])
                 results.append(self.inner.batch([op])[0])
+                if how == "corrected":
+                    self.scrub()
             elif isinstance(op, SearchOp):
                 results.append(self._search(op))
             elif isinstance(op, GetOp):
@@ -381,9 +385,12 @@ class GovernedStore(BaseStore):
             elif isinstance(op, ListNamespacesOp):
                 results.append((await self.inner.abatch([op]))[0])
             elif isinstance(op, PutOp) and op.value is not None:
-                if self._record(op) and self.index_config:
+                how = self._record(op)
+                if how == "corrected" or (how == "overwrite" and self.index_config):
                     await self.inner.abatch([PutOp(op.namespace, op.key, None)])
                 results.append((await self.inner.abatch([op]))[0])
+                if how == "corrected":
+                    self.scrub()
             else:
                 results.extend(self.batch([op]))
         return results
