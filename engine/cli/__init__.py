@@ -35,6 +35,10 @@ COMMANDS: dict[str, LazyCommand] = {
     "mcp": LazyCommand(".mcp_cmds:mcp", "Serve a store's governed memory to MCP clients (stdio or streamable HTTP)."),
     "policy": LazyCommand(".policy_cmds:policy_group",
                           "List and print the policies bundled with memsteward (starting points for your own)."),
+    "plugins": LazyCommand(".plugin_cmds:plugins",
+                           "List the operators and oracles installed as plugins (entry-point groups "
+                           "memsteward.operators and memsteward.oracles), with the distribution and version "
+                           "that provides each."),
     "recover": LazyCommand(".repair_cmds:recover_cmd",
                            "Roll forward an event interrupted by a crash (no-op when none is pending)."),
     "repair": LazyCommand(".repair_cmds:repair",

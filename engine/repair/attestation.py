@@ -61,7 +61,8 @@ def attest(store: Store, event_id: int | None = None, expect_head: str | None = 
         "event": {"id": eid, "type": ev["type"], "roots": roots, "created": ev["created"], "status": ev["status"]},
         "barrier": {"at": barrier["at"] if barrier else None, "seq": barrier["seq"] if barrier else None,
                     "withdrawn": cascade},
-        "policy": {"name": ev["policy"].get("name"), "tradeoff": plan.get("tradeoff"), "selector": plan.get("selector")},
+        "policy": {"name": ev["policy"].get("name"), "tradeoff": plan.get("tradeoff"), "selector": plan.get("selector"),
+                   "plugins": list(ev["policy"].get("plugins", []))},  # name + version, in the pinned digest
         "republished": successors,
         "still_withdrawn": sorted(i for i in cascade if i not in republished),
         "failures": failures,
@@ -256,7 +257,9 @@ def render_markdown(a: dict[str, Any]) -> str:
              f"- **Barrier applied:** {m(b['at'])} (audit row {m(b['seq'])}); withdrew {len(b['withdrawn'])} "
              f"artifacts of C(F): {ids(b['withdrawn'])}",
              f"- **Policy:** {m(a['policy']['name'])}, selector {m(a['policy']['selector'])}, "
-             f"λ = {m(a['policy']['tradeoff'])}",
+             f"λ = {m(a['policy']['tradeoff'])}" + "".join(
+                 f"; plugin {m(p.get('name'))} ({m(p.get('distribution'))} {m(p.get('version'))})"
+                 for p in a["policy"].get("plugins", [])),
              f"- **Audit head:** {m(a['audit_head'])}", "",
              "## Checks", "", "| check | result | detail |", "|---|---|---|"]
     lines += [f"| {m(c['check'])} | {'pass' if c['ok'] else '**FAIL**'} | {m(c['detail'])} |" for c in a["checks"]]

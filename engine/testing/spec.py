@@ -14,14 +14,16 @@ language as a mode rule's ``when``), the clause must hold on the plan.
 
 from __future__ import annotations
 
-from typing import Any, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
-from pydantic import Field, model_validator
+from pydantic import Field, StringConstraints, model_validator
 
 from ..policy.model import ORACLES, Mode, Strict, When
 from ..repair.closure import SELECTORS
 
-OracleName = Literal[ORACLES]  # type: ignore[valid-type]  # every oracle the policy language knows
+# every oracle the policy language knows, or an oracle plugin as ``plugin:<name>`` (its report name)
+OracleName = Literal[ORACLES] | Annotated[str, StringConstraints(  # type: ignore[valid-type]
+    max_length=72, pattern=r"^plugin:[A-Za-z_][A-Za-z0-9_.\-]*$")]
 SelectorName = Literal[SELECTORS]  # type: ignore[valid-type]
 
 
