@@ -396,9 +396,9 @@ class GovernedStore(BaseStore):
         return results
 
     def _get_result(self, op: GetOp, item: Item | None) -> Item | None:
-        if item is None:
-            from .ttl import reconcile_missing
+        from .ttl import expired_item, reconcile_missing
 
+        if item is None or (self.supports_ttl and expired_item(self.inner, op.namespace, op.key)):
             reconcile_missing(self, [(op.namespace, op.key)])
             return None
         return item if self._visible([item]) else None

@@ -27,7 +27,7 @@ from .values import ADDRESS_KEY
 if TYPE_CHECKING:
     from .store import GovernedStore
 
-__all__ = ["expiring", "reconcile_missing", "sweep"]
+__all__ = ["expired_item", "expiring", "reconcile_missing", "sweep"]
 
 MAX_SWEEP = 100_000
 
@@ -52,6 +52,17 @@ def expiring(inner: Any) -> list[Address]:
         rows = cur.fetchall()
     return [(_text_ns(r["prefix"] if isinstance(r, dict) else r[0]), r["key"] if isinstance(r, dict) else r[1])
             for r in rows]
+
+
+def expired_item(inner: Any, namespace: tuple[str, ...], key: str) -> bool:
+    """Whether a SqliteStore still returns an item past its expiry (its reads do not hide expired
+    rows before the sweep; PostgresStore's do, and a TTL-less store has no expiry)."""
+    conn = getattr(inner, "conn", None)
+    if not isinstance(conn, sqlite3.Connection) or not getattr(inner, "supports_ttl", False):
+        return False
+    row = conn.execute("SELECT 1 FROM store WHERE prefix = ? AND key = ? AND expires_at IS NOT NULL "
+                       "AND expires_at < CURRENT_TIMESTAMP", (".".join(namespace), key)).fetchone()
+    return row is not None
 
 
 def _expire(gs: GovernedStore, items: Sequence[Address]) -> list[str]:
