@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo demo-llm llm-server bench-llm test bench check mutate clean fuzz langgraph-suite
+.PHONY: dist demo demo-llm llm-server bench-llm test bench check mutate clean fuzz langgraph-suite
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -62,6 +62,12 @@ langgraph-suite: $(LG_SUITE)/.ready
 	cd $(LG_SUITE)/src && PYTHONPATH=$(CURDIR)/proofs_tests $(CURDIR)/$(BIN)/python -m pytest -q \
 	  -p langgraph_suite_plugin -o addopts="" -o asyncio_mode=auto -o asyncio_default_fixture_loop_scope=function \
 	  tests/test_store.py
+
+# The wheel and the sdist in dist/ (isolated build with pip's cache; the README's install line uses the wheel).
+# PYTHONDONTWRITEBYTECODE is cleared so setuptools does not warn that byte-compiling is off.
+dist: $(STAMP)
+	rm -rf dist
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m build --outdir dist .
 
 check: $(STAMP)
 	$(BIN)/memsteward check policies/*.yaml

@@ -1,0 +1,120 @@
+"""The wheel, installed into a fresh virtual environment in a temporary folder outside the
+repository, runs the demo, the demo's hints and every `sh` and `python` block of the README and of
+docs/ (blocks marked `skip` need a clone, a server or the network).
+
+Kept fast: the wheel is built once per session with pip's cache (``pip wheel --no-deps``) and
+installed with ``--no-deps``; the new environment sees the test environment's dependencies through
+a ``.pth`` line naming its site-packages — a plain path, so the editable install's import hook there
+is not activated and ``memsteward`` comes from the wheel (checked)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import sysconfig
+import venv
+from pathlib import Path
+
+import pytest
+from doc_blocks import ROOT, Block, blocks
+
+pytestmark = pytest.mark.slow
+
+
+def _sh(cmd: list[str], **kw: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=600, **kw)  # type: ignore[call-overload]
+
+
+@pytest.fixture(scope="module")
+def wheel_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """A fresh venv with only the wheel installed; returns the environment to run it with."""
+    where = tmp_path_factory.mktemp("wheel")
+    built = _sh([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(where / "dist"), str(ROOT)])
+    assert built.returncode == 0, built.stderr[-3000:]
+    (wheel,) = (where / "dist").glob("memsteward-*.whl")
+    env_dir = where / "venv"
+    venv.EnvBuilder(with_pip=False).create(env_dir)
+    bindir = env_dir / "bin"
+    py = bindir / "python"
+    site = _sh([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip()
+    Path(site, "_memsteward_test_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n", encoding="utf-8")
+    inst = _sh([sys.executable, "-m", "pip", "--python", str(py), "install", "--no-deps", "--no-index", "--quiet",
+                str(wheel)])
+    assert inst.returncode == 0, inst.stderr[-3000:]
+    env = {**os.environ, "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}", "VIRTUAL_ENV": str(env_dir)}
+    env.pop("PYTHONPATH", None)
+    where_from = _sh([str(py), "-c", "import memsteward; print(memsteward.__file__)"], env=env, cwd=where)
+    assert where_from.stdout.startswith(site), where_from.stdout + where_from.stderr  # the wheel, not the clone
+    return env
+
+
+def _folder(tmp_path: Path, name: str) -> Path:
+    path = tmp_path / name.replace("/", "_").replace(":", "_")
+    path.mkdir()
+    assert ROOT not in path.parents
+    return path
+
+
+def test_the_wheel_holds_every_module(wheel_env: dict[str, str], tmp_path: Path) -> None:
+    listing = _sh(["python", "-c", "import memsteward, pathlib; p = pathlib.Path(memsteward.__file__).parent; "
+                   "print('\\n'.join(sorted(str(f.relative_to(p)) for f in p.rglob('*.py'))))"],
+                  env=wheel_env, cwd=tmp_path)
+    shipped = set(listing.stdout.split())
+    expected = {str(f.relative_to(ROOT / "engine")) for f in (ROOT / "engine").rglob("*.py") if "__pycache__" not in f.parts}
+    expected |= {f"specs/{f.relative_to(ROOT / 'specs')}" for f in (ROOT / "specs").rglob("*.py")
+                 if "__pycache__" not in f.parts}
+    assert expected <= shipped, sorted(expected - shipped)
+
+
+def test_demo_and_its_hints_run_from_the_wheel(wheel_env: dict[str, str], tmp_path: Path) -> None:
+    demo = _sh(["memsteward", "demo"], env=wheel_env, cwd=tmp_path)
+    assert demo.returncode == 0, demo.stderr[-3000:]
+    hints = [line.strip() for line in demo.stdout.splitlines() if line.strip().startswith("- memsteward repair")]
+    assert hints and "`memsteward demo --export demo-data`" in demo.stdout
+    assert _sh(["memsteward", "demo", "--export", "demo-data"], env=wheel_env, cwd=tmp_path).returncode == 0
+    for hint in hints:
+        out = _sh(["bash", "-c", hint[2:] + " --dry-run"], env=wheel_env, cwd=tmp_path)
+        assert out.returncode == 0, (hint, out.stderr)
+    check = _sh(["bash", "-c", "memsteward check demo-data/policies/*.yaml && "
+                 "memsteward policy show default > my-policy.yaml && memsteward check my-policy.yaml"],
+                env=wheel_env, cwd=tmp_path)
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+def _by_file(lang: str) -> dict[str, list[Block]]:
+    grouped: dict[str, list[Block]] = {}
+    for block in blocks(lang):
+        grouped.setdefault(block.file, []).append(block)
+    return grouped
+
+
+SH = _by_file("sh")
+
+
+@pytest.mark.parametrize("file", sorted(SH))
+def test_sh_blocks_run_from_the_wheel(wheel_env: dict[str, str], tmp_path: Path, file: str) -> None:
+    """The blocks of one page run in order in one fresh folder (a page builds on its earlier blocks);
+    the bundled data is exported first unless the page does it itself."""
+    cwd = _folder(tmp_path, file)
+    if not any("demo --export demo-data" in b.code for b in SH[file]):
+        assert _sh(["memsteward", "demo", "--export", "demo-data"], env=wheel_env, cwd=cwd).returncode == 0
+    for block in SH[file]:
+        out = _sh(["bash", "-euo", "pipefail", "-c", block.code], env=wheel_env, cwd=cwd)
+        assert out.returncode == 0, f"{block.name}\n{block.code}\nstdout: {out.stdout[-2000:]}\nstderr: {out.stderr[-2000:]}"
+
+
+PY = blocks("python")
+
+
+@pytest.mark.parametrize("block", PY, ids=[b.name for b in PY])
+def test_python_blocks_run_from_the_wheel(wheel_env: dict[str, str], tmp_path: Path, block: Block) -> None:
+    cwd = _folder(tmp_path, block.name)
+    out = _sh(["python", "-c", block.code], env=wheel_env, cwd=cwd)
+    assert out.returncode == 0, f"{block.name}\n{out.stderr[-3000:]}"
+
+
+def test_typed_user_script_runs_from_the_wheel(wheel_env: dict[str, str], tmp_path: Path) -> None:
+    script = (ROOT / "proofs_tests" / "examples" / "typed_user.py").read_text(encoding="utf-8")
+    out = _sh(["python", "-c", script], env=wheel_env, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
