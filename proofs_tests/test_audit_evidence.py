@@ -147,3 +147,38 @@ def test_markdown_and_ansi_injection_render_inert(tmp_path: Path):
     assert "\x1b" not in serve.output and "\\x1b" in serve.output
     log = CliRunner().invoke(main, ["store", "log", "--store", db])
     assert "\x1b" not in log.output and "\x07" not in log.output
+
+
+PUT = {"id": "late-note", "kind": "record", "content": {"text": "A note written after the forgery."}}
+
+
+@pytest.mark.parametrize("forge", [_append, _rewrite, _reorder], ids=["appended", "rewritten", "reordered"])
+def test_a_keyed_write_never_seals_over_a_forgery(signed_db: str, forge, tmp_path: Path):
+    """Issue 25: a file writer without the key rewrote a row (FAIL → pass) and re-chained the log;
+    the agent's next ordinary keyed `store put` sealed the forged head, after which `audit --check`
+    said "intact … signature verified" (8 of 9 tamperings). Now the keyed writer verifies the sealed
+    head before it appends: exit 2 with an `audit --check` hint, nothing written, never re-sealed."""
+    run = CliRunner()
+    _rechain(signed_db, forge)
+    before = Path(signed_db).read_bytes()
+    doc = tmp_path / "put.json"
+    doc.write_text(json.dumps(PUT))
+    r = run.invoke(main, ["store", "put", "--store", signed_db, str(doc)])
+    assert r.exit_code == 2 and "audit --check" in r.output and "Traceback" not in r.output, r.output
+    con = sqlite3.connect(signed_db)
+    assert con.execute("SELECT count(*) FROM artifacts WHERE id = 'late-note'").fetchone()[0] == 0
+    con.close()
+    bad = run.invoke(main, ["audit", "--store", signed_db, "--check", "--json"])
+    assert bad.exit_code == 1 and "signature" in json.loads(bad.stdout)["first_broken"]["reason"]
+    assert len(Path(signed_db).read_bytes()) == len(before)
+
+
+def test_check_without_a_key_says_integrity_is_not_proven(signed_db: str, monkeypatch):
+    """Issue 25: without the key a re-chained log was reported "intact" with no word that nothing was
+    verified against a file writer."""
+    _rechain(signed_db, _rewrite)
+    monkeypatch.delenv("MEMSTEWARD_AUDIT_KEY")
+    r = CliRunner().invoke(main, ["audit", "--store", signed_db, "--check"])
+    assert r.exit_code == 0 and "NOT PROVEN" in r.output and "--expect-head" in r.output, r.output
+    j = json.loads(CliRunner().invoke(main, ["audit", "--store", signed_db, "--check", "--json"]).stdout)
+    assert j["integrity"] == "unverified"

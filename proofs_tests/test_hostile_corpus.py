@@ -131,9 +131,20 @@ GENERATED: dict[str, tuple[Callable[[Path, Path], list[str]], int]] = {
     "export-onto-store-symlink": (lambda db, t: ["store", "export", "--store", str(db), "-o", _link(db, t, False)], 2),
     "export-onto-store-hardlink": (lambda db, t: ["store", "export", "--store", str(db), "-o", _link(db, t, True)], 2),
     "copy-onto-source-wal": (lambda db, t: ["store", "copy", str(db), f"{db}-wal"], 2),
+    "correct-replacement-5mb": (lambda db, t: ["repair", "--policy", POLICY, "--store", str(db), "--event",
+                                                _big_correct(t)], 2),
     "synthetic-k-huge": (lambda db, t: ["clear", "--synthetic-cohort", "1", "--k", str(10**9), "--out",
                                         str(t / "c.jsonl")], 2),
 }
+
+
+def _big_correct(tmp_path: Path) -> str:
+    """Issue 25: a 5 MB correct replacement was accepted (only `store put` had the 1 MiB cap)."""
+    event = json.loads((DATA / "event-correct.json").read_text())
+    event["replacements"][0]["content"]["result"] = "x" * (5 << 20)
+    path = tmp_path / "big-correct.json"
+    path.write_text(json.dumps(event))
+    return str(path)
 
 
 def _link(db: Path, tmp_path: Path, hard: bool) -> str:

@@ -85,7 +85,10 @@ def scenarios(draw):
     if etype == "correct":
         event["replacements"] = [{**by_id[r], "content": {"text": "corrected fact.", "label": "a"}}
                                  if by_id[r]["kind"] == "record" else by_id[r] for r in roots]
-    if etype == "migrate":
+    if etype == "migrate":  # a migrate's roots are records (issue 25: never a derived artifact)
+        records = [a["id"] for a in doc["artifacts"] if a["kind"] == "record"]
+        roots = sorted(set(draw(st.lists(st.sampled_from(records), min_size=1, max_size=2))))
+        event["roots"] = roots
         event["interface"] = ({"tools": {"t": {"params": {}}}} if len(roots) == 1
                               else {r: {"tools": {"t": {"params": {}}}} for r in roots})
     selector = draw(st.sampled_from(["mincut", "mincut", "greedy", "repair_all", "remove_all"]))

@@ -77,9 +77,15 @@ def scenarios(draw):
     event = {"type": etype, "roots": roots}
     if etype == "correct":
         event["replacements"] = [{k: v for k, v in by_id[r].items() if k != "state"} for r in roots]
-    if etype == "migrate":
+    if etype == "migrate":  # a migrate's roots are records (issue 25: never a derived artifact)
+        records = [a["id"] for a in live if a["kind"] == "record"] or [live[0]["id"]]
+        roots = sorted(set(draw(st.lists(st.sampled_from(records), min_size=1, max_size=3))))
+        event["roots"] = roots
+        if by_id[roots[0]]["kind"] != "record":
+            event = {"type": "delete", "roots": roots}
         iface = {"tools": {"t": {"params": {}}}}
-        event["interface"] = iface if len(roots) == 1 else {r: iface for r in roots}
+        if event["type"] == "migrate":
+            event["interface"] = iface if len(roots) == 1 else {r: iface for r in roots}
     selector = draw(st.sampled_from(["mincut", "greedy", "repair_all", "remove_all", "no_action"]))
     policy = draw(st.sampled_from(["default.yaml", "tool-agent.yaml", "assistant.yaml"]))
     return doc, event, selector, policy

@@ -10,6 +10,18 @@ from ..errors import EXIT_FINDINGS
 from ..redaction import shown_location
 from .common import emit_json, handle_errors, terminal
 
+UNPROVEN_NOTE = ("integrity against a file writer: NOT PROVEN (unverified) — without MEMSTEWARD_AUDIT_KEY, whoever can "
+                 "write the database can rewrite rows and recompute every hash; set the key every writer uses, "
+                 "and/or keep the head outside the store and pass it back with --expect-head")
+
+
+def integrity_claim(signed: bool, anchored: bool) -> str:
+    """What a passing ``audit --check`` proves against someone who can write the database file:
+    ``verified`` with the signing key (every append is sealed; a rechained log fails), ``anchored``
+    with only --expect-head (rows up to that head are proven; later ones are not), else
+    ``unverified`` (the hashes are consistent, which a file writer can always arrange)."""
+    return "verified" if signed else "anchored" if anchored else "unverified"
+
 
 @click.command()
 @click.option("--store", "store_path", required=True, type=click.Path(dir_okay=False),
@@ -49,6 +61,7 @@ def audit(store_path: str, event_id: int | None, fmt: str, as_json: bool, check_
         ok = broken is None and records is None
         if fmt == "json":
             emit_json({"store": shown_location(store_path), "rows": len(rows), "ok": ok, "signed": key is not None,
+                       "integrity": integrity_claim(key is not None, expect_head is not None),
                        "head": rows[-1][6] if rows else None,
                        "first_broken": None if broken is None else {"seq": broken[0], "reason": broken[1]},
                        "records": None if records is None else {"event": records[0], "reason": records[1]}})
@@ -58,8 +71,11 @@ def audit(store_path: str, event_id: int | None, fmt: str, as_json: bool, check_
             click.echo(f"{terminal(shown_location(store_path))}: event {records[0]}: {records[1]}")
         else:
             click.echo(f"{terminal(shown_location(store_path))}: audit chain intact ({len(rows)} rows, head "
-                       f"{rows[-1][6][:16] if rows else '-'}…{', signature verified' if key else ''}); "
+                       f"{rows[-1][6][:16] if rows else '-'}…{', signature verified' if key else ''}"
+                       f"{', anchored to --expect-head' if expect_head else ''}); "
                        "every event, policy and plan matches its pinned digest")
+            if key is None:
+                click.echo(UNPROVEN_NOTE)
         sys.exit(0 if ok else EXIT_FINDINGS)
     attestation = attest(store, event_id, expect_head)
     if fmt == "json":

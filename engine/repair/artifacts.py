@@ -206,7 +206,24 @@ def parse_artifact(obj: Any, where: str, file: str, text: str = "") -> Artifact:
     if problem is not None:
         fld, msg = problem
         raise fail(f"artifact {ident!r}: {msg}", fld, ident)
+    size = json_size(obj.get("content")) + json_size(meta)
+    if size > MAX_CONTENT_BYTES:  # one cap for every write path: put, import, replacements
+        raise fail(f"artifact {ident!r} is {size} bytes of JSON, over the {MAX_CONTENT_BYTES}-byte limit",
+                   "content", ident)
     return Artifact(ident, kind, arch, version, obj.get("content"), dict(meta), state)
+
+
+MAX_CONTENT_BYTES = 1 << 20
+"""Limit on one artifact's content plus metadata, as compact JSON UTF-8 bytes (1 MiB), on every write
+path: ``store put``, ``store import``, a correct event's replacements, a migrate's rewritten versions."""
+
+
+def json_size(value: Any) -> int:
+    """Bytes of ``value`` as compact UTF-8 JSON (0 when it is not JSON: the schema check reports that)."""
+    try:
+        return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass"))
+    except (TypeError, ValueError, RecursionError):
+        return 0
 
 
 def artifact_field_problem(art: Artifact) -> tuple[str, str] | None:

@@ -42,6 +42,35 @@ def seal(key: bytes, seq: int, head_hash: str) -> str:
     return hmac.new(key, f"memsteward-audit-head:{seq}:{head_hash}".encode(), hashlib.sha256).hexdigest()
 
 
+def sealed_head_problem(key: bytes, head: tuple[int, str, str | None] | None,
+                        rows: Sequence[Sequence[Any]]) -> str | None:
+    """Why a keyed writer must not extend this log (None: it may), checked before it seals.
+
+    ``head`` is the stored (seq, hash, seal) before this transaction's appends (None: an empty log);
+    ``rows`` are the stored rows from ``head``'s seq on (the head row, then the first appended one).
+    The head must be sealed under ``key``, be the row it names, and the first appended row must link
+    to it. A file writer without the key who rewrote rows and re-chained them changed the head hash,
+    so its seal no longer verifies: the writer refuses instead of sealing the forgery (the laundering
+    of issue 25). Rows before the head that were altered without re-chaining stay broken for
+    ``audit --check`` (the chain is verified there in full); no later write can seal them valid.
+    """
+    if head is None or head[0] == 0:
+        return None if not rows or rows[0][0] == 1 else "the audit log has rows but no recorded head"
+    seq, stored_hash, stored_seal = head
+    if stored_seal is None:
+        return (f"the audit head (row {seq}) is not signed although {KEY_ENV} is set: it was written without the "
+                "key (a file writer, or a writer without the key)")
+    if not hmac.compare_digest(stored_seal, seal(key, seq, stored_hash)):
+        return f"the audit head's signature (row {seq}) does not verify: the log was rewritten without the key"
+    if not rows or rows[0][0] != seq or rows[0][6] != stored_hash:
+        return f"the audit log does not end at its signed head (row {seq}): rows were altered or removed"
+    if len(rows) > 1:
+        s, at, event_id, action, artifact_id, detail, stored = rows[1]
+        if s != seq + 1 or stored != row_hash(stored_hash, s, at, event_id, action, artifact_id, detail):
+            return f"the row after the signed head (row {seq}) does not link to it"
+    return None
+
+
 def row_hash(prev: str, seq: int, at: str, event_id: int | None, action: str, artifact_id: str | None,
              detail: str) -> str:
     """h_k for one audit row (``detail`` is the stored JSON text, hashed as stored).

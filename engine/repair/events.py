@@ -91,6 +91,12 @@ def parse_event(doc: Any, source: Provenance, file: str = "<event>", text: str =
         raise fail("'roots' lists an artifact twice", "roots")
     replacements = _replacements(doc, etype, roots, known, file, text)
     interfaces = _interfaces(doc, etype, roots, file)
+    for r, iface in interfaces.items():
+        problem = migrate_problem(known[r], iface)
+        if problem is not None:
+            fld, msg = problem
+            raise InputError(f"migrate of {r!r}: {msg}", file=file, line=line_of(text, r),
+                             field=f"interface{'' if len(roots) == 1 else '.' + r}{fld}")
     privacy = doc.get("privacy", False)
     if not isinstance(privacy, bool) or (privacy and etype != "correct"):
         raise InputError("'privacy' is true or false, and belongs to correct events only", file=file,
@@ -121,6 +127,46 @@ def _replacements(doc: dict, etype: str, roots: list[str], known: Mapping[str, A
             raise InputError(f"replacement {art.id!r} given twice", file=file, field=f"replacements[{i}].id")
         out.append(art)
     return tuple(out)
+
+
+def migrate_problem(root: Artifact, iface: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(field suffix, message) when a migrate cannot apply to ``root``: the root is not a record (a
+    migrate replaces a source's interface; a summary, cache or skill is derived and is repaired, never
+    migrated), a rename names a tool that is in neither the old nor the new interface, or a rename
+    table has a cycle (``{a: b, b: a}``, ``{a: a}``)."""
+    if root.kind != "record":
+        return "", f"the root is a {root.kind}, not a record (a tool interface is a record; derived artifacts are repaired)"
+    found = root.content.get("tools") if isinstance(root.content, dict) else None
+    old = found if isinstance(found, dict) else {}
+    new = iface.get("tools") if isinstance(iface.get("tools"), dict) else old
+    renames = iface.get("renames") or {}
+    for src, dst in renames.items():
+        if src not in old and dst not in old:  # (dst already in old: the rename was applied before)
+            return f".renames.{src}", f"renames tool {src!r}, which the interface does not have"
+        if dst not in new:
+            return f".renames.{src}", f"renames to tool {dst!r}, which the new interface does not have"
+    cycle = rename_cycle(renames)
+    if cycle:
+        return ".renames", f"the renames form a cycle ({' → '.join(cycle)})"
+    for tool, table in (iface.get("arg_renames") or {}).items():
+        if tool not in new and tool not in old:
+            return f".arg_renames.{tool}", f"arg_renames names tool {tool!r}, which is in neither interface"
+        cycle = rename_cycle(table)
+        if cycle:
+            return f".arg_renames.{tool}", f"the argument renames form a cycle ({' → '.join(cycle)})"
+    return None
+
+
+def rename_cycle(renames: Mapping[str, str]) -> list[str] | None:
+    """A cycle of the rename map (old → new) as the list of names around it, or None."""
+    for start in renames:
+        seen, name = [start], renames[start]
+        while name in renames and name not in seen:
+            seen.append(name)
+            name = renames[name]
+        if name == start:
+            return [*seen, start]
+    return None
 
 
 def _interfaces(doc: dict, etype: str, roots: list[str], file: str) -> dict[str, Any]:

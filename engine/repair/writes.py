@@ -19,10 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InputError
-from .artifacts import Artifact, parse_artifact
-
-MAX_CONTENT_BYTES = 1 << 20
-"""Limit on one artifact's content plus metadata, as canonical JSON UTF-8 bytes (1 MiB)."""
+from .artifacts import MAX_CONTENT_BYTES, Artifact, parse_artifact
 
 MAX_LINKS = 10_000
 """Limit on ``inputs`` + ``semantic`` of one write."""
