@@ -159,3 +159,15 @@ def test_a_budget_that_pays_for_the_screen_only_removes_nothing_unverified() -> 
     plan = run_budgeted(game, spec)
     assert plan.evaluator_calls <= 10
     assert plan.removed == ("m2",) and plan.recovered  # the screen's d found it, one verification paid
+
+
+@pytest.mark.parametrize("estimator", ["stratified", "permutation"])
+def test_later_rounds_extend_the_sample_until_the_budget_is_spent(estimator: str) -> None:
+    """A case the search cannot clear spends (almost) all of B: each round draws further along its
+    seeded stream instead of re-reading the prefix an earlier round paid for."""
+    ids = [f"m{i}" for i in range(1, 17)]
+    game = table_game(ids, lambda s: 0.0, trials=2)  # nothing ever recovers
+    spec = ClearanceSpec(retrieval_budget=16, search="budgeted", call_budget=64, estimator=estimator)
+    plan = run_budgeted(game, spec)
+    assert plan.stop == "budget" and plan.removed == ()
+    assert 64 - 2 * 16 <= plan.evaluator_calls <= 64 if estimator == "permutation" else 60 <= plan.evaluator_calls <= 64

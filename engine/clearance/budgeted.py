@@ -85,7 +85,8 @@ def _longest(fits: Callable[[int], bool], hi: int) -> int:
 def _permutation(game: Game, effects: Mapping[str, float], seed: int, trials: int | None) -> dict[str, float] | None:
     """Eq. 11 on the longest prefix of the seeded permutation stream the cap pays for."""
     room = (game.call_budget or 0) - game.evaluator_calls
-    stream = sample_permutations(game.players, max(0, min(room, MAX_SAMPLES)), seed)
+    # the stream is one seeded sequence: earlier rounds used a prefix of it (≤ the coalitions seen)
+    stream = sample_permutations(game.players, max(0, min(room + game.coalitions_evaluated, MAX_SAMPLES)), seed)
     n = _longest(lambda m: game.affordable(prefixes(stream[:m]), trials), len(stream))
     return sampled_contribution(game, stream[:n], trials) if n else None
 
@@ -95,7 +96,8 @@ def _stratified(game: Game, effects: Mapping[str, float], seed: int, trials: int
     if not game.affordable([game.grand, frozenset()]):
         return None
     room = (game.call_budget or 0) - game.evaluator_calls
-    sample, _ = stratified_sample(game, max(0, min(room, MAX_SAMPLES)), seed, trials, uniform_strata)
+    count = max(0, min(room + game.coalitions_evaluated, MAX_SAMPLES))  # earlier rounds drew a prefix
+    sample, _ = stratified_sample(game, count, seed, trials, uniform_strata)
     return estimate_s2(game, effects, sample, trials=trials).contribution
 
 
