@@ -141,9 +141,9 @@ class GovernedStore(BaseStore):
         return {a: i for a, (i, _) in self.latest(items).items()}
 
     def _visible(self, items: Sequence[Item]) -> list[Item]:
-        found = self.latest([(tuple(it.namespace), it.key) for it in items])
+        found = self.latest([(tuple(it.namespace), it.key) for it in items])  # (id, state) in one query
         ids = [found.get((tuple(it.namespace), it.key), ("", ""))[0] for it in items]
-        ok = set(self.store.servable([i for i in ids if i]))
+        ok = {i for i, st in found.values() if st in SERVABLE_STATES}
         held = self._held([i for i in ids if i in ok])
         return [it for it, i in zip(items, ids) if i in ok and i not in held]
 
@@ -405,7 +405,7 @@ class GovernedStore(BaseStore):
 
     def _search(self, op: SearchOp) -> list[Item]:
         """Page through the wrapped store until ``offset + limit`` servable items are found."""
-        want, page, start = op.offset + op.limit, max(2 * (op.offset + op.limit), 20), 0
+        want, page, start = op.offset + op.limit, op.offset + op.limit, 0
         seen: list[Item] = []
         while len(seen) < want:
             batch = cast("list[Item]", self.inner.batch([op._replace(limit=page, offset=start)])[0])
@@ -413,10 +413,11 @@ class GovernedStore(BaseStore):
             if len(batch) < page:
                 break
             start += page
+            page = max(2 * page, 20)  # items were hidden: read further in larger pages
         return seen[op.offset:want]
 
     async def _asearch(self, op: SearchOp) -> list[Item]:
-        want, page, start = op.offset + op.limit, max(2 * (op.offset + op.limit), 20), 0
+        want, page, start = op.offset + op.limit, op.offset + op.limit, 0
         seen: list[Item] = []
         while len(seen) < want:
             batch = cast("list[Item]", (await self.inner.abatch([op._replace(limit=page, offset=start)]))[0])
@@ -424,4 +425,5 @@ class GovernedStore(BaseStore):
             if len(batch) < page:
                 break
             start += page
+            page = max(2 * page, 20)  # items were hidden: read further in larger pages
         return seen[op.offset:want]
