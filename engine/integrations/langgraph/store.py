@@ -222,7 +222,8 @@ class GovernedStore(BaseStore):
     def _correct(self, ident: str, art: dict[str, Any], inputs: list[str]) -> None:
         """The overwrite of an item with dependants: a correct event, the dependants repaired. New
         sources are fenced first and recorded after (provenance only grows: an edge from an old
-        source stays, so deleting it still repairs this item, which is safe)."""
+        source stays, so deleting it still repairs this item, which is safe). The correct event's
+        record keeps the replacement's text (a known gap: docs/langgraph.md, Limits)."""
         fenced = [i for i in inputs if i not in set(self.store.servable(inputs))]
         if fenced:
             raise GovernedWriteRefused(f"write refused: a source of {art['meta'][ADDRESS_KEY]['key']!r} is not "
@@ -232,13 +233,14 @@ class GovernedStore(BaseStore):
         if verdict("refuse" if self.reingest == "refuse" else "allow", not inputs, dead) == "refuse":
             raise GovernedWriteRefused("write refused: its content was erased by a delete event", "tombstone",
                                        "<langgraph put>", "content")
-        doc: dict[str, Any] = {"type": "correct", "roots": [ident], "replacements": [{"id": ident, **art}]}
+        # the event record keeps its replacement: without the address (labels live only in version
+        # metadata, which erasure nulls); the version recorded right after carries the address
+        bare = {**art, "meta": {k: v for k, v in art["meta"].items() if k != ADDRESS_KEY}}
+        doc: dict[str, Any] = {"type": "correct", "roots": [ident], "replacements": [{"id": ident, **bare}]}
         if self.erase_corrected:
             doc["privacy"] = True
         self._run(doc, skip=(ident,))
-        parents = {u for u, _ in self.store.parent_edges([ident])}
-        if set(inputs) - parents:
-            self._write({"id": ident, **art}, inputs)
+        self._write({"id": ident, **art}, inputs)
 
     # ------------------------------------------------------------------ events
 
