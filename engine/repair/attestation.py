@@ -71,6 +71,7 @@ def attest(store: Store, event_id: int | None = None, expect_head: str | None = 
         "untracked": [{"id": i, **m} for i, m in sorted(plan.get("untracked", {}).items())],
         "checks": checks,
         "ok": all(c["ok"] for c in checks),
+        "unverified": [c["check"] for c in checks if c.get("status") == "unverified"],
         "audit_head": head[1] if head else None,
     }
 
@@ -139,8 +140,12 @@ def _content(store: Store, ident: str, version: int) -> Any:
     return None if art is None else art.content
 
 
-def _check(name: str, ok: bool, detail: str) -> dict[str, Any]:
-    return {"check": name, "ok": ok, "detail": detail}
+def _check(name: str, ok: bool, detail: str, looked: bool = True) -> dict[str, Any]:
+    """One check: ``status`` is ``pass`` or ``fail`` when it looked, and ``unverified`` when it could
+    not look (issue 25: a check that did not look never says pass). An unverified check does not fail
+    the attestation (``ok`` stays true), but it is never shown as passing."""
+    status = ("pass" if looked else "unverified") if ok else "fail"
+    return {"check": name, "ok": ok, "status": status, "detail": detail}
 
 
 def _checks(store: Store, log: list[dict], plan: dict, event: dict, cascade: list[str], republished: list[str],
@@ -191,12 +196,13 @@ def _physical_check(log: list[dict], erasure: list[dict]) -> dict[str, Any]:
         return _check("physical-erasure", False, "no physical erasure recorded (run `memsteward recover`)")
     if row.get("file") is False:
         return _check("physical-erasure", bool(row.get("complete")), "in-memory store: no file holds the content")
-    if row.get("backend") == "postgresql":
+    if row.get("backend") == "postgresql":  # nothing read the server's files: the byte-level claim is unverified
         return _check("physical-erasure", bool(row.get("complete")),
-                      "VACUUM FULL rewrote versions and tombstones without the erased tuples; the server's WAL "
-                      "segments and backups are not scanned from a client" if row.get("complete") else
+                      "unverified at the byte level: VACUUM FULL rewrote versions and tombstones without the erased "
+                      "tuples, but no client can read the server's data files, WAL segments or backups"
+                      if row.get("complete") else
                       f"VACUUM FULL did not get its lock within {row.get('wait_seconds')} s; erased bytes may "
-                      "remain in the server's files")
+                      "remain in the server's files", looked=False)
     scan = row.get("scan")
     if not row.get("checkpoint") or not row.get("vacuum"):
         return _check("physical-erasure", False, f"WAL checkpoint or VACUUM did not complete within "
@@ -204,13 +210,18 @@ def _physical_check(log: list[dict], erasure: list[dict]) -> dict[str, Any]:
     if scan is None:
         return _check("physical-erasure", bool(row.get("complete")),
                       "WAL checkpointed and truncated, database vacuumed; not scanned (interrupted after "
-                      "publication, the erased text was no longer in memory)")
+                      "publication, the erased text was no longer in memory)", looked=False)
     if scan.get("found"):
         where = ", ".join(f"{f}: {n}" for f, n in sorted(scan["found"].items()))
         return _check("physical-erasure", False, f"erased content found on disk ({where} fingerprints)")
     return _check("physical-erasure", bool(row.get("complete")),
                   f"WAL truncated, database vacuumed; {scan.get('needles')} fingerprints of the erased content "
                   f"found in none of {scan.get('bytes')} bytes ({', '.join(scan.get('files', []))})")
+
+
+def _shown_status(check: dict[str, Any]) -> str:
+    status = check.get("status", "pass" if check["ok"] else "fail")
+    return {"pass": "pass", "fail": "**FAIL**"}.get(status, "*unverified*")
 
 
 def _support_check(plan: dict, event: dict, cascade: list[str], republished: list[str],
@@ -262,8 +273,11 @@ def render_markdown(a: dict[str, Any]) -> str:
                  for p in a["policy"].get("plugins", [])),
              f"- **Audit head:** {m(a['audit_head'])}", "",
              "## Checks", "", "| check | result | detail |", "|---|---|---|"]
-    lines += [f"| {m(c['check'])} | {'pass' if c['ok'] else '**FAIL**'} | {m(c['detail'])} |" for c in a["checks"]]
-    lines += ["", f"**Overall: {'all checks pass' if a['ok'] else 'CHECKS FAILED'}.**", "",
+    lines += [f"| {m(c['check'])} | {_shown_status(c)} | {m(c['detail'])} |" for c in a["checks"]]
+    unverified = a.get("unverified") or []
+    overall = ("CHECKS FAILED" if not a["ok"] else "all checks pass" if not unverified else
+               f"no check failed; unverified: {', '.join(markdown(u) for u in unverified)}")
+    lines += ["", f"**Overall: {overall}.**", "",
               "## Republished successors", ""]
     if not a["republished"]:
         lines.append("None: every affected artifact stays withdrawn.")
