@@ -49,6 +49,8 @@ class Encoding:
         names = sorted({f for p in self.policies for spec in p.kinds.values() for f in spec.meta})
         self.meta = {f: z3.Real(f"meta.{f}") for f in names}
         self._guards: dict[tuple[int, int], tuple[When, z3.BoolRef]] = {}
+        self._domain: z3.BoolRef | None = None
+        self._declared: dict[int, tuple[Policy, z3.BoolRef]] = {}
 
     # ---- atoms ------------------------------------------------------------------------
 
@@ -76,7 +78,13 @@ class Encoding:
     # ---- the domain ---------------------------------------------------------------------
 
     def domain(self) -> z3.BoolRef:
-        """Well-formed cells: a declared kind, its architectures, in-range metadata."""
+        """Well-formed cells: a declared kind, its architectures, in-range metadata (built once: the
+        analysis asks for it once per (kind, arch, event) part, and a policy may declare many kinds)."""
+        if self._domain is None:
+            self._domain = self._build_domain()
+        return self._domain
+
+    def _build_domain(self) -> z3.BoolRef:
         per_kind = []
         for kind in self.kinds:
             archs = z3.Or([self.is_arch(a) for a in self.archs_of(kind)])
@@ -156,7 +164,14 @@ class Encoding:
         return z3.And(parts) if parts else z3.BoolVal(True)
 
     def declared(self, policy: Policy) -> z3.BoolRef:
-        """The cell is in ``policy``'s own domain (kind, architecture, metadata ranges); others get no decision."""
+        """The cell is in ``policy``'s own domain (kind, architecture, metadata ranges); others get no
+        decision (built once per policy)."""
+        cached = self._declared.get(id(policy))
+        if cached is None or cached[0] is not policy:
+            cached = self._declared[id(policy)] = (policy, self._build_declared(policy))
+        return cached[1]
+
+    def _build_declared(self, policy: Policy) -> z3.BoolRef:
         return z3.Or([
             z3.And(self.is_kind(k), z3.Or([self.is_arch(a) for a in policy.architectures(k)]),
                    *[self._range(mf.min, mf.max, self.meta[f]) for f, mf in policy.kinds[k].meta.items()])
