@@ -154,15 +154,14 @@ def plot(curves: dict[int, dict[tuple[str, int], dict[str, float]]]) -> str:
     fig, axes = plt.subplots(1, len(ks), figsize=(5 * len(ks), 4), sharey=True)
     for ax, k in zip(axes if len(ks) > 1 else [axes], ks):
         rows = curves[k]
-        names = [n for n in dict.fromkeys(n for n, b in rows if b) if n in (
-            label(DEFAULT), label("permutation"), label("shapiq:KernelSHAP"), label("shapiq:SVARM"),
-            "ContextCite", "ProxySPEX")]
-        for name in names:
+        names = (label(DEFAULT), label("permutation"), label("shapiq:KernelSHAP"), label("shapiq:SVARM"),
+                 "ContextCite", "ProxySPEX", "LOO", "direct")  # one colour per name on every panel
+        for colour, name in enumerate(names[:6]):
             pts = sorted((r["calls"], r["recovery"]) for (n, b), r in rows.items() if n == name and b)
-            ax.plot([p[0] for p in pts], [100 * p[1] for p in pts], marker="o", label=name)
-        for name in ("LOO", "direct"):
+            ax.plot([p[0] for p in pts], [100 * p[1] for p in pts], marker="o", label=name, color=f"C{colour}")
+        for colour, name in enumerate(names[6:], start=6):
             r = rows[(name, 0)]
-            ax.scatter([r["calls"]], [100 * r["recovery"]], marker="x", label=name)
+            ax.scatter([r["calls"]], [100 * r["recovery"]], marker="x", label=name, color=f"C{colour}")
         ax.set_xscale("log", base=2)
         ax.set_title(f"K = {k} (synthetic)")
         ax.set_xlabel("measured calls / case")
