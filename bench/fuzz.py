@@ -118,6 +118,17 @@ def _at(doc: Any, path: tuple) -> Any:
     return doc
 
 
+REINGEST_TRANSFORMS: dict[str, Callable[[str], str]] = {
+    "upper": str.upper, "lower": str.lower, "title": str.title,
+    "double-space": lambda t: t.replace(" ", "  "), "trailing-space": lambda t: t + " \n",
+    "trailing-period": lambda t: t.rstrip(".") + ("." if not t.endswith(".") else "!"),
+    "zero-width": lambda t: t.replace("e", "e\u200b", 3),
+    "fullwidth": lambda t: "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in t),
+    "homoglyph": lambda t: t.replace("o", "\u043e").replace("a", "\u0430"),
+    "wrap": lambda t: t, "meta": lambda t: t,
+}
+
+
 def _yaml(doc: Any) -> str:
     import yaml
 
@@ -153,6 +164,8 @@ class Targets:
         plan = apply_event(self.base.copy_in_memory(), self.policy, self.events[0], dry_run=True)
         self.plan_doc = plan.to_json()
         self.executions = 0
+        self.erased: Any = None
+        self.erased_text = next(a for a in self.store_doc["artifacts"] if a["id"] == "p1")["content"]["text"]
 
     def _file(self, name: str, text: str | bytes) -> Path:
         path = self.dir / name
@@ -244,6 +257,31 @@ class Targets:
             return
         raise AssertionError(f"{which}: a document with a duplicate key was accepted")
 
+    def reingest(self, transforms: list[str]) -> None:
+        """Erased text, re-written in any form normalisation folds (case, spacing, trailing punctuation,
+        zero-width, fullwidth, homoglyphs, wrapped in an object or put in meta), is refused."""
+        from memsteward.repair.store import WriteRefused
+
+        self.executions += 1
+        if self.erased is None:
+            from memsteward.api import apply_event
+
+            self.erased = self.base.copy_in_memory()
+            apply_event(self.erased, self.policy, self.events[0])  # deletes p1
+        text = self.erased_text
+        for t in transforms:
+            text = REINGEST_TRANSFORMS[t](text)
+        content: Any = {"text": text} if "meta" not in transforms else {"text": "harmless"}
+        meta = {"note": text} if "meta" in transforms else {}
+        if "wrap" in transforms:
+            content = {"outer": [content]}
+        try:
+            self.erased.record({"id": f"again-{self.executions}", "kind": "record", "content": content, "meta": meta})
+        except WriteRefused as exc:
+            assert exc.reason == "tombstone", exc
+            return
+        raise AssertionError(f"erased text re-ingested after {transforms}: {text!r}")
+
     def policy_yaml(self, text: str | bytes) -> None:
         from memsteward.policy.analysis import analyze
         from memsteward.policy.endpoints import EndpointRules
@@ -269,6 +307,7 @@ def strategies(t: Targets) -> dict[str, tuple[Callable[[Any], None], st.SearchSt
         "case": (t.case, st.one_of(mutations(t.case_doc).map(_dump), st.binary(max_size=100))),
         "cohort": (t.cohort, st.one_of(cohort_lines.map("\n".join), st.binary(max_size=200))),
         "policy": (t.policy_yaml, st.one_of(mutations(policy_doc).map(_yaml), st.binary(max_size=200))),
+        "reingest": (t.reingest, st.lists(st.sampled_from(sorted(REINGEST_TRANSFORMS)), min_size=1, max_size=4)),
         "duplicate-keys": (t.duplicate_keys, st.one_of(
             *(duplicated(doc).map(lambda text, w=which: (w, text)) for which, doc in (
                 ("store", t.store_doc), ("event", t.events[1]), ("plan", t.plan_doc), ("case", t.case_doc))))),
@@ -296,7 +335,7 @@ def run_target(name: str, examples: int, workdir: Path, derandomize: bool = True
     return {"target": name, "executions": t.executions, "seconds": time.perf_counter() - start, "finding": finding}
 
 
-TARGETS = ("policy", "store", "event", "plan", "case", "cohort", "duplicate-keys")
+TARGETS = ("policy", "store", "event", "plan", "case", "cohort", "duplicate-keys", "reingest")
 
 
 def main(argv: list[str] | None = None) -> int:

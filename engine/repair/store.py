@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EventHeld, InputError, WriteRefused
+from ..textnorm import text_digests
 from .artifacts import ABSENT, SERVABLE_STATES, Artifact, Edge, Snapshot, parse_store_document, read_json
 from .auditchain import GENESIS, chain_same, chain_same_bytes, row_hash, seal, sealed_head_problem, signing_key
 from .dialect import (
@@ -173,6 +174,13 @@ def _load(text: str | None) -> Any:
     except StopIteration:
         end = -1
     return value if end == len(text) else _decode(text)
+
+
+def tombstone_hit(digests: set[str], dead: Mapping[str, str]) -> str | None:
+    """The first (sorted) of a write's digests — exact content, normalised text of content and meta
+    (:func:`memsteward.textnorm.text_digests`) — that a tombstone holds, else None. The one tombstone
+    test of the write path (issue 29's ``reingest`` rule calls it through ``_apply_writes``)."""
+    return next((d for d in sorted(digests) if d in dead), None)
 
 
 class Store:
@@ -755,9 +763,10 @@ class Store:
         top = dict(self.conn.execute("SELECT id, MAX(version) FROM versions WHERE id IN "
                                      "(SELECT value FROM json_each(?)) GROUP BY id",
                                      (json.dumps([w.artifact.id for w in batch]),)).fetchall())
+        said = [{w.digest} | text_digests(w.artifact.content, w.artifact.meta) for w in batch]
         dead = dict(self.conn.execute("SELECT digest, root FROM tombstones WHERE digest IN "
                                       "(SELECT value FROM json_each(?))",
-                                      (json.dumps([w.digest for w in batch]),)).fetchall())
+                                      (json.dumps(sorted(set().union(*said))),)).fetchall())
         versions, edges, arts, out = [], [], [], []
         existed = {w.artifact.id for w in batch if w.artifact.id in known}  # their index rows are replaced
         manifest = hashlib.sha256()
@@ -776,10 +785,11 @@ class Store:
                 raise WriteRefused(f"write of {a.id!r} refused: input {i!r} is {st} (under repair or deleted); "
                                    "new memory may derive only from servable artifacts", "fenced", self.path,
                                    f"{where}inputs[{j}]")
-            if w.digest in dead and reingest_verdict(reingest, not w.inputs, True) == "refuse":
-                self._refusal_audit(a.id, {"reason": "tombstone", "sha256": w.digest})
+            hit = tombstone_hit(said[k], dead)
+            if hit is not None and reingest_verdict(reingest, not w.inputs, True) == "refuse":
+                self._refusal_audit(a.id, {"reason": "tombstone", "sha256": hit})
                 raise WriteRefused(f"write of {a.id!r} refused: its content was erased by a delete event "
-                                   f"(tombstone of {dead[w.digest]!r}); deleted content is not ingested again",
+                                   f"(tombstone of {dead[hit]!r}); deleted content is not ingested again",
                                    "tombstone", self.path, f"{where}content")
             prev = known.get(a.id)
             if prev is not None:
@@ -1126,6 +1136,7 @@ class Store:
             updates.append((sha, ident, version))
             if ident in tombstone and content is not None:
                 stones.append((sha, ident, event_id))
+                stones += [(d, ident, event_id) for d in sorted(text_digests(value))]  # normalised (issue 25)
         self.conn.executemany("UPDATE versions SET content = NULL, meta = '{}', erased = 1, sha256 = ? "
                               "WHERE id = ? AND version = ?", updates)
         self.conn.executemany("INSERT OR IGNORE INTO tombstones(digest, root, event_id) VALUES (?,?,?)", stones)
