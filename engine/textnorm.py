@@ -54,14 +54,15 @@ def normalise(text: str) -> str:
 
 
 def strings_of(value: Any) -> Iterator[str]:
-    """Every string of a JSON value (object keys excluded), in document order."""
+    """Every string of a JSON value (object keys excluded), in document order with object members taken
+    in key order (as canonical JSON stores them, so the order a writer used does not matter)."""
     stack = [value]
     while stack:
         v = stack.pop()
         if isinstance(v, str):
             yield v
         elif isinstance(v, dict):
-            stack.extend(reversed(list(v.values())))
+            stack.extend(v[k] for k in sorted(v, reverse=True))
         elif isinstance(v, (list, tuple)):
             stack.extend(reversed(v))
 
