@@ -171,3 +171,14 @@ def test_later_rounds_extend_the_sample_until_the_budget_is_spent(estimator: str
     plan = run_budgeted(game, spec)
     assert plan.stop == "budget" and plan.removed == ()
     assert 64 - 2 * 16 <= plan.evaluator_calls <= 64 if estimator == "permutation" else 60 <= plan.evaluator_calls <= 64
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_g3_on_the_papers_search_with_every_estimator(estimator: str) -> None:
+    """search: paper (Algorithm 1 as published) with each estimator, shapiq's included."""
+    spec = ClearanceSpec(retrieval_budget=6, estimator=estimator, exact="never", interactions="none")
+    for case in _cases(6, n=4):
+        game = case_game(case, spec)
+        plan = run_meclear(game, spec)
+        _g3(game, plan)
+        assert plan.estimator == ("exact" if estimator == "exact" else estimator)
