@@ -146,7 +146,7 @@ class Targets:
 
     def __init__(self, workdir: Path) -> None:
         from memsteward.repair.artifacts import parse_store_document
-        from memsteward.repair.store import Store
+        from memsteward.store import Store
 
         self.dir = workdir
         self.store_doc = json.loads((DATA / "repair" / "store.json").read_text())
@@ -174,7 +174,7 @@ class Targets:
 
     def store(self, text: str | bytes) -> None:
         from memsteward.repair.artifacts import parse_store_document, read_json
-        from memsteward.repair.store import Store
+        from memsteward.store import Store
 
         self.executions += 1
         try:

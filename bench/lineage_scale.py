@@ -137,7 +137,7 @@ def measure(store: Any, policy: Any, roots: list[str]) -> dict[str, Any]:
 
 def run(quick: bool = False) -> None:
     from memsteward.policy.loader import load_policy
-    from memsteward.repair.store import Store
+    from memsteward.store import Store
 
     sizes = (10**3, 10**4, 10**5) if quick else (10**4, 10**5, 10**6)
     root_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -113,7 +113,7 @@ def _run(tmp: str, tag: str, n: int, executor: Any, seconds: float, backend: str
     from memsteward.repair.events import parse_event
     from memsteward.repair.execute import run_event
     from memsteward.repair.operators import default_operators
-    from memsteward.repair.store import Store
+    from memsteward.store import Store
 
     url = _url(tmp, tag, backend)
     store = Store.open(url, create=True)

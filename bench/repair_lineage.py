@@ -89,7 +89,7 @@ def one_event(doc: dict[str, Any], children: dict[str, list[str]], root: str, dr
     from memsteward.repair.artifacts import parse_store_document
     from memsteward.repair.events import parse_event
     from memsteward.repair.execute import run_event
-    from memsteward.repair.store import Store
+    from memsteward.store import Store
 
     rng = random.Random(f"{seed}-{drop}")
     seen = {**doc, "edges": [e for e in doc["edges"] if rng.random() >= drop]}

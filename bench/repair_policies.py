@@ -26,7 +26,7 @@ from memsteward.repair.events import parse_event
 from memsteward.repair.execute import run_event
 from memsteward.repair.graph import cascade, influence_graph
 from memsteward.repair.metrics import delta_task, normalized_cost, rep_pct, task_score
-from memsteward.repair.store import Store
+from memsteward.store import Store
 
 from .common import HERE, table, write_section
 from .repair_traces import POLICY_OF, SHAPES, Trace, bench_policy, drop_edges, flaky_operators, flaky_oracles

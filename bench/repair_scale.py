@@ -73,7 +73,7 @@ def _median_times(fn: Any, repeats: int) -> tuple[float, float, Any]:
 def build_worker(n: int, folder: str) -> dict[str, Any]:
     """Stream the store of size n to ``folder/store.db`` in batches (10^7 does not fit in memory as
     one snapshot) and pick the big and the small event."""
-    from memsteward.repair.store import Store
+    from memsteward.store import Store
 
     from .repair_traces import scale_batches, scale_event
 
@@ -120,7 +120,7 @@ def plan_worker(folder: str, repeats: int) -> dict[str, Any]:
     from memsteward.repair.events import event_from_dict
     from memsteward.repair.plan import compute_plan, execution_order, paused_gc
     from memsteward.repair.scope import read_scope
-    from memsteward.repair.store import Store
+    from memsteward.store import Store
 
     from .repair_policies import load
 
@@ -179,7 +179,7 @@ def separate_worker(folder: str) -> dict[str, Any]:
     build takes longer than the rest of the run): the big event once, the small one 21 times."""
     from memsteward.repair.events import event_from_dict
     from memsteward.repair.plan import compute_plan
-    from memsteward.repair.store import Store
+    from memsteward.store import Store
 
     from .repair_policies import load
 
@@ -211,7 +211,7 @@ def content_worker(folder: str, repeats: int) -> dict[str, Any]:
     a store whose artifacts hold text. The store is rewritten in place (run after the reference)."""
     from memsteward.repair.events import event_from_dict
     from memsteward.repair.plan import compute_plan
-    from memsteward.repair.store import Store
+    from memsteward.store import Store
 
     from .repair_policies import load
 
@@ -233,7 +233,7 @@ def reference_worker(folder: str, repeats: int, small_only: bool) -> dict[str, A
     """The whole-store networkx path: the store in memory, a DiGraph over every artifact."""
     from memsteward.repair.events import event_from_dict
     from memsteward.repair.reference import reference_plan
-    from memsteward.repair.store import Store
+    from memsteward.store import Store
 
     from .repair_policies import load
 
@@ -270,8 +270,9 @@ def _barrier_parts(st: Any) -> tuple[dict[str, float], dict[str, float], Any]:
     INSERTs run on a second thread while the plan is packed and hashed, so the parts' wall seconds
     sum to the call's plus the overlap. ``commit`` runs from the checkpoint hook before COMMIT to
     the one after it."""
-    from memsteward.repair import store as store_mod
     from memsteward.repair.plan import TransitionPlan
+    from memsteward.store import audit as audit_mod
+    from memsteward.store import repairlog as store_mod
 
     parts = dict.fromkeys(BARRIER_PARTS, 0.0)
     cpu = dict.fromkeys(BARRIER_PARTS, 0.0)
@@ -295,8 +296,8 @@ def _barrier_parts(st: Any) -> tuple[dict[str, float], dict[str, float], Any]:
 
     wrap(TransitionPlan, "to_columns", "plan encoding", False)  # the caller's part: execute.barrier builds it
     wrap(store_mod, "stored_plan", "plan encoding", False)
-    wrap(store_mod, "chain_same", "audit hashing", False)  # PostgreSQL
-    wrap(store_mod, "chain_same_bytes", "audit hashing", False)  # SQLite
+    wrap(audit_mod, "chain_same", "audit hashing", False)  # PostgreSQL
+    wrap(audit_mod, "chain_same_bytes", "audit hashing", False)  # SQLite
     for name, label in (("_insert_event", "events row"), ("_withdraw", "UPDATE"), ("_insert_withdrawals", "audit rows")):
         wrap(st, name, label, True)
     stamps: list[tuple[float, float]] = []
@@ -328,8 +329,8 @@ def barrier_worker(n_desc: int, repeats: int) -> dict[str, Any]:
     from memsteward.repair.events import event_from_dict
     from memsteward.repair.execute import barrier
     from memsteward.repair.plan import compute_plan, paused_gc
-    from memsteward.repair.planstore import canonical, plan_text
-    from memsteward.repair.store import Store
+    from memsteward.store import Store
+    from memsteward.store.planstore import canonical, plan_text
 
     from .repair_policies import load
     from .repair_traces import barrier_snapshot
@@ -431,7 +432,7 @@ def overlapping(seeds: tuple[int, ...], max_pairs: int, repeats: int) -> dict[st
     from memsteward.repair.events import parse_event
     from memsteward.repair.execute import run_event
     from memsteward.repair.graph import cascade, influence_graph
-    from memsteward.repair.store import Store
+    from memsteward.store import Store
 
     from .repair_policies import load, progress
     from .repair_traces import tool_agent_trace
@@ -804,7 +805,7 @@ def render(sizes: list[int], built: dict, plans: dict, refs: dict, bres: dict, b
         f"per withdrawn artifact): **{bres['barrier_s']:.2f} s** (median of {len(bres['barrier_all'])}: "
         f"{', '.join(f'{x:.2f}' for x in bres['barrier_all'])} s); the bare UPDATE of the same ids in one transaction "
         f"takes {bres['floor_s']:.2f} s; {bres['withdrawn']:,} artifacts withdrawn afterwards. The plan is stored "
-        f"packed (schema version 4, `memsteward.repair.planstore`: id runs of the cascade, columns, run lengths): "
+        f"packed (schema version 4, `memsteward.store.planstore`: id runs of the cascade, columns, run lengths): "
         f"{bres['plan_mb']:.1f} MB, encoded from the plan's columns in {bres['encode_s']:.2f} s; the plain canonical "
         f"JSON stored before version 4 was {bres['plain_mb']:.0f} MB and takes {bres['plain_s']:.2f} s to encode, and "
         f"the `to_json` document the barrier was handed before takes {bres.get('to_json_s', 0):.2f} s to build "

@@ -52,8 +52,8 @@ def _drop(url: str) -> None:
 
 
 def _record_worker(url: str, me: int, n: int, start: Any, done: Any, pipeline: bool = True) -> None:
-    from memsteward.repair.dialect import PgConnection
-    from memsteward.repair.store import Store
+    from memsteward.store import Store
+    from memsteward.store.postgres import PgConnection
 
     PgConnection.PIPELINE = pipeline
 
@@ -69,7 +69,7 @@ def _record_worker(url: str, me: int, n: int, start: Any, done: Any, pipeline: b
 def _event_worker(url: str, me: int, n: int, start: Any, done: Any) -> None:
     from memsteward.api import apply_event, bundled_path, load_policy
     from memsteward.errors import InputError
-    from memsteward.repair.store import Store
+    from memsteward.store import Store
 
     s = Store.open(url)
     policy = load_policy(bundled_path("policies", "default.yaml"))
@@ -90,7 +90,7 @@ def _event_worker(url: str, me: int, n: int, start: Any, done: Any) -> None:
 
 
 def _seed_topics(url: str, topics: int) -> None:
-    from memsteward.repair.store import Store
+    from memsteward.store import Store
 
     s = Store.open(url, create=True)
     for t in range(topics):
@@ -118,7 +118,7 @@ def _rate(url: str, worker: Any, writers: int, per_writer: int, *extra: Any) -> 
 
 
 def _store(kind: str, tmp: str) -> str:
-    from memsteward.repair.store import Store
+    from memsteward.store import Store
 
     url = _pg_url() if kind == "postgresql" else os.path.join(tmp, f"{uuid.uuid4().hex[:8]}.db")
     Store.open(url, create=True).close()
@@ -129,7 +129,8 @@ def _barrier(kind: str, tmp: str, n_desc: int, repeats: int, copy: bool = True) 
     from memsteward.repair.events import event_from_dict
     from memsteward.repair.execute import policy_document, root_successors
     from memsteward.repair.plan import compute_plan
-    from memsteward.repair.store import Store
+    from memsteward.store import Store
+    from memsteward.store.api import BarrierSpec
 
     from .repair_policies import load
     from .repair_traces import barrier_snapshot
@@ -138,7 +139,7 @@ def _barrier(kind: str, tmp: str, n_desc: int, repeats: int, copy: bool = True) 
     policy, event = load("tool-agent"), event_from_dict(ev)
     plan = compute_plan(policy, snap, event, "mincut", "ortools")
     doc, pdoc, roots = plan.to_json(), policy_document(policy), root_successors(event, snap)
-    from memsteward.repair import dialect
+    from memsteward.store import postgres as dialect
 
     times, copy_min = [], dialect.COPY_MIN
     dialect.COPY_MIN = copy_min if copy else 10**12
@@ -148,7 +149,7 @@ def _barrier(kind: str, tmp: str, n_desc: int, repeats: int, copy: bool = True) 
         st.import_snapshot(snap)
         gen = st.generation()
         t = time.perf_counter()
-        st.barrier(doc, pdoc, roots, gen)
+        st.barrier(BarrierSpec(doc, pdoc, roots, gen))
         times.append(time.perf_counter() - t)
         st.close()
         _drop(url)

@@ -22,8 +22,8 @@ import statistics
 import tempfile
 import time
 
-from memsteward.repair.store import Store
 from memsteward.repair.writes import prepare
+from memsteward.store import Store
 
 from .common import table, write_section
 

@@ -27,7 +27,7 @@ _EXPORTS: dict[str, str] = {
     "Event": ".repair.events",
     "InputError": ".errors",
     "Policy": ".policy.model",
-    "Store": ".repair.store",
+    "Store": ".store.sqlstore",
     "TransitionPlan": ".repair.plan",
     "WriteRefused": ".errors",
     "apply_event": ".api",
@@ -35,7 +35,7 @@ _EXPORTS: dict[str, str] = {
     "bundled_path": ".api",
     "check_policy": ".api",
     "clear_context": ".api",
-    "content_digest": ".repair.store",
+    "content_digest": ".repair.writes",
     "load_policy": ".api",
     "open_store": ".api",
     "verify_plan": ".api",
@@ -83,5 +83,5 @@ if TYPE_CHECKING:  # static analysers and IDEs see the eager imports, re-exporte
     from .repair.artifacts import Artifact as Artifact
     from .repair.events import Event as Event
     from .repair.plan import TransitionPlan as TransitionPlan
-    from .repair.store import Store as Store
-    from .repair.store import content_digest as content_digest
+    from .repair.writes import content_digest as content_digest
+    from .store.sqlstore import Store as Store

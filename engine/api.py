@@ -15,7 +15,7 @@ from .policy.model import Policy
 from .repair.closure import DEFAULT_BACKEND
 from .repair.events import Event, parse_event
 from .repair.plan import TransitionPlan
-from .repair.store import Store
+from .store.api import Storage
 
 if TYPE_CHECKING:
     from memsteward.specs.certificates import Clause
@@ -83,7 +83,7 @@ def check_policy(path: str | Path) -> list[Finding]:
     return list(analyze(src))
 
 
-def open_store(path: str | Path = ":memory:", create: bool = True) -> Store:
+def open_store(path: str | Path = ":memory:", create: bool = True) -> Storage:
     """Open a store: a SQLite file (created when missing and ``create``), ``":memory:"``, or a
     ``.json`` export (read into memory, never written back).
 
@@ -95,10 +95,12 @@ def open_store(path: str | Path = ":memory:", create: bool = True) -> Store:
     >>> store.servable(["n1", "unknown"])
     ['n1']
     """
-    return Store.open(str(path), create=create)
+    from .store.opening import open_store as open_url
+
+    return open_url(str(path), create=create)
 
 
-def apply_event(store: Store, policy: Policy, event: Event | Mapping[str, Any], *, dry_run: bool = False,
+def apply_event(store: Storage, policy: Policy, event: Event | Mapping[str, Any], *, dry_run: bool = False,
                 selector: str = "mincut", backend: str = DEFAULT_BACKEND,
                 executor: Executor | str | None = None,
                 progress: Callable[[int, int], None] | None = None) -> TransitionPlan:
@@ -142,7 +144,7 @@ def apply_event(store: Store, policy: Policy, event: Event | Mapping[str, Any], 
                                                 progress=progress)
 
 
-def recover_event(store: Store, executor: Executor | str | None = None,
+def recover_event(store: Storage, executor: Executor | str | None = None,
                   progress: Callable[[int, int], None] | None = None) -> TransitionPlan | None:
     """Roll an interrupted event forward (``memsteward recover``); None when nothing is pending.
     ``executor`` and ``progress`` as for :func:`apply_event`."""
@@ -198,7 +200,7 @@ def verify_plan(plan: TransitionPlan | ClearancePlan | Mapping[str, Any]) -> lis
         raise InputError(f"not a valid plan: {exc}", file="<plan>") from None
 
 
-def attest(store: Store, event_id: int | None = None, expect_head: str | None = None) -> dict[str, Any]:
+def attest(store: Storage, event_id: int | None = None, expect_head: str | None = None) -> dict[str, Any]:
     """The deletion attestation of one event (the latest when None): what was withdrawn and when,
     what was republished from which support, the erasure, and the checks (``ok`` when all pass).
 

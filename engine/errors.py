@@ -1,4 +1,11 @@
-"""User-facing input errors: one clear line naming file, line and field; exit code 2."""
+"""What memsteward raises on purpose, under one base :class:`MemstewardError`.
+
+* :class:`InputError` (and :class:`WriteRefused`, :class:`EventHeld`): bad input or a refused
+  write — one clear line naming file, line and field; exit code 2.
+* :class:`StoreError` (and :class:`StoredPlanDamaged`): the store itself cannot serve what it
+  holds; exit code 3 (nothing was wrong with what the user gave).
+* :class:`WorkerLost`: an executor's worker died mid-task; exit code 3.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +14,13 @@ EXIT_FINDINGS = 1  # the input was read, and it has errors (check) or violations
 EXIT_BAD_INPUT = 2  # the input cannot be read or parsed, or names things that do not exist
 
 
-class InputError(Exception):
+class MemstewardError(Exception):
+    """Base of everything memsteward raises on purpose (``except MemstewardError`` catches them all)."""
+
+    exit_code = 3
+
+
+class InputError(MemstewardError):
     """Bad input: rendered as ``file:line:col: error: message [field]`` and exit code 2."""
 
     exit_code = EXIT_BAD_INPUT
@@ -66,7 +79,23 @@ class EventHeld(InputError):
         self.holder = holder
 
 
-class WorkerLost(Exception):
+class StoreError(MemstewardError):
+    """The store holds something this release cannot use (damaged rows, an impossible state): not
+    the user's input and not a candidate's fault. Exit code 3."""
+
+    exit_code = 3
+
+    def __init__(self, message: str, file: str = "<store>") -> None:
+        super().__init__(message)
+        self.message = message
+        self.file = file
+
+
+class StoredPlanDamaged(StoreError):
+    """A stored plan (``events.plan``) that does not decode: a damaged row, not a ValueError of the caller."""
+
+
+class WorkerLost(MemstewardError):
     """An executor's worker died mid-task (killed, out of memory, its node lost). The event is
     left unfinished, exactly like a crash of the whole process: run ``memsteward recover``.
     Exit code 3 (not bad input: nothing was wrong with what the user gave)."""

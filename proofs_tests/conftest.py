@@ -50,7 +50,7 @@ class _PgSchemas:
         return f"{self.dsn}{'&' if '?' in self.dsn else '?'}schema={name}"
 
     def store(self):
-        from memsteward.repair.store import Store
+        from memsteward.store import Store
 
         s = Store.open(self.url(), create=True)
         self.stores.append(s)
@@ -88,8 +88,8 @@ def store_backend(request, monkeypatch):
     if request.param == "sqlite":
         yield "sqlite"
         return
-    from memsteward.repair.dialect import connect_postgres
-    from memsteward.repair.store import Store
+    from memsteward.store import Store
+    from memsteward.store.postgres import connect_postgres
 
     schemas = _PgSchemas(pg_dsn())
 
@@ -120,7 +120,7 @@ def store_backend(request, monkeypatch):
 @pytest.fixture(params=BACKENDS)
 def store_factory(request, tmp_path):
     """A fresh, empty store of each backend per call (SQLite: a WAL file in tmp_path)."""
-    from memsteward.repair.store import Store
+    from memsteward.store import Store
 
     if request.param == "sqlite":
         made = []

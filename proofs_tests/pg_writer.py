@@ -12,7 +12,7 @@ import time
 
 from memsteward.api import apply_event, bundled_path, load_policy
 from memsteward.errors import InputError, WriteRefused
-from memsteward.repair.store import Store, content_digest
+from memsteward.store import Store, content_digest
 
 WAIT_TRIES = 400
 

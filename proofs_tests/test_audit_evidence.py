@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from memsteward.cli import main
 from memsteward.repair.auditchain import GENESIS, row_hash
-from memsteward.repair.planstore import plan_text, read_plan
+from memsteward.store.planstore import plan_text, read_plan
 
 DATA = Path("engine/data/repair")
 KEY = "k" * 32

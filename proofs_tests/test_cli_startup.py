@@ -145,14 +145,14 @@ def test_unknown_command_is_a_usage_error():
 
 def test_package_names_are_loaded_on_first_access():
     code = ("import sys, memsteward; assert 'memsteward.api' not in sys.modules; "
-            "assert 'memsteward.repair.store' not in sys.modules; "
+            "assert 'memsteward.store.sqlstore' not in sys.modules; "
             "s = memsteward.open_store(); assert 'memsteward.api' in sys.modules; "
             "assert set(memsteward.__all__) <= set(dir(memsteward)); print('ok')")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "ok", out.stderr
     for name in memsteward.__all__:
         assert getattr(memsteward, name) is not None
-    assert memsteward.Store is memsteward.repair.store.Store
+    assert memsteward.Store is memsteward.store.sqlstore.SqlStore
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         memsteward.nope  # noqa: B018
 

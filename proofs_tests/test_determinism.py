@@ -28,7 +28,7 @@ from memsteward.clearance.pipeline import METHODS, run_method
 from memsteward.policy.loader import load_policy
 from memsteward.repair.events import load_event
 from memsteward.repair.execute import dry_run
-from memsteward.repair.store import Store
+from memsteward.store import Store
 
 policy = load_policy("policies/default.yaml")
 spec = policy.clearance.model_copy(update={"exact": "never", "permutations": 12})

@@ -7,8 +7,9 @@ import importlib
 
 import pytest
 
-MODULES = ["memsteward", "memsteward.api", "memsteward.repair.writes", "memsteward.repair.store",
-           "memsteward.repair.dialect",
+MODULES = ["memsteward", "memsteward.api", "memsteward.repair.writes", "memsteward.store.sqlstore", "memsteward.store.reads",
+           "memsteward.store.writepath",
+           "memsteward.store.postgres",
            "memsteward.mcp.tenant", "memsteward.mcp.limits", "memsteward.mcp.memory", "memsteward.mcp.transports",
            "memsteward.repair.reingest", "memsteward.integrations.langgraph.store",
            "memsteward.integrations.langgraph.values", "memsteward.integrations.langgraph.identity"]

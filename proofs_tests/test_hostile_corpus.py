@@ -24,7 +24,7 @@ from click.testing import CliRunner
 
 from memsteward.cli import main
 from memsteward.repair.artifacts import parse_store_document
-from memsteward.repair.store import Store
+from memsteward.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "proofs_tests" / "hostile_corpus"

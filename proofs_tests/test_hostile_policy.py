@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from memsteward.cli import main
 from memsteward.policy.endpoints import EndpointRules, is_loopback
 from memsteward.policy.model import Policy
-from memsteward.repair.store import Store
+from memsteward.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "engine" / "data"

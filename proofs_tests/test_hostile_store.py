@@ -29,7 +29,8 @@ from memsteward.repair.execute import policy_document, recover, root_successors,
 from memsteward.repair.operators import default_operators
 from memsteward.repair.plan import compute_plan
 from memsteward.repair.schemas import PARAM_TYPES
-from memsteward.repair.store import Store
+from memsteward.store import Store
+from memsteward.store.api import BarrierSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "engine" / "data" / "repair"
@@ -206,7 +207,7 @@ def test_recover_completes_an_event_wedged_by_an_older_version(db: str, tmp_path
     policy = load_policy_source(POLICY).policy
     event = Event("migrate", ("api-weather-v1",), interfaces={"api-weather-v1": {"tools": {"forecast": 5}}})
     plan = compute_plan(policy, store.snapshot(), event)
-    store.barrier(plan.to_json(), policy_document(policy), root_successors(event, store.snapshot()))
+    store.barrier(BarrierSpec(plan.to_json(), policy_document(policy), root_successors(event, store.snapshot())))
     assert store.unfinished_event() is not None
     final = recover(store)
     assert final is not None and final.status == "done"

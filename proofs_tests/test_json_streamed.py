@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 
 from memsteward.jsonio import write_streamed
 from memsteward.repair.artifacts import Artifact, Edge, Snapshot
-from memsteward.repair.store import Store
+from memsteward.store import Store
 
 MEMSTEWARD = str(Path(sys.executable).parent / "memsteward")
 

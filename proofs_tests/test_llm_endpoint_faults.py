@@ -30,7 +30,7 @@ from memsteward.chat import ChatClient, EndpointError, retry_after
 from memsteward.clearance.demo import bundled_case_path
 from memsteward.cli import main
 from memsteward.policy.model import Endpoint
-from memsteward.repair.store import Store
+from memsteward.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "engine" / "data" / "repair"

@@ -86,7 +86,7 @@ def test_no_action_selector_given_at_run_time_changes_nothing():
     from memsteward.policy.loader import load_policy
     from memsteward.repair.events import load_event
     from memsteward.repair.execute import run_event
-    from memsteward.repair.store import Store
+    from memsteward.store import Store
 
     store = Store.open("engine/data/repair/store.json")
     before = store.dump_state()
@@ -103,7 +103,7 @@ def test_migrated_chain_calls_the_new_interface():
     from memsteward.policy.loader import load_policy
     from memsteward.repair.events import load_event
     from memsteward.repair.execute import run_event
-    from memsteward.repair.store import Store
+    from memsteward.store import Store
 
     store = Store.open("engine/data/repair/store.json")
     plan = run_event(store, load_policy("policies/default.yaml"),
@@ -122,7 +122,7 @@ def test_migrating_one_api_keeps_the_other_apis_tools_in_a_chain():
     from memsteward.repair.artifacts import parse_store_document
     from memsteward.repair.events import parse_event
     from memsteward.repair.execute import run_event
-    from memsteward.repair.store import Store
+    from memsteward.store import Store
 
     tools = lambda name, arg: {name: {"params": {arg: "string"}, "required": [arg]}}  # noqa: E731
     store = Store()

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from memsteward.cli import main
-from memsteward.repair.store import Store
+from memsteward.store import Store
 
 DATA = Path("engine/data/repair")
 DEFAULT, ASSISTANT = "policies/default.yaml", "policies/assistant.yaml"

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from memsteward.cli import main
-from memsteward.repair.store import Store
+from memsteward.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "engine" / "data" / "repair"

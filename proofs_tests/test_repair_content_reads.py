@@ -15,7 +15,7 @@ from memsteward.repair.artifacts import Artifact
 from memsteward.repair.events import load_event
 from memsteward.repair.operators import default_operators
 from memsteward.repair.plan import compute_plan
-from memsteward.repair.store import Store
+from memsteward.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "engine" / "data" / "repair"

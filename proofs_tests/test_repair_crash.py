@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from memsteward.repair.store import Store
+from memsteward.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "engine" / "data" / "repair"
@@ -26,7 +26,7 @@ import sys
 from memsteward.policy.loader import load_policy_source
 from memsteward.repair.events import load_event
 from memsteward.repair.execute import run_event
-from memsteward.repair.store import Store
+from memsteward.store import Store
 store = Store.open(sys.argv[1])
 policy = load_policy_source(sys.argv[2]).policy
 run_event(store, policy, load_event(sys.argv[3], store.snapshot()), "mincut", "ortools")

@@ -24,7 +24,7 @@ from memsteward.policy.loader import load_policy
 from memsteward.repair.artifacts import parse_store_document
 from memsteward.repair.events import parse_event
 from memsteward.repair.execute import run_event
-from memsteward.repair.store import Store, content_digest
+from memsteward.store import Store, content_digest
 
 DATA = Path("engine/data/repair")
 MARKER = "Zq7-ORCHID-LANTERN-4411 lives at 12 Quiet Mews"
@@ -298,7 +298,7 @@ def test_marker_gone_with_a_concurrent_reader(tmp_path: Path):
 
 def test_marker_gone_when_secure_delete_is_off_by_default(tmp_path: Path, monkeypatch):
     """Emulate an SQLite build without SECURE_DELETE: every new connection starts with it off."""
-    import memsteward.repair.store as store_mod
+    import memsteward.store.sqlite as store_mod
 
     real = sqlite3.connect
 

@@ -15,7 +15,7 @@ from memsteward.policy.loader import load_policy
 from memsteward.repair.artifacts import parse_store_document
 from memsteward.repair.events import parse_event
 from memsteward.repair.execute import run_event
-from memsteward.repair.store import Store
+from memsteward.store import Store
 
 pytestmark = pytest.mark.usefixtures("store_backend")  # the store suite runs on SQLite and PostgreSQL
 

@@ -34,7 +34,7 @@ from memsteward.repair.operators import (
     Successor,
     default_operators,
 )
-from memsteward.repair.store import Store
+from memsteward.store import Store
 
 
 def _store(tmp: Path, name: str, doc: dict) -> Store:

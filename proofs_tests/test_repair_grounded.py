@@ -17,7 +17,7 @@ from memsteward.repair.events import load_event
 from memsteward.repair.execute import run_event
 from memsteward.repair.llm_regen import LLMRegen, messages_for
 from memsteward.repair.oracles import control_chars, grounding_problems
-from memsteward.repair.store import Store
+from memsteward.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "engine" / "data" / "repair"

@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from memsteward.repair.store import Store
+from memsteward.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "engine" / "data" / "repair"

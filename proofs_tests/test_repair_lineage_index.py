@@ -21,11 +21,11 @@ from hypothesis import strategies as st
 from memsteward.policy.loader import load_policy
 from memsteward.repair import lineage
 from memsteward.repair.artifacts import parse_store_document
-from memsteward.repair.dialect import SCHEMA_VERSION
 from memsteward.repair.events import parse_event
 from memsteward.repair.execute import run_event
 from memsteward.repair.lineage import untracked
-from memsteward.repair.store import Store
+from memsteward.store import Store
+from memsteward.store.schema import SCHEMA_VERSION
 
 pytestmark = pytest.mark.usefixtures("store_backend")
 

@@ -14,7 +14,7 @@ from memsteward.policy.loader import load_policy_source
 from memsteward.policy.model import Endpoint, RepairSpec
 from memsteward.repair.events import parse_event
 from memsteward.repair.execute import run_event
-from memsteward.repair.store import Store
+from memsteward.store import Store
 
 DELETED = "allergic to peanuts"
 

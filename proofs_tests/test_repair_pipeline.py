@@ -23,7 +23,7 @@ from memsteward.repair.events import parse_event
 from memsteward.repair.execute import dry_run, run_event
 from memsteward.repair.graph import cascade, influence_graph
 from memsteward.repair.metrics import leak_pct
-from memsteward.repair.store import Store
+from memsteward.store import Store
 
 pytestmark = pytest.mark.usefixtures("store_backend")  # the store suite runs on SQLite and PostgreSQL
 

@@ -15,7 +15,7 @@ from memsteward.cli import repair_cmds
 from memsteward.repair.events import load_event
 from memsteward.repair.execute import recover, run_event
 from memsteward.repair.operators import operators_for
-from memsteward.repair.store import Store
+from memsteward.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "engine" / "data" / "repair"

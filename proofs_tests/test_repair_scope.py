@@ -24,7 +24,7 @@ from memsteward.repair.events import parse_event
 from memsteward.repair.plan import compute_plan
 from memsteward.repair.reference import reference_plan
 from memsteward.repair.scope import generation_order, read_scope, strong_components
-from memsteward.repair.store import Store
+from memsteward.store import Store
 
 SHAPES = [("record", None), ("summary", None), ("cache", None), ("skill", "prompt"), ("skill", "neural"),
           ("skill", "chain")]
@@ -453,7 +453,7 @@ def test_store_reach_by_levels_and_by_the_recursive_query_matches_networkx(case)
     """Store.reach walks level by level and finishes a narrow tail with one recursive query: with the
     switch after 0 … 3 narrow levels and a narrow bound of 1 … 4 ids, both paths and their seam give
     networkx's descendants (cycles, self-loops, semantic edges and roots without an artifact included)."""
-    import memsteward.repair.store as store_mod
+    import memsteward.store.planning as store_mod
 
     n, pairs, roots, levels, width = case
     # a chain through every id (a long narrow tail) plus the drawn edges; every third edge a semantic one

@@ -11,8 +11,8 @@ from click.testing import CliRunner
 
 from memsteward.cli import main
 from memsteward.repair.attestation import _support_check
-from memsteward.repair.planstore import plan_text, read_plan
-from memsteward.repair.store import Store
+from memsteward.store import Store
+from memsteward.store.planstore import plan_text, read_plan
 
 DATA = Path("engine/data/repair")
 

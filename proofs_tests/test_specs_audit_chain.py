@@ -22,7 +22,7 @@ from click.testing import CliRunner
 
 from memsteward.cli import main
 from memsteward.repair import auditchain
-from memsteward.repair.store import Store
+from memsteward.store import Store
 
 DATA = Path("engine/data/repair")
 

@@ -17,8 +17,8 @@ from memsteward.clearance import attribution, selection
 from memsteward.cli import main
 from memsteward.repair import closure
 from memsteward.repair import execute as execute_mod
-from memsteward.repair.store import Store
 from memsteward.specs.code_checks import CHECKS, run_check
+from memsteward.store import Store
 
 IDS = sorted(CHECKS)
 

@@ -49,7 +49,7 @@ from memsteward.repair.events import parse_event
 from memsteward.repair.execute import recover, run_event
 from memsteward.repair.executors import Shared
 from memsteward.repair.oracles import ORACLES, Report
-from memsteward.repair.store import Store
+from memsteward.store import Store
 
 # A real file-backed store; on tmpfs when the machine has one (fsync-heavy, the disk is shared).
 _TMP = "/dev/shm" if Path("/dev/shm").is_dir() else None

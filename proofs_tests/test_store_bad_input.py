@@ -16,7 +16,8 @@ from memsteward.policy.loader import load_policy_source
 from memsteward.repair.events import parse_event
 from memsteward.repair.execute import policy_document, root_successors
 from memsteward.repair.plan import compute_plan
-from memsteward.repair.store import Store
+from memsteward.store import Store
+from memsteward.store.api import BarrierSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "engine" / "data" / "repair"
@@ -176,7 +177,7 @@ def test_unfinished_event_blocks_new_events(db: str, tmp_path: Path):
     policy = load_policy_source(POLICY).policy
     event = parse_event({"type": "delete", "roots": ["p1"]}, store.snapshot())
     plan = compute_plan(policy, store.snapshot(), event)
-    store.barrier(plan.to_json(), policy_document(policy), root_successors(event, store.snapshot()))
+    store.barrier(BarrierSpec(plan.to_json(), policy_document(policy), root_successors(event, store.snapshot())))
     store.close()
     before = _state(db)
     ev = tmp_path / "e.json"

@@ -24,8 +24,8 @@ from memsteward.repair import execute as execute_mod
 from memsteward.repair.artifacts import Artifact, Edge, Snapshot
 from memsteward.repair.events import load_event
 from memsteward.repair.execute import run_event
-from memsteward.repair.store import Store
-from memsteward.repair.store_api import READER, REPAIR_LOG, Reader, RepairLog, StepRecord, StepStatus
+from memsteward.store import Store
+from memsteward.store.api import READER, REPAIR_LOG, Reader, RepairLog, StepRecord, StepStatus
 
 STATUSES = frozenset(get_args(StepStatus))
 

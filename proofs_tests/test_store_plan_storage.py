@@ -1,4 +1,4 @@
-"""The stored plan (``events.plan``, memsteward.repair.planstore) and the barrier's bulk rows.
+"""The stored plan (``events.plan``, memsteward.store.planstore) and the barrier's bulk rows.
 
 * packing is exact: the packed text reads back as the plain canonical JSON does — same values and
   types (compared through canonical text, where ``1``, ``1.0`` and ``true`` differ) — for a barrier
@@ -21,13 +21,17 @@ from pathlib import Path
 import pytest
 
 from bench.repair_traces import barrier_snapshot
+from memsteward.errors import StoredPlanDamaged
 from memsteward.policy.loader import load_policy
 from memsteward.repair.attestation import check_records
 from memsteward.repair.auditchain import first_broken
 from memsteward.repair.events import event_from_dict
 from memsteward.repair.execute import policy_document, root_successors
 from memsteward.repair.plan import TransitionPlan, compute_plan
-from memsteward.repair.planstore import PACK_MIN, Rows, canonical, pack, plan_text, read_plan
+from memsteward.store import Store
+from memsteward.store import audit as audit_mod
+from memsteward.store.api import BarrierSpec
+from memsteward.store.planstore import PACK_MIN, Rows, canonical, pack, plan_text, read_plan
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -90,7 +94,7 @@ def test_barrier_stores_the_plan_its_pin_verifies_and_the_rows_are_written(store
     store = store_factory()
     policy, event, plan = _planned(store, 300)
     doc = plan.to_json()
-    eid = store.barrier(doc, policy_document(policy), root_successors(event, store), store.generation())
+    eid = store.barrier(BarrierSpec(doc, policy_document(policy), root_successors(event, store), store.generation()))
     ev = store.event(eid)
     assert ev["plan"] == _plain(doc) and TransitionPlan.from_json(ev["plan"]) == plan
     assert check_records(store) is None  # the stored text is the one the barrier row pins
@@ -117,7 +121,7 @@ def _barrier_then_other_process(store_factory, n: int, legacy_rows: bool = False
     release before this one wrote them in the barrier's transaction."""
     store = store_factory()
     policy, event, plan = _planned(store, n, event_doc)
-    eid = store.barrier(plan.to_json(), policy_document(policy), root_successors(event, store), store.generation())
+    eid = store.barrier(BarrierSpec(plan.to_json(), policy_document(policy), root_successors(event, store), store.generation()))
     if legacy_rows:
         with store.transaction() as c:
             c.executemany("INSERT INTO plan_steps(event_id, seq, artifact_id, mode, status) VALUES (?,?,?,?,?)",
@@ -128,7 +132,7 @@ def _barrier_then_other_process(store_factory, n: int, legacy_rows: bool = False
 
 
 def _reopen(store):
-    from memsteward.repair.store import Store
+    from memsteward.store import Store
 
     return Store.open(store.url)
 
@@ -161,7 +165,7 @@ def test_steps_without_rows_are_pending_and_recovery_writes_the_rows_in_order(st
 def test_a_staged_step_keeps_its_version_when_its_outcome_is_recorded(store_factory):
     store = store_factory()
     policy, event, plan = _planned(store, 40)
-    eid = store.barrier(plan.to_json(), policy_document(policy), root_successors(event, store), store.generation())
+    eid = store.barrier(BarrierSpec(plan.to_json(), policy_document(policy), root_successors(event, store), store.generation()))
     first, second = plan.order[0], plan.order[1]
     version = store.stage(eid, first, "successor", {})
     assert store.steps(eid)[first] == ("staged", version, None) and store.steps(eid)[second].status == "pending"
@@ -177,7 +181,7 @@ def test_a_plain_stored_plan_still_reads(store_factory):
     store = store_factory()
     policy, event, plan = _planned(store, 40)
     doc = plan.to_json()
-    eid = store.barrier(doc, policy_document(policy), root_successors(event, store), store.generation())
+    eid = store.barrier(BarrierSpec(doc, policy_document(policy), root_successors(event, store), store.generation()))
     with store.transaction() as c:  # as a release of schema version 3 wrote it
         c.execute("UPDATE events SET plan = ? WHERE id = ?", (canonical(doc), eid))
     assert store.event(eid)["plan"] == _plain(doc)
@@ -186,8 +190,8 @@ def test_a_plain_stored_plan_still_reads(store_factory):
 
 @pytest.mark.parametrize("damage", [{"fields": {"x": {"ids": [0, "a"]}}}, {"fields": {"x": {"nope": 1}}},
                                     {"fields": {"x": {"rows": ["a"]}}}, {"ids": None, "fields": {"x": {"ids": [0, 1]}}}])
-def test_a_damaged_packed_plan_is_a_value_error(damage):
-    with pytest.raises(ValueError, match="damaged stored plan"):
+def test_a_damaged_packed_plan_is_a_storage_error(damage):
+    with pytest.raises(StoredPlanDamaged, match="damaged stored plan"):
         read_plan(canonical({"packed": 2, "ids": ["a"], "fields": {}, **damage}))
 
 
@@ -237,13 +241,12 @@ def test_withdraw_rows_hash_as_documented_for_ids_that_need_escaping(store_facto
     names its artifact exactly (quotes, backslashes, non-ASCII, a line separator)."""
     import hashlib
 
-    from memsteward.repair import store as store_mod
     from memsteward.repair.artifacts import Artifact, Edge, Snapshot
     from memsteward.repair.auditchain import GENESIS
     from memsteward.repair.execute import barrier
 
     if part is not None:
-        monkeypatch.setattr(store_mod, "WITHDRAW_PART", part)
+        monkeypatch.setattr(audit_mod, "WITHDRAW_PART", part)
     store = store_factory()
     odd = ['q"uote', "back\\slash", "é-ünï", "line\u2028sep", "tab\tid", "plain"] + [f"x-{k}" for k in range(40)]
     arts = {"root": Artifact("root", "record", None, 1, "root text", {})}
@@ -271,16 +274,15 @@ def test_a_failure_beside_the_second_thread_rolls_the_barrier_back(store_factory
     barrier, whose one transaction then leaves the store as it was."""
     import threading
 
-    from memsteward.repair import store as store_mod
     from memsteward.repair.execute import barrier
 
-    monkeypatch.setattr(store_mod, "WITHDRAW_PART", 16)
+    monkeypatch.setattr(audit_mod, "WITHDRAW_PART", 16)
     store = store_factory()
     if store.backend != "sqlite" and failing != "_withdraw":
         pytest.skip("PostgreSQL writes the withdraw rows as one COPY, hashed in one call")
     policy, _event, plan = _planned(store, 100)
     before = store.dump_state(), store.audit_rows(), store.audit_head()
-    owner = store_mod if failing == "chain_same_bytes" else store_mod.Store
+    owner = audit_mod if failing == "chain_same_bytes" else Store
     real = getattr(owner, failing)
     threads = []
 
@@ -321,7 +323,7 @@ def _id_runs_reference(col, index):
 def test_id_runs_equal_the_reference():
     import random
 
-    from memsteward.repair.planstore import _id_runs
+    from memsteward.store.planstore import _id_runs
 
     rng = random.Random(7)
     table = [f"t{k}" for k in range(300)]

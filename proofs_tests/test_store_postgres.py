@@ -27,11 +27,12 @@ from memsteward.cli import main
 from memsteward.policy.loader import load_policy_source
 from memsteward.repair.artifacts import parse_store_document, read_json
 from memsteward.repair.auditchain import first_broken
-from memsteward.repair.dialect import RETRY_ATTEMPTS, retrying, translate
 from memsteward.repair.events import load_event
 from memsteward.repair.execute import run_event
 from memsteward.repair.metrics import leak_pct, stale_use_pct
-from memsteward.repair.store import Store, content_digest
+from memsteward.store import Store, content_digest
+from memsteward.store.connection import RETRY_ATTEMPTS, retrying
+from memsteward.store.postgres import translate
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "engine" / "data" / "repair"
@@ -166,7 +167,7 @@ def test_store_copy_streams_in_batches_both_ways(tmp_path, pg_url, monkeypatch):
     """copy_into reads each table as it writes it, ``batch`` rows at a time, the PostgreSQL side
     flushing its pipelined writes per batch: with batches of 3 (and of 1) the copies in both
     directions hold every row of the source, and the PostgreSQL queue never holds more than a batch."""
-    from memsteward.repair.dialect import PgConnection
+    from memsteward.store.postgres import PgConnection
 
     src = tmp_path / "src.db"
     assert _cli("store", "import", "--store", str(src), str(DATA / "store.json")).exit_code == 0
@@ -275,7 +276,7 @@ import sys
 from memsteward.policy.loader import load_policy_source
 from memsteward.repair.events import load_event
 from memsteward.repair.execute import run_event
-from memsteward.repair.store import Store
+from memsteward.store import Store
 store = Store.open(sys.argv[1])
 run_event(store, load_policy_source(sys.argv[2]).policy, load_event(sys.argv[3], store.snapshot()), "mincut", "networkx")
 """
@@ -355,7 +356,7 @@ def _rows(store: Store) -> dict:
 
 def test_pipelined_writes_equal_one_statement_at_a_time(pg_schemas, monkeypatch):
     """The reference: the same writes sent one statement per round trip (PIPELINE = False)."""
-    from memsteward.repair.dialect import PgConnection
+    from memsteward.store.postgres import PgConnection
 
     fast = Store.open(pg_schemas.url(), create=True)
     _records(fast, 12)
@@ -394,7 +395,7 @@ def test_an_error_in_a_queued_write_rolls_the_transaction_back(pg_url):
 def test_large_plain_insert_batches_go_as_copy_with_the_same_rows(pg_schemas, monkeypatch):
     """≥ COPY_MIN rows of a plain INSERT are sent as COPY: the rows equal those of executemany
     (NULLs, unicode, big integers), and the audit log stays append-only."""
-    from memsteward.repair import dialect
+    from memsteward.store import postgres as dialect
 
     rows = [(f"id{k}", k, None if k % 3 == 0 else f"té\txt {k}\n", "{}", 2**62 + k if k % 2 else None, k % 2,
              None) for k in range(3 * dialect.COPY_MIN)]

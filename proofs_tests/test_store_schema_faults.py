@@ -26,8 +26,8 @@ from pathlib import Path
 
 from conftest import store_fingerprint
 
-from memsteward.repair.dialect import SCHEMA_VERSION
-from memsteward.repair.store import Store
+from memsteward.store import Store
+from memsteward.store.schema import SCHEMA_VERSION
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "engine" / "data" / "repair"

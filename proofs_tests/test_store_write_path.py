@@ -23,7 +23,8 @@ from memsteward.repair.auditchain import first_broken
 from memsteward.repair.events import parse_event
 from memsteward.repair.execute import dry_run, policy_document, recover, run_event
 from memsteward.repair.plan import compute_plan
-from memsteward.repair.store import Store, content_digest
+from memsteward.store import Store, content_digest
+from memsteward.store.api import BarrierSpec
 
 pytestmark = pytest.mark.usefixtures("store_backend")  # the store suite runs on SQLite and PostgreSQL
 from memsteward.repair.writes import MAX_CONTENT_BYTES
@@ -89,7 +90,7 @@ def test_fenced_writes_are_refused_and_audited():
     # leave an event at its barrier: n4 and t are withdrawn, the event is unfinished
     ev = parse_event({"type": "delete", "roots": ["n4"]}, s.snapshot())
     plan = compute_plan(policy, s.snapshot(), ev)
-    s.barrier(plan.to_json(), policy_document(policy), {})
+    s.barrier(BarrierSpec(plan.to_json(), policy_document(policy), {}))
     with pytest.raises(WriteRefused) as exc:
         s.record({"id": "x", "kind": "summary", "content": "about Bob"}, inputs=["n3"])
     assert exc.value.reason == "unfinished-event"

@@ -372,7 +372,7 @@ def check_g5(ignore_validation: bool = False) -> int:
     from memsteward.repair.artifacts import parse_store_document
     from memsteward.repair.events import parse_event
     from memsteward.repair.execute import recover, run_event
-    from memsteward.repair.store import Store
+    from memsteward.store.opening import open_store
 
     policy = load_policy(str(resources.files("memsteward") / "data" / "policies" / "default.yaml"))
     n = 0
@@ -382,7 +382,7 @@ def check_g5(ignore_validation: bool = False) -> int:
             for r in range(len(derived) + 1):
                 for reject in itertools.combinations(derived, r):
                     for crash_after in (None, 0, 1):
-                        store = Store()
+                        store = open_store()
                         store.import_snapshot(parse_store_document(_G5_STORE, "<g5>"))
                         snap = store.snapshot()
                         rejected = frozenset(reject)
@@ -443,7 +443,7 @@ def check_g6(erase_roots_only: bool = False) -> int:
     from memsteward.repair import execute
     from memsteward.repair.artifacts import parse_store_document
     from memsteward.repair.events import parse_event
-    from memsteward.repair.store import Store
+    from memsteward.store.opening import open_store
 
     policy = load_policy(str(resources.files("memsteward") / "data" / "policies" / "default.yaml"))
     nodes = ("r0", "d1", "d2", "d3")
@@ -457,7 +457,7 @@ def check_g6(erase_roots_only: bool = False) -> int:
             edges = tuple(e for e, on in zip(pairs, bits) if on)
             for untracked in UNTRACKED:
                 for reject in ((), ("d1",)):
-                    store = Store()
+                    store = open_store()
                     store.import_snapshot(parse_store_document(_g6_store(edges, untracked), "<g6>"))
                     snap = store.snapshot()
                     execute.run_event(store, policy, parse_event({"type": "delete", "roots": ["r0"]}, snap),

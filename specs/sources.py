@@ -23,7 +23,7 @@ from .certificates import Clause, _clause
 
 
 def check_transition_source(doc: Mapping[str, Any], store: Any, policy_doc: Mapping[str, Any] | None) -> list[Clause]:
-    """Clauses of a TransitionPlan against a store (:class:`memsteward.repair.store.Store`)."""
+    """Clauses of a TransitionPlan against a store (:class:`memsteward.store.api.Reader`)."""
     roots = list(doc["event"]["roots"])
     states = store.states()
     out = [_clause("G6", "every root of the event exists in the store", [r for r in roots if r not in states])]
@@ -59,8 +59,8 @@ def _recorded_policy(store: Any, doc: Mapping[str, Any]) -> dict[str, Any] | Non
     import json
 
     want = json.dumps(doc["event"], sort_keys=True)
-    for (eid,) in store.conn.execute("SELECT id FROM events ORDER BY id DESC"):
-        ev = store.event(int(eid))
+    for eid in reversed(store.event_ids()):
+        ev = store.event(eid)
         if ev is not None and json.dumps(ev["event"], sort_keys=True) == want:
             return ev["policy"]
     return None

@@ -49,10 +49,10 @@ def audit(store_path: str, event_id: int | None, fmt: str, as_json: bool, check_
     """
     from ..repair.attestation import attest, check_records, render_markdown
     from ..repair.auditchain import first_broken, signing_key
-    from ..repair.store import Store
+    from ..store.opening import open_store
 
     fmt = "json" if as_json else fmt
-    store = Store.open(store_path)
+    store = open_store(store_path)
     if check_chain:
         rows = store.audit_rows()
         key = signing_key()

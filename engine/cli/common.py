@@ -6,7 +6,6 @@ import functools
 import io
 import json
 import os
-import sqlite3
 import sys
 import traceback
 from collections.abc import Callable, Iterator
@@ -78,7 +77,7 @@ def _lost_connection(exc: BaseException) -> bool:
 
 
 def _redact(url: str) -> str:
-    from ..repair.dialect import redact
+    from ..store.connection import redact
 
     return redact(url)
 
@@ -97,6 +96,13 @@ def quiet_broken_pipe() -> NoReturn:
     sys.exit(0)
 
 
+def _unusable() -> type[Exception]:
+    """What a SQLite file that cannot be used raises (corrupt page, read-only, locked, not a database)."""
+    from ..store.connection import UNUSABLE_DATABASE
+
+    return UNUSABLE_DATABASE
+
+
 def handle_errors(fn: F) -> F:
     """Turn :class:`InputError` into one line on stderr and exit code 2 (no traceback)."""
 
@@ -108,7 +114,7 @@ def handle_errors(fn: F) -> F:
         except InputError as exc:
             click.echo(exc.render(), err=True)
             sys.exit(exc.exit_code)
-        except sqlite3.DatabaseError as exc:  # corrupt page, read-only file, not a database, locked
+        except _unusable() as exc:  # corrupt page, read-only file, not a database, locked
             store = kwargs.get("store_path") or "<store>"
             click.echo(InputError(f"the store cannot be used: {exc} (corrupt, read-only, locked or not a "
                                   "memsteward database)", file=str(store)).render(), err=True)

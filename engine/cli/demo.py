@@ -53,11 +53,11 @@ def demo_audit(echo: Callable[[str], None] = click.echo) -> None:
     from ..repair.attestation import attest
     from ..repair.events import load_event
     from ..repair.execute import run_event
-    from ..repair.store import Store
+    from ..store.opening import open_store
 
     with tempfile.TemporaryDirectory(prefix="memsteward-demo-") as tmp:
         db = str(Path(tmp) / "demo.db")
-        store = Store.open(db, create=True)
+        store = open_store(db, create=True)
         doc, text = read_json(str(bundled("repair", "store.json")))
         store.import_snapshot(parse_store_document(doc, "store.json", text))
         run_event(store, load_policy(bundled("policies", "default.yaml")),

@@ -16,7 +16,7 @@ from ..repair.execute import policy_of_document, recover
 from ..repair.executors import parse_executor
 from ..repair.operators import operators_for
 from ..repair.plan import TransitionPlan
-from ..repair.store import Store
+from ..store.opening import open_store as open_url
 from .common import (
     FiniteFloat,
     deadline_option,
@@ -142,7 +142,7 @@ def recover_cmd(store_path: str, as_json: bool, deadline: float | None, executor
     candidates (exit 2 for a malformed or unreachable executor, nothing changed).
     """
     runner = parse_executor(executor)
-    store = Store.open(store_path)
+    store = open_url(store_path)
     operators = None
     pending = store.unfinished_event() if deadline is not None else None
     if pending is not None:

@@ -13,8 +13,9 @@ from ..errors import InputError
 from ..jsonio import parse_json, read_text, source_name
 from ..redaction import shown_location
 from ..repair.artifacts import parse_store_document, read_json
-from ..repair.dialect import is_postgres_url
-from ..repair.store import Store
+from ..store.connection import is_postgres_url
+from ..store.api import Storage
+from ..store.opening import open_store
 from ..repair.writes import MAX_CONTENT_BYTES, parse_put
 from .common import emit_json, emit_json_stream, handle_errors, progress_flag, step_progress, terminal
 from .paths import check_store
@@ -37,7 +38,7 @@ def import_cmd(store_path: str, document: str, as_json: bool) -> None:
     doc, text = read_json(document)
     snap = parse_store_document(doc, source_name(document), text)
     with new_file_kept_on_success(store_path) as opened:
-        store = Store.open(store_path, create=True)
+        store = open_store(store_path, create=True)
         opened.append(store)
         store.import_snapshot(snap, file=source_name(document))
     if as_json:
@@ -48,14 +49,14 @@ def import_cmd(store_path: str, document: str, as_json: bool) -> None:
 
 
 @contextmanager
-def new_file_kept_on_success(store_path: str) -> Iterator[list[Store]]:
+def new_file_kept_on_success(store_path: str) -> Iterator[list[Storage]]:
     """A SQLite store file that the block creates is removed again (with its -wal/-shm/-journal
     files) when the block fails: a refused first write leaves no empty store behind. An existing
     store, a server URL or ``:memory:`` is left as it is. The block appends the store it opens to the
     list it is given, which is closed before its files are removed."""
     path = store_path[len("sqlite:///"):] if store_path.startswith("sqlite:///") else store_path
     fresh = path not in ("", ":memory:") and not is_postgres_url(path) and not os.path.lexists(path)
-    opened: list[Store] = []
+    opened: list[Storage] = []
     try:
         yield opened
     except BaseException:
@@ -95,7 +96,7 @@ def put_cmd(store_path: str, document: str, as_json: bool) -> None:
     name = "<stdin>" if document == "-" else document
     write = parse_put(parse_json(_read_put(document), name), name)
     with new_file_kept_on_success(store_path) as opened:
-        store = Store.open(store_path, create=True)
+        store = open_store(store_path, create=True)
         opened.append(store)
         art = store.record_many([write])[0]
     if as_json:
@@ -115,7 +116,7 @@ def export_cmd(store_path: str, output: str | None, progress: bool | None) -> No
     """Print the store as the JSON exchange document (current versions and states) of one state of
     the store, written as it is read: memory stays flat however large the store. A failure midway
     exits non-zero with the document incomplete on stdout, or the --output file emptied."""
-    store = Store.open(store_path)
+    store = open_store(store_path)
     with store.read_snapshot(), step_progress(progress, "export", "row") as report:  # artifacts and edges of one state
         doc = store.export_stream()
         if report is not None:
@@ -142,7 +143,7 @@ def _counted(rows: Iterator[Any], report: Callable[[int, int], None], total: int
 @handle_errors
 def serve_cmd(store_path: str, as_json: bool) -> None:
     """List what retrieval may serve: servable and republished artifacts only."""
-    arts = Store.open(store_path).serve_stream()
+    arts = open_store(store_path).serve_stream()
     if as_json:
         emit_json_stream(a.as_dict() for a in arts)
         return
@@ -157,7 +158,7 @@ def serve_cmd(store_path: str, as_json: bool) -> None:
 @handle_errors
 def audit_cmd(store_path: str, as_json: bool) -> None:
     """Print the raw, hash-chained audit log (`memsteward audit` gives the attestation)."""
-    log = Store.open(store_path).audit_log_stream()
+    log = open_store(store_path).audit_log_stream()
     if as_json:
         emit_json_stream(log)
         return
@@ -165,7 +166,7 @@ def audit_cmd(store_path: str, as_json: bool) -> None:
         click.echo(terminal(f"{r['seq']:>6} {r['at']} event={r['event_id']} {r['action']:<10} {r['artifact_id'] or ''}"))
 
 
-def _verified_head(store: Store, where: str) -> tuple[int, str] | None:
+def _verified_head(store: Storage, where: str) -> tuple[int, str] | None:
     """The audit chain of ``store`` verified against its recorded head, or InputError naming the row."""
     from ..repair.auditchain import first_broken
 
@@ -188,13 +189,13 @@ def copy_cmd(src: str, dst: str, as_json: bool, progress: bool | None) -> None:
     postgresql://…?schema=…). Every row is kept (versions, states, events, plan steps, audit log,
     tombstones) in one DST transaction; the audit chain is verified on SRC before and on DST after,
     and both must end at the same head. A broken chain or a non-empty DST: exit 2, DST unchanged."""
-    source = Store.open(src)
+    source = open_store(src)
     with source.read_snapshot():  # the checks and every copied table see one state of the source
         if source.unfinished_event() is not None:
             raise InputError("the source has an unfinished event; run `memsteward recover` first",
                              file=source.path)
         head = _verified_head(source, "source")
-        target = Store.open(dst, create=True)
+        target = open_store(dst, create=True)
         with step_progress(progress, "copy", "row") as report:
             counts = source.copy_into(target, progress=report)
     copied = _verified_head(target, "copied")
@@ -220,7 +221,7 @@ def migrate_cmd(store_path: str | None, legacy_store: str | None, as_json: bool)
     release's schema version, in one transaction under the store's write lock. Every other command
     refuses an older store (exit 2, nothing changed) and names this one. Already current: exit 0.
     The positional STORE is the deprecated spelling of --store (kept for scripts; it says so)."""
-    from ..repair.dialect import SCHEMA_VERSION
+    from ..store.schema import SCHEMA_VERSION
 
     if (store_path is None) == (legacy_store is None):
         raise click.UsageError("give the store as --store STORE")
@@ -234,7 +235,7 @@ def migrate_cmd(store_path: str | None, legacy_store: str | None, as_json: bool)
     if store_path.endswith(".json"):
         raise InputError("a .json export has no schema version: import it with `memsteward store import`",
                          file=store_path)
-    store = Store.open(store_path, migrate=True)
+    store = open_store(store_path, migrate=True)
     done = store.migrated
     doc = {"store": store.path, "from": SCHEMA_VERSION if done is None else done[0], "to": SCHEMA_VERSION,
            "migrated": done is not None}

@@ -102,7 +102,7 @@ def _source_clauses(doc: dict, kind: str, store_path: str | None, case_path: str
 
     from ..api import clear_context
     from ..policy.loader import load_policy
-    from ..repair.store import Store
+    from ..store.opening import open_store
 
     if store_path and kind != "transition":
         raise InputError("--store checks a TransitionPlan; this is a ClearancePlan (use --case)", file=store_path)
@@ -110,7 +110,7 @@ def _source_clauses(doc: dict, kind: str, store_path: str | None, case_path: str
         raise InputError("--case checks a ClearancePlan; this is a TransitionPlan (use --store)", file=case_path)
     policy = load_policy(policy_path) if policy_path else None
     if store_path:
-        store = Store.open(store_path)
+        store = open_store(store_path)
         try:
             pol_doc = policy.model_dump(mode="json", by_alias=True) if policy else None
             return check_transition_source(doc, store, pol_doc)

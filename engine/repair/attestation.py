@@ -25,14 +25,14 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import InputError
+from ..store.api import Reader
 from ..textsafe import markdown
 from .auditchain import first_broken, signing_key
 from .execute import erasure_targets
 from .plan import TransitionPlan
-from .store import Store
 
 
-def attest(store: Store, event_id: int | None = None, expect_head: str | None = None) -> dict[str, Any]:
+def attest(store: Reader, event_id: int | None = None, expect_head: str | None = None) -> dict[str, Any]:
     """The attestation of one event (the latest when ``event_id`` is None), as a JSON-ready dict."""
     ev = store.event(event_id)
     if ev is None:
@@ -76,7 +76,7 @@ def attest(store: Store, event_id: int | None = None, expect_head: str | None = 
     }
 
 
-def check_records(store: Store) -> tuple[int, str] | None:
+def check_records(store: Reader) -> tuple[int, str] | None:
     """(event id, problem) of the first event whose stored event, policy or plan differs from the
     SHA-256 digests its chained barrier / publish rows pin (``audit --check``); None when all match."""
     log = store.audit_log()
@@ -84,10 +84,11 @@ def check_records(store: Store) -> tuple[int, str] | None:
     for r in log:
         if r["event_id"] is not None:
             by_event.setdefault(int(r["event_id"]), []).append(r)
-    ids = [int(r[0]) for r in store.conn.execute("SELECT id FROM events ORDER BY id")]
-    for eid in ids:
+    for eid in store.event_ids():
         ev = store.event(eid)
-        result = _pinned(ev, by_event.get(eid, []), ev["plan"])  # type: ignore[index]
+        if ev is None:  # deleted between the two reads: a row the chain names is missing
+            return eid, "the event's row is missing"
+        result = _pinned(ev, by_event.get(eid, []), ev["plan"])
         if not result["ok"]:
             return eid, result["detail"]
     return None
@@ -117,7 +118,7 @@ def _successor(ident: str, stage: dict | None, step: dict | None, states: dict) 
             "staged_at": (stage or {}).get("at")}
 
 
-def _erasures(store: Store, plan: dict, cascade: list[str], republished: list[str]) -> list[dict[str, Any]]:
+def _erasures(store: Reader, plan: dict, cascade: list[str], republished: list[str]) -> list[dict[str, Any]]:
     """For every artifact whose versions the event had to erase (the roots of a delete and
     everything of C(F) built from them), the versions that still hold content."""
     if plan.get("selector") == "no_action":
@@ -135,7 +136,7 @@ def _erasures(store: Store, plan: dict, cascade: list[str], republished: list[st
     return out
 
 
-def _content(store: Store, ident: str, version: int) -> Any:
+def _content(store: Reader, ident: str, version: int) -> Any:
     art = store.version_of(ident, version)
     return None if art is None else art.content
 
@@ -148,7 +149,7 @@ def _check(name: str, ok: bool, detail: str, looked: bool = True) -> dict[str, A
     return {"check": name, "ok": ok, "status": status, "detail": detail}
 
 
-def _checks(store: Store, log: list[dict], plan: dict, event: dict, cascade: list[str], republished: list[str],
+def _checks(store: Reader, log: list[dict], plan: dict, event: dict, cascade: list[str], republished: list[str],
             successors: list[dict], failures: list[dict], erasure: list[dict], states: dict,
             expect_head: str | None = None) -> list[dict]:
     out = []

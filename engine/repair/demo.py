@@ -12,12 +12,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..policy.loader import load_policy
+from ..store.opening import open_store
 from .closure import SELECTORS
 from .events import load_event
 from .execute import run_event
 from .metrics import plan_metrics
 from .plan import TransitionPlan
-from .store import Store
 
 Echo = Callable[[str], None]
 
@@ -39,7 +39,7 @@ def run_repair_demo(echo: Echo = print) -> None:
     tasks = json.loads((data / "tasks.json").read_text())
     for name in ("delete", "correct", "migrate"):
         event_file = data / f"event-{name}.json"
-        store = Store.open(str(data / "store.json"))
+        store = open_store(str(data / "store.json"))
         before = len(store.serve())
         event = load_event(str(event_file), store)
         echo(f"\n- memsteward repair --policy demo-data/policies/default.yaml --store demo-data/repair/store.json "
@@ -50,7 +50,7 @@ def run_repair_demo(echo: Echo = print) -> None:
              f"{len(store.audit_log())} records")
         echo("  selector     Leak%  Stale%   Rep%   Cost   ΔTask   objective")
         for selector in SELECTORS:
-            fresh = Store.open(str(data / "store.json"))
+            fresh = open_store(str(data / "store.json"))
             p = run_event(fresh, policy, event, selector, "ortools")
             served = {a.id: a.version for a in fresh.serve()}
             m = plan_metrics(p, served, tasks)

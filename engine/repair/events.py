@@ -18,9 +18,9 @@ from typing import Any
 
 from ..errors import InputError
 from ..policy.model import EVENTS
+from ..store.api import Provenance
 from .artifacts import Artifact, Snapshot, line_of, parse_artifact, read_json
 from .schemas import interface_problem
-from .scope import Provenance
 
 EVENT_FIELDS = frozenset({"type", "roots", "replacements", "interface", "privacy"})
 

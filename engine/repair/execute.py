@@ -14,22 +14,22 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ..errors import InputError, printable
+from ..errors import InputError, StoreError, printable
 from ..jsonio import tree_problem
 from ..policy.model import Policy
 from ..policy.plugins import manifest
+from ..store.api import BarrierSpec, PublishSpec, RepairLog, StepRecord
+from ..store.connection import db_errors
 from .artifacts import SERVABLE_STATES, Artifact, Snapshot, artifact_field_problem
 from .candidates import Candidate
-from .dialect import db_errors
 from .erasure import fingerprints
 from .events import Event
-from .executors import Executor, LocalPool, Serialized, Shared, executor_from, locator_of, prepare
+from .executors import Executor, LocalPool, Serialized, Shared, executor_from, prepare
 from .operators import OperatorError, OperatorRegistry, RepairContext, Successor, operators_for
 from .oracles import OracleInput, OracleRegistry, validate
 from .plan import StepResult, TransitionPlan, compute_plan, paused_gc
 from .schemas import interface_problem
 from .scope import is_retained, neighbourhood
-from .store import Store
 
 Progress = Callable[[int, int], None]  # (outcomes recorded, |S_ρ|), after every step's outcome
 
@@ -53,7 +53,7 @@ def guarded(stage: str, fn: Callable[[], T]) -> T:
     and the event completes (G5). Store errors are not the candidate's fault and propagate."""
     try:
         return fn()
-    except (*db_errors(), StepFailure):
+    except (*db_errors(), StoreError, StepFailure):
         raise
     except OperatorError as exc:
         raise StepFailure(printable(str(exc))[:MAX_DETAIL_CHARS], stage) from None
@@ -62,7 +62,7 @@ def guarded(stage: str, fn: Callable[[], T]) -> T:
         raise StepFailure(f"{stage} raised {detail}", stage) from None
 
 
-def check_inputs(store: Store, plan: TransitionPlan) -> None:
+def check_inputs(store: RepairLog, plan: TransitionPlan) -> None:
     """Validate before the barrier: the event's Δ and every artifact the plan touches (C(F) \\ F
     and the influence parents of its members) against the content/meta schemas
     (:mod:`memsteward.repair.schemas`). Raises :class:`InputError`; nothing is withdrawn yet."""
@@ -117,7 +117,7 @@ def root_successors(event: Event, snapshot: Snapshot) -> dict[str, Artifact]:
     return {}
 
 
-def run_event(store: Store, policy: Policy, event: Event, selector: str = "mincut", backend: str = "networkx",
+def run_event(store: RepairLog, policy: Policy, event: Event, selector: str = "mincut", backend: str = "networkx",
               operators: OperatorRegistry | None = None, oracles: OracleRegistry | None = None,
               executor: Executor | str | None = None, progress: Progress | None = None) -> TransitionPlan:
     """Plan (pure) and execute one event on a store; ``executor`` runs the candidates' work
@@ -131,12 +131,12 @@ def run_event(store: Store, policy: Policy, event: Event, selector: str = "mincu
     return execute(store, policy, plan, operators, oracles, generation, executor, progress)
 
 
-def execute(store: Store, policy: Policy, plan: TransitionPlan, operators: OperatorRegistry | None = None,
+def execute(store: RepairLog, policy: Policy, plan: TransitionPlan, operators: OperatorRegistry | None = None,
             oracles: OracleRegistry | None = None, generation: int | None = None,
             executor: Executor | str | None = None, progress: Progress | None = None) -> TransitionPlan:
     """Barrier (one transaction), then :func:`resume`. *No action* changes nothing.
 
-    ``generation`` (from :meth:`Store.generation` when the plan was computed) makes the barrier
+    ``generation`` (from :meth:`RepairLog.generation` when the plan was computed) makes the barrier
     refuse a plan computed from a store another process has changed since. The executor is
     reached (a Ray cluster connected) before the barrier: if it cannot be, nothing is withdrawn.
     """
@@ -144,7 +144,7 @@ def execute(store: Store, policy: Policy, plan: TransitionPlan, operators: Opera
     if plan.selector == "no_action":
         return plan.replace(status="done", withdrawn=(), republished=())
     check_inputs(store, plan)
-    if executor.name == "ray" and locator_of(store) is None:
+    if executor.name == "ray" and store.locator() is None:
         raise InputError("the ray executor needs a store its workers can open (a SQLite file or "
                          "postgresql://…), not an in-memory store", file=store.path, field="executor")
     prepare(executor)
@@ -152,24 +152,24 @@ def execute(store: Store, policy: Policy, plan: TransitionPlan, operators: Opera
     return resume(store, event_id, policy, plan, operators, oracles, executor, progress)
 
 
-def barrier(store: Store, policy: Policy, plan: TransitionPlan, generation: int | None = None) -> int:
+def barrier(store: RepairLog, policy: Policy, plan: TransitionPlan, generation: int | None = None) -> int:
     """Alg. 1 line 2, B_ρ ← C(F), as :func:`execute` runs it: the plan handed over column by column
-    (:meth:`TransitionPlan.to_columns`: no object per candidate), then :meth:`Store.barrier`'s one
+    (:meth:`TransitionPlan.to_columns`: no object per candidate), then :meth:`RepairLog.barrier`'s one
     transaction — with the collector paused throughout (10^5-element lists, nothing cyclic)."""
     roots = Snapshot(store.artifacts_of(plan.event.roots), ())
     with paused_gc():
-        return store.barrier(plan.to_columns(), policy_document(policy), root_successors(plan.event, roots),
-                             generation)
+        return store.barrier(BarrierSpec(plan.to_columns(), policy_document(policy),
+                                         root_successors(plan.event, roots), generation))
 
 
-def recover(store: Store, operators: OperatorRegistry | None = None,
+def recover(store: RepairLog, operators: OperatorRegistry | None = None,
             oracles: OracleRegistry | None = None, executor: Executor | str | None = None,
             progress: Progress | None = None) -> TransitionPlan | None:
     """Roll an interrupted event forward from its recorded plan and steps (None: nothing to do)."""
     executor = executor_from(executor)
     getattr(executor, "check", lambda: None)()  # an unreachable Ray address: exit 2 even with nothing to do
     found = store.unfinished_event()
-    if found is not None and executor.name == "ray" and locator_of(store) is None:
+    if found is not None and executor.name == "ray" and store.locator() is None:
         raise InputError("the ray executor needs a store its workers can open (a SQLite file or "
                          "postgresql://…), not an in-memory store", file=store.path, field="executor")
     if found is not None:
@@ -198,7 +198,7 @@ def _interface(parents: list[str], event: Event, available: Mapping[str, Artifac
     return merged
 
 
-def build_context(store: Store, snap: Snapshot, plan: TransitionPlan, c: Candidate, parents: list[str],
+def build_context(store: RepairLog, snap: Snapshot, plan: TransitionPlan, c: Candidate, parents: list[str],
                   successors: Mapping[str, Artifact], affected: frozenset[str] | None = None) -> RepairContext:
     """The post-event support of candidate i: Ret(e) inputs, staged prerequisites, partitions."""
     parents = sorted(parents)
@@ -227,14 +227,14 @@ def build_context(store: Store, snap: Snapshot, plan: TransitionPlan, c: Candida
                          previous_valid=c.id not in plan.unservable)
 
 
-def _fail(store: Store, event_id: int, c: Candidate, status: str, detail: str, oracle: str) -> StepResult:
+def _fail(store: RepairLog, event_id: int, c: Candidate, status: str, detail: str, oracle: str) -> StepResult:
     """Record a failed / blocked step: the candidate stays withdrawn (Alg. 1 line 8)."""
     report = [{"oracle": oracle, "passed": False, "detail": detail}]
     store.record_step(event_id, c.id, status, report)
     return StepResult(c.id, c.mode, status, None, tuple(report), detail)
 
 
-def _run_step(store: Store, event_id: int, policy: Policy, c: Candidate, ctx: RepairContext, step: tuple,
+def _run_step(store: RepairLog, event_id: int, policy: Policy, c: Candidate, ctx: RepairContext, step: StepRecord,
               operators: OperatorRegistry, oracles: OracleRegistry | None) -> tuple[StepResult, Artifact | None]:
     """Construct (or reuse the staged) successor z_i, stage it, validate it; record the outcome."""
     st, version, _report = step
@@ -296,16 +296,16 @@ class CandidateTask:
 
     candidate: Candidate
     ctx: RepairContext
-    step: tuple
+    step: StepRecord
 
 
-def run_task(store: Store, work: EventWork, task: CandidateTask) -> tuple[StepResult, Artifact | None]:
+def run_task(store: RepairLog, work: EventWork, task: CandidateTask) -> tuple[StepResult, Artifact | None]:
     """A worker's unit (:mod:`.executors`): π_i, stage z_i, oracles, record — into the shared store."""
     return _run_step(store, work.event_id, work.policy, task.candidate, task.ctx, task.step, work.operators,
                      work.oracles)
 
 
-def resume(store: Store, event_id: int, policy: Policy, plan: TransitionPlan,
+def resume(store: RepairLog, event_id: int, policy: Policy, plan: TransitionPlan,
            operators: OperatorRegistry | None = None, oracles: OracleRegistry | None = None,
            executor: Executor | str | None = None, progress: Progress | None = None) -> TransitionPlan:
     """Alg. 1 lines 7–8 from whatever steps the store already records (idempotent): run S_ρ
@@ -357,7 +357,7 @@ def resume(store: Store, event_id: int, policy: Policy, plan: TransitionPlan,
     report = progress or (lambda done, total: None)
     report(len(results), total)
     session = executor.open(Shared(run_task, EventWork(event_id, policy, operators, oracles), store,
-                                   locator_of(store)))
+                                   store.locator()))
     in_flight = 0
     try:
         while ready or in_flight:
@@ -407,7 +407,7 @@ def erasure_targets(plan: TransitionPlan, republished: frozenset[str]) -> tuple[
     return erase, scrub, list(ev.roots)
 
 
-def _publish(store: Store, event_id: int, plan: TransitionPlan, results: list[StepResult]) -> TransitionPlan:
+def _publish(store: RepairLog, event_id: int, plan: TransitionPlan, results: list[StepResult]) -> TransitionPlan:
     """R_ρ = validated successors (their prerequisites validated, else they were blocked), root
     updates, erasure of what was built from deleted content — one transaction. withdrawn = B_ρ \\ R_ρ:
     roots are always listed (their invalidated versions stay withdrawn); a corrected / migrated
@@ -420,13 +420,13 @@ def _publish(store: Store, event_id: int, plan: TransitionPlan, results: list[St
     published = set(republished)
     final = plan.replace(executed=final_steps, republished=tuple(sorted(republished)),
                          withdrawn=tuple(i for i in plan.barrier if i not in published), status="done")
-    gone = store.publish(event_id, republished + root_updates, erase, final.to_json(), scrub, tombstone)
+    gone = store.publish(PublishSpec(event_id, republished + root_updates, erase, final.to_json(), scrub, tombstone))
     if erase or scrub:
         store.erase_physically(event_id, fingerprints(gone))
     return final
 
 
-def dry_run(store: Store, policy: Policy, event: Event, selector: str = "mincut", backend: str = "networkx",
+def dry_run(store: RepairLog, policy: Policy, event: Event, selector: str = "mincut", backend: str = "networkx",
             operators: OperatorRegistry | None = None, oracles: OracleRegistry | None = None,
             executor: Executor | str | None = None, progress: Progress | None = None) -> TransitionPlan:
     """Plan and execute on an in-memory copy: the full report, the real store untouched. The

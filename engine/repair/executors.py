@@ -16,7 +16,7 @@ edges; a prerequisite that failed blocks its dependents without running them (Al
   cluster, at most N in flight (default 32).
 
 Workers stage and validate into the shared store themselves, acting under the event's lease
-(:meth:`Store.act_for`): a worker that dies mid-task is a crash like any other. The coordinator
+(:meth:`RepairLog.act_for`): a worker that dies mid-task is a crash like any other. The coordinator
 raises :class:`WorkerLost`, publishes nothing, and the event stays unfinished: its successors stay
 withdrawn and ``memsteward recover`` finishes it (G5 is unchanged: nothing of C(F) is servable
 before the one publication transaction).
@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from ..errors import InputError, WorkerLost
+from ..store.api import Locator, RepairLog
 
 __all__ = ["DEFAULT_RAY_WORKERS", "EXECUTORS", "MAX_WORKERS", "Executor", "LocalPool", "RayExecutor",
            "Sequential", "Session", "Shared", "WorkerLost", "executor_from", "locator_of", "parse_executor"]
@@ -86,14 +87,10 @@ class Executor(Protocol):
         """``[fn(x) for x in items]``, in order, spread over the workers (fn module-level)."""
 
 
-def locator_of(store: Any) -> tuple[str, str] | None:
+def locator_of(store: RepairLog) -> Locator | None:
     """(url, lease owner) a worker in another process opens the store with; None for a store
-    that only this process can reach (``:memory:``)."""
-    if store.backend == "postgresql":
-        return store.url, store.owner
-    if store.path == ":memory:":
-        return None
-    return os.path.abspath(store.path), store.owner
+    that only this process can reach (``:memory:``): :meth:`RepairLog.locator`."""
+    return store.locator()
 
 
 class Serialized:
@@ -129,9 +126,9 @@ def worker_store(locator: tuple[str, str]) -> Any:
     """This worker process's connection to the shared store, writing as the lease holder."""
     store = _WORKER_STORES.pop(locator, None)
     if store is None:
-        from .store import Store
+        from ..store.opening import open_store
 
-        store = Store.open(locator[0])
+        store = open_store(locator[0])
         store.act_for(locator[1])
         while len(_WORKER_STORES) >= MAX_WORKER_STORES:
             _WORKER_STORES.pop(next(iter(_WORKER_STORES))).close()

@@ -19,12 +19,13 @@ from typing import Any
 
 from ..jsonio import bounded_fraction
 from ..policy.model import Policy
+from ..store.api import Provenance
 from .artifacts import SERVABLE_STATES
 from .candidates import Assignment, Candidate, assign, requirement_edges
 from .closure import Selection, select
 from .events import Event, event_from_dict
 from .operators import OperatorRegistry, operators_for, reads_content
-from .scope import Provenance, Scope, generation_order, read_scope, with_untracked
+from .scope import Scope, generation_order, read_scope, with_untracked
 
 
 @dataclass(frozen=True)
@@ -109,11 +110,11 @@ class TransitionPlan:
 
     def to_columns(self) -> dict[str, Any]:
         """:meth:`to_json` as the barrier stores it, built without an object per candidate or edge:
-        ``candidates`` as :class:`~memsteward.repair.planstore.Rows` (one column per field of
+        ``candidates`` as :class:`~memsteward.store.planstore.Rows` (one column per field of
         :class:`Candidate`), ``requirements`` as the tuple of pairs, and ``selection`` read off the
         sorted cascade when it is (no sort). ``planstore.plan_text`` gives the same text as for
         :meth:`to_json` (tuples and lists are both JSON arrays)."""
-        from .planstore import Rows
+        from ..store.planstore import Rows
 
         unsorted = dataclasses.replace(self.selection, selected=frozenset())
         doc = self.replace(candidates=(), requirements=(), selection=unsorted).to_json()
@@ -176,7 +177,7 @@ def compute_plan(policy: Policy, source: Provenance, event: Event, selector: str
                  backend: str = "networkx", operators: OperatorRegistry | None = None) -> TransitionPlan:
     """Algorithm 1 lines 1, 3–6 as a pure function of (policy, provenance, event).
 
-    ``source`` is a :class:`~memsteward.repair.store.Store` or a
+    ``source`` is a store (:class:`~memsteward.store.api.Provenance`) or a
     :class:`~memsteward.repair.artifacts.Snapshot`; only C(F), its members' influence parents and
     those artifacts are read (:func:`~memsteward.repair.scope.read_scope`), so the cost grows with
     the cascade, not with the store.

@@ -18,36 +18,13 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from itertools import groupby, islice
 from operator import gt, itemgetter
-from typing import Any, Protocol
+from typing import Any
 
+from ..store.api import Provenance
 from .artifacts import SERVABLE, Artifact, Edge, Snapshot
 
 _TAIL, _HEAD = itemgetter(0), itemgetter(1)
 EDGE_ORDER = itemgetter(1, 0)  # the order of Scope.edges: by child, then parent
-
-
-class Provenance(Protocol):
-    """What planning reads from a store (implemented by ``Store`` and ``Snapshot``)."""
-
-    def reach(self, roots: Collection[str]) -> frozenset[str]:
-        """C(F): ``roots`` and every artifact reachable from them over influence edges."""
-
-    def parent_edges(self, ids: Collection[str]) -> Iterable[tuple[str, str]]:
-        """Every influence edge (u, v) with v ∈ ``ids``, ordered by (v, u) (each id's parents
-        contiguous and ascending: :func:`read_scope` groups them in one pass)."""
-
-    def artifacts_of(self, ids: Collection[str], content: bool = True) -> Mapping[str, Artifact]:
-        """The current version of each id that exists (unknown ids are left out); ``content`` False
-        allows leaving the content out (``None``)."""
-
-    def unservable_of(self, ids: Collection[str]) -> Mapping[str, str]:
-        """The visibility state of each id that is not servable (``"absent"``: no such artifact);
-        servable ids are left out."""
-
-    def shingle_candidates(self, roots: Mapping[str, Any], n: int) -> Iterable[tuple[str, Any]]:
-        """(id, content) of every servable artifact that may share an n-word run with one of ``roots``'
-        contents, read through the lineage index (a superset: :func:`~memsteward.repair.lineage.untracked`
-        checks them exactly)."""
 
 
 class States(dict):

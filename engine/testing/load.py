@@ -14,7 +14,8 @@ from ..errors import InputError
 from ..policy.loader import Loc, PolicySource, SourceMap, _schema_findings, load_checked_source, load_yaml
 from ..repair.artifacts import Snapshot, parse_store_document
 from ..repair.events import Event, load_event, parse_event
-from ..repair.store import Store
+from ..store.api import Storage
+from ..store.opening import open_store
 from .spec import CaseSpec, Invariant, Partial, SuiteSpec
 
 SUFFIX = "_test.yaml"
@@ -140,7 +141,7 @@ def _snapshot(raw: str | dict, file: Path, source: SourceMap, loc: Loc, suite: S
         target = file.parent / raw
         if not target.exists():
             raise _fail(source, loc, f"store not found: {raw}")
-        store = Store.open(str(target))
+        store = open_store(str(target))
         try:
             snap = store.snapshot()
         finally:
@@ -159,9 +160,9 @@ def _snapshot(raw: str | dict, file: Path, source: SourceMap, loc: Loc, suite: S
     return snap
 
 
-def fresh_store(snap: Snapshot, file: str = "<test>") -> Store:
+def fresh_store(snap: Snapshot, file: str = "<test>") -> Storage:
     """A private in-memory store holding ``snap`` (the case's dry-run copy)."""
-    store = Store()
+    store = open_store()
     store.import_snapshot(snap, file=file)
     return store
 

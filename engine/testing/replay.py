@@ -37,7 +37,8 @@ from ..repair.closure import DEFAULT_BACKEND
 from ..repair.events import Event, event_from_dict, load_event
 from ..repair.execute import run_event
 from ..repair.plan import TransitionPlan
-from ..repair.store import Store
+from ..store.api import Storage
+from ..store.opening import open_store
 
 FIELDS = ("withdrawn", "republished", "removed", "unrepaired", "leaked")
 MAX_EVENTS = 10_000
@@ -111,7 +112,7 @@ def outcome(plan: TransitionPlan, servable_versions: dict[str, int]) -> Outcome:
                     "leaked": tuple(sorted(leaked))})
 
 
-def recorded_events(store: Store) -> list[dict[str, Any]]:
+def recorded_events(store: Storage) -> list[dict[str, Any]]:
     """The completed events a store recorded, oldest first."""
     latest = store.event()
     if latest is None:
@@ -127,12 +128,12 @@ def recorded_events(store: Store) -> list[dict[str, Any]]:
     return docs
 
 
-def unknown_meta(store: Store) -> frozenset[str]:
+def unknown_meta(store: Storage) -> frozenset[str]:
     """Ids none of whose versions survives (a delete erased all): their metadata is gone."""
     return frozenset(i for i in store.snapshot().artifacts if all(erased for _v, erased, _e in store.versions(i)))
 
 
-def initial_snapshot(store: Store) -> tuple[Snapshot, list[str]]:
+def initial_snapshot(store: Storage) -> tuple[Snapshot, list[str]]:
     """Every artifact at its first stored version, servable.
 
     A version a delete erased (G6) is never read back: the earliest surviving version stands in
@@ -160,7 +161,7 @@ def replay(old: Policy, new: Policy, store_path: str,
     """Replay under both policies: (one diff per event, number of events, ids that start erased)."""
     lost: list[str] = []
     blind: frozenset[str] = frozenset()
-    source = Store.open(store_path)
+    source = open_store(store_path)
     try:
         if event_paths:
             snap = source.snapshot()
@@ -183,7 +184,7 @@ def replay(old: Policy, new: Policy, store_path: str,
 
 def _run_chain(policy: Policy, snap: Snapshot, events: list[dict[str, Any]],
                blind: frozenset[str] = frozenset()) -> list[Outcome]:
-    store = Store()
+    store = open_store()
     out: list[Outcome] = []
     try:
         store.import_snapshot(snap, file="<replay>")

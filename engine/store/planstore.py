@@ -32,6 +32,8 @@ from itertools import chain, count, groupby, islice, repeat
 from operator import itemgetter
 from typing import Any, overload
 
+from ..errors import StoredPlanDamaged
+
 __all__ = ["PACKED", "Rows", "pack", "plan_text", "read_plan", "read_fields", "unpack"]
 
 PACKED = 2  # the ``packed`` marker of the stored form (a plain plan document has no such key)
@@ -82,28 +84,37 @@ def plan_text(doc: Mapping[str, Any]) -> str:
 
 def read_plan(text: str) -> dict[str, Any]:
     """A stored plan (packed, or plain as written before schema version 4) → the TransitionPlan JSON."""
-    doc = json.loads(text)
-    if isinstance(doc, dict) and "packed" in doc:
-        try:
+    try:
+        doc = json.loads(text)
+        if isinstance(doc, dict) and "packed" in doc:
             return unpack(doc)
-        except (KeyError, TypeError, IndexError, AttributeError, StopIteration) as exc:
-            raise ValueError(f"damaged stored plan ({type(exc).__name__}: {exc})") from None
+    except _DAMAGE as exc:
+        raise StoredPlanDamaged(f"damaged stored plan ({type(exc).__name__}: {exc})") from None
+    if not isinstance(doc, dict):
+        raise StoredPlanDamaged(f"damaged stored plan (a JSON {type(doc).__name__}, not an object)")
     return doc
+
+
+# what decoding a damaged stored plan raises (json's errors are ValueErrors): a StoredPlanDamaged instead
+_DAMAGE = (ValueError, KeyError, TypeError, IndexError, AttributeError, StopIteration)
 
 
 def read_fields(text: str, keys: Sequence[str]) -> dict[str, Any]:
     """Only the fields ``keys`` of a stored plan (those it has), as :func:`read_plan` gives them: a
     packed plan unpacks nothing else (the plan steps read ``order`` and ``modes`` of a 10^5-step plan)."""
-    doc = json.loads(text)
+    try:
+        doc = json.loads(text)
+    except ValueError as exc:
+        raise StoredPlanDamaged(f"damaged stored plan ({type(exc).__name__}: {exc})") from None
     if not (isinstance(doc, dict) and "packed" in doc):
-        return {k: doc[k] for k in keys if k in doc}
+        return {k: doc[k] for k in keys if k in doc} if isinstance(doc, dict) else read_plan(text)
     fields = doc.get("fields") if doc.get("packed") == PACKED else None
     if not isinstance(fields, dict):
-        return read_plan(text)  # raises ValueError naming the damage
+        return read_plan(text)  # raises StoredPlanDamaged naming the damage
     try:
         return {k: _unpack(fields[k], doc["ids"]) for k in keys if k in fields}
-    except (KeyError, TypeError, IndexError, AttributeError, StopIteration) as exc:
-        raise ValueError(f"damaged stored plan ({type(exc).__name__}: {exc})") from None
+    except _DAMAGE as exc:
+        raise StoredPlanDamaged(f"damaged stored plan ({type(exc).__name__}: {exc})") from None
 
 
 def pack(doc: Mapping[str, Any]) -> dict[str, Any]:

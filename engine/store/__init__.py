@@ -1,0 +1,36 @@
+"""memsteward.store: everything about persistence, behind the protocols of :mod:`.api`.
+
+Planning and execution take the protocols (:class:`~memsteward.store.api.Provenance`,
+:class:`~memsteward.store.api.RepairLog`, :class:`~memsteward.store.api.Reader`, …), never the
+concrete class; :func:`open_store` is the one edge that picks a backend from a path or URL.
+Names load on first use (PEP 562), so importing the package imports no database driver.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..lazyexports import lazy_exports
+
+_EXPORTS: dict[str, str] = {
+    "Store": ".sqlstore",
+    "SqlStore": ".sqlstore",
+    "content_digest": "..repair.writes",
+    "db_errors": ".connection",
+    "digest": ".core",
+    "open_store": ".opening",
+    "redact": ".connection",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals(), __all__)
+
+
+if TYPE_CHECKING:
+    from ..repair.writes import content_digest
+    from .connection import db_errors, redact
+    from .core import digest
+    from .opening import open_store
+    from .sqlstore import SqlStore, Store

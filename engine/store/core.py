@@ -1,0 +1,206 @@
+"""The store's connection, transactions and read snapshots (what every other part of it builds on).
+
+A store is one SQLite database (a file or ``:memory:``) or one PostgreSQL schema, held on one
+connection; each state change is one write transaction (:meth:`StoreCore.transaction`), and long
+readers see one state of the store (:meth:`StoreCore.read_snapshot`). The other modules of this
+package add the audit chain, the reads, the write path, the repair log, leases, erasure and copy,
+as mixins of :class:`~memsteward.store.sqlstore.SqlStore`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import signal
+import socket
+import threading
+import weakref
+from collections.abc import Callable, Collection, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from ..errors import InputError
+from ..repair.auditchain import signing_key
+from .connection import redact
+from .postgres import PgConnection
+from .sqlite import connect_sqlite, setup_sqlite
+
+__all__ = ["CRASH_ENV", "ERASE_WAIT_ENV", "StoreCore", "digest"]
+
+CRASH_ENV = "MEMSTEWARD_CRASH_AT"
+ERASE_WAIT_ENV = "MEMSTEWARD_ERASE_WAIT"
+ERASE_WAIT_DEFAULT, ERASE_WAIT_MAX = 10.0, 600.0
+
+_OPEN: weakref.WeakValueDictionary[str, StoreCore] = weakref.WeakValueDictionary()  # this process's open stores
+
+
+def _erase_wait() -> float:
+    """Seconds physical erasure waits for concurrent readers to release the WAL (bounded)."""
+    raw = os.environ.get(ERASE_WAIT_ENV, "")
+    try:
+        value = float(raw) if raw else ERASE_WAIT_DEFAULT
+    except ValueError:
+        raise InputError(f"{ERASE_WAIT_ENV} must be a number of seconds, got {raw!r}", field=ERASE_WAIT_ENV) from None
+    if not 0 <= value <= ERASE_WAIT_MAX:
+        raise InputError(f"{ERASE_WAIT_ENV} must be between 0 and {ERASE_WAIT_MAX:g} seconds", field=ERASE_WAIT_ENV)
+    return value
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+def digest(text: str) -> str:
+    """SHA-256 of stored JSON text: audit rows pin the event, policy and plan they refer to."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+def _dump(x: Any) -> str:
+    return json.dumps(x, sort_keys=True, separators=(",", ":"))
+
+def _done() -> None:
+    """The join of work that already ran."""
+
+_decoder = json.JSONDecoder()
+_decode, _scan = _decoder.decode, _decoder.scan_once  # type: ignore[attr-defined]  # the C scanner
+
+
+def _id_list(ids: Collection[str]) -> str:
+    """Ids as the JSON array a ``json_each`` lookup reads, sorted: probing the primary-key B-tree in
+    key order touches each page once (at 10^5 ids about half the time of a set's hash order)."""
+    return json.dumps(sorted(ids))
+
+def _load(text: str | None) -> Any:
+    """Stored JSON text → value (NULL and the common ``null`` without the decoder). The store writes
+    compact JSON (:func:`_dump`), which the decoder's scanner reads in one call; anything else
+    (whitespace, trailing text, a damaged row) goes through ``decode`` and its errors."""
+    if text is None or text == "null":
+        return None
+    try:
+        value, end = _scan(text, 0)
+    except StopIteration:
+        end = -1
+    return value if end == len(text) else _decode(text)
+
+
+class StoreCore:
+    """The connection and its transactions; every method of a store runs on them."""
+
+    def __init__(self, path: str = ":memory:", conn: PgConnection | None = None, migrate: bool = False) -> None:
+        """A SQLite store at ``path``; or, with ``conn``, a PostgreSQL store (use :meth:`open`).
+        ``migrate``: bring a store of an older schema version to this release's (else InputError)."""
+        self.backend = "sqlite" if conn is None else "postgresql"
+        self.path = path if conn is None else redact(path)
+        self.url = path  # what an executor's worker process opens (may carry a password: never printed)
+        # one connection may serve several executor threads, one call at a time (executors.Serialized)
+        self.conn: Any = connect_sqlite(path) if conn is None else conn
+        self.migrated: tuple[int, int] | None = None if conn is None else conn.migrated
+        if conn is None:
+            try:
+                self.migrated = setup_sqlite(self.conn, path, migrate)
+            except BaseException:
+                self.conn.close()
+                raise
+        self._audit_key = signing_key()
+        self._crash_at = int(os.environ.get(CRASH_ENV, "0") or 0)
+        self.erase_wait = _erase_wait()
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(6)}"
+        _OPEN[self.owner] = self
+        self._checkpoints = 0
+        self._reading = False  # inside read_snapshot
+        # the latest event's plan steps: (event id, order, modes) as the barrier had them, or
+        # (event id, {id: (seq, mode)}) once read; an event's order never changes once committed
+        self._plan_steps: tuple[Any, ...] | None = None
+
+    def close(self) -> None:
+        _OPEN.pop(self.owner, None)
+        self.conn.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[Any]:
+        """One write transaction (SQLite: BEGIN IMMEDIATE; PostgreSQL: BEGIN and the store's advisory
+        lock), committed at the end, rolled back on any exception; yields the connection (a
+        ``sqlite3.Connection`` or a :class:`~memsteward.store.postgres.PgConnection`)."""
+        if self.backend == "sqlite":
+            self.conn.execute("BEGIN IMMEDIATE")
+        else:
+            self.conn.begin_write()  # BEGIN + the store's advisory lock, before anything is read
+        try:
+            yield self.conn
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.checkpoint()
+        self.conn.execute("COMMIT")
+        self.checkpoint()
+
+    def checkpoint(self) -> None:
+        """Crash-test hook: with MEMSTEWARD_CRASH_AT=N the process SIGKILLs itself at checkpoint N."""
+        self._checkpoints += 1
+        if self._crash_at and self._checkpoints == self._crash_at:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    @contextmanager
+    def read_snapshot(self) -> Iterator[None]:
+        """Every read until the end sees one snapshot of the store, however long the reader takes
+        (an export, a copy): SQLite, a deferred read transaction (WAL: writers go on meanwhile);
+        PostgreSQL, a REPEATABLE READ, READ ONLY transaction. No write may start inside it. Inside
+        another, or inside a write transaction (which holds the store's write lock: no other writer
+        can change what it reads), it adds nothing."""
+        if self._reading or self.conn.in_transaction:
+            yield
+            return
+        self._reading = True
+        try:
+            if self.backend != "sqlite":
+                with self.conn.read_snapshot():
+                    yield
+                return
+            self.conn.execute("BEGIN")
+            try:
+                yield
+            finally:
+                self.conn.execute("ROLLBACK")
+        finally:
+            self._reading = False
+
+    def _stream(self, sql: str, args: Sequence[Any] = ()) -> Iterator[tuple]:
+        """The rows of one SELECT as the consumer asks for them, the statement started at the first:
+        SQLite's cursor steps through them, PostgreSQL reads them through a server-side cursor
+        (:meth:`~memsteward.store.postgres.PgConnection.stream`)."""
+        if self.backend == "sqlite":
+            yield from self.conn.execute(sql, args)
+        else:
+            yield from self.conn.stream(sql, args)
+
+    def _concurrently(self, worth_it: bool, fn: Callable[..., None], *args: Any) -> Callable[[], None]:
+        """Start ``fn(*args)`` — SQLite statements on this connection, which the calling thread leaves
+        alone meanwhile — on a thread, and return the join, which re-raises what ``fn`` raised: the
+        sqlite3 module lets go of the GIL while a statement runs, so SQLite writes while Python
+        packs or hashes. Run at once (and a no-op join) when not ``worth_it`` (small work) or on
+        PostgreSQL, whose writes wait in a queue for the next read (:class:`PgConnection`) anyway."""
+        if not worth_it or self.backend != "sqlite":
+            fn(*args)
+            return _done
+        failed: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                fn(*args)
+            except BaseException as exc:  # noqa: BLE001 — handed to the joining thread
+                failed.append(exc)
+        worker = threading.Thread(target=run, name="memsteward-barrier", daemon=True)
+        worker.start()
+
+        def join() -> None:
+            interrupted: BaseException | None = None
+            while worker.is_alive():  # an interrupt waits for the statement to end: the rollback needs the connection
+                try:
+                    worker.join()
+                except BaseException as exc:  # noqa: BLE001 — KeyboardInterrupt, re-raised below
+                    interrupted = exc
+            if interrupted is not None:
+                raise interrupted
+            if failed:
+                raise failed[0]
+        return join

@@ -1,0 +1,109 @@
+"""Event leases: one writer per event, a dead holder's lease taken over (``recover``).
+
+A lease names its holder (owner token, host, pid and the kernel's start time of the pid; on
+PostgreSQL the server session too). Every write of an event checks it (fencing): once another
+process took the event over, the former holder's writes are refused.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from typing import TYPE_CHECKING, Any
+
+from ..errors import EventHeld
+from .api import Locator
+from .core import _OPEN, StoreCore, _now
+
+if TYPE_CHECKING:
+    from .sqlstore import SqlStore
+
+__all__ = ["Leases"]
+
+
+def _process_start(pid: int) -> str | None:
+    """The kernel's start time of a process (Linux /proc), so a reused pid is not mistaken for it."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[19].decode()
+    except (OSError, IndexError):
+        return None
+
+
+def _alive(owner: str, host: str, pid: int, started: str | None, session: str | None = None,
+           conn: Any = None) -> bool:
+    """Whether a lease holder still runs. In this very process: while its Store is open. On
+    PostgreSQL: while the server still runs the holder's session (``session``: backend pid and
+    start), on any host — a killed process's session ends with its TCP connection. Otherwise (SQLite,
+    or a lease from before schema version 2) by pid on this host; another host is assumed alive."""
+    if host == socket.gethostname() and pid == os.getpid():
+        return owner in _OPEN
+    if session is not None and conn is not None and hasattr(conn, "session_alive"):
+        return conn.session_alive(session)
+    if host != socket.gethostname():
+        return True
+    if pid == os.getpid():
+        return owner in _OPEN
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return started is None or _process_start(pid) in (None, started)
+
+
+class Leases(StoreCore):
+    """Taking, checking and handing over an event's lease."""
+
+    def _lease(self: SqlStore, event_id: int) -> None:
+        """Record this process as the event's one writer (inside the caller's transaction)."""
+        self.conn.execute("INSERT INTO event_lease(event_id, owner, host, pid, started, acquired, session) "
+                          "VALUES (?,?,?,?,?,?,?) ON CONFLICT(event_id) DO UPDATE SET owner = excluded.owner, "
+                          "host = excluded.host, pid = excluded.pid, started = excluded.started, "
+                          "acquired = excluded.acquired, session = excluded.session",
+                          (event_id, self.owner, socket.gethostname(), os.getpid(), _process_start(os.getpid()),
+                           _now(), getattr(self.conn, "session", None)))
+
+    def take_event(self: SqlStore, event_id: int) -> bool:
+        """Become the one writer of an unfinished event (``recover``): BEGIN IMMEDIATE serialises
+        contenders; a lease held by another live process refuses with :class:`EventHeld` naming it,
+        a lease of a dead process (killed mid-event) is taken over. False: the event was completed
+        meanwhile (by the process that held it), so there is nothing left to do."""
+        with self.transaction():
+            status = self.conn.execute("SELECT status FROM events WHERE id = ?", (event_id,)).fetchone()
+            if status is None or status[0] == "done":
+                return False
+            row = self.conn.execute("SELECT owner, host, pid, started, acquired, session FROM event_lease "
+                                    "WHERE event_id = ?", (event_id,)).fetchone()
+            if row is not None and row[0] != self.owner and _alive(row[0], row[1], int(row[2]), row[3], row[5],
+                                                                   self.conn):
+                holder = {"event": event_id, "host": row[1], "pid": int(row[2]), "since": row[4]}
+                raise EventHeld(f"event {event_id} is held by process {row[2]} on {row[1]} since {row[4]}; "
+                                "it completes the event", holder, file=self.path)
+            self._lease(event_id)
+        return True
+
+    def act_for(self: SqlStore, owner: str) -> None:
+        """Write as the lease holder ``owner``: an executor's worker process staging and validating
+        for the coordinator that holds the event (:mod:`memsteward.repair.executors`). Once
+        ``recover`` takes the event over, the lease names another owner and this store's writes
+        are refused (fencing), like the coordinator's own."""
+        _OPEN.pop(self.owner, None)
+        self.owner = owner
+
+    def _check_lease(self: SqlStore, event_id: int) -> None:
+        row = self.conn.execute("SELECT owner, host, pid, acquired FROM event_lease WHERE event_id = ?",
+                                (event_id,)).fetchone()
+        if row is not None and row[0] != self.owner:
+            raise EventHeld(f"event {event_id} was taken over by process {row[2]} on {row[1]} at {row[3]}",
+                            {"event": event_id, "host": row[1], "pid": int(row[2]), "since": row[3]}, file=self.path)
+
+    def locator(self: SqlStore) -> Locator | None:
+        """(url, lease owner) a worker in another process opens this store with; None for a store
+        that only this process can reach (``:memory:``)."""
+        if self.backend == "postgresql":
+            return Locator(self.url, self.owner)
+        if self.path == ":memory:":
+            return None
+        return Locator(os.path.abspath(self.path), self.owner)

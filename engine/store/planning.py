@@ -1,0 +1,98 @@
+"""The planning reads (:class:`~memsteward.store.api.Provenance`) and the lineage index.
+
+C(F) by breadth-first reach over the edge key, the influence parents of a set of ids from the
+covering ``edges_parents`` index, and candidate untracked derivations through ``shingles``: the
+word-trigram hashes of every current content (:mod:`memsteward.repair.lineage`), kept in the
+transaction that changes a current version. Planning work grows with |C(F)|, not with the store.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Mapping
+from operator import itemgetter
+from typing import TYPE_CHECKING, Any
+
+from ..repair.lineage import candidates, index_hashes
+from .core import StoreCore, _id_list
+
+if TYPE_CHECKING:
+    from .sqlstore import SqlStore
+
+__all__ = ["PlanningReads"]
+
+REACH_NARROW, REACH_NARROW_LEVELS = 64, 32  # reach: after 32 levels of < 64 ids, one recursive query
+_FIRST = itemgetter(0)
+
+
+class PlanningReads(StoreCore):
+    """Provenance reads and the lineage index."""
+
+    def reach(self: SqlStore, roots: Collection[str]) -> frozenset[str]:
+        """C(F) = Reach(F; E^inf), roots included: breadth-first, one query per level over the
+        (src, dst, type) key (at 10^6 artifacts 0.20 s against 0.37 s for one recursive query,
+        whose UNION keeps a temporary B-tree of every id). A long narrow tail — more than
+        REACH_NARROW_LEVELS levels under REACH_NARROW ids, a chain — is finished by the recursive
+        query from its frontier instead of a statement per level."""
+        seen = set(roots)
+        frontier = set(seen)  # the ids whose children are read next
+        narrow = 0
+        while frontier:
+            if len(frontier) < REACH_NARROW:
+                narrow += 1
+                if narrow > REACH_NARROW_LEVELS:
+                    seen.update(r[0] for r in self.conn.execute(
+                        "WITH RECURSIVE c(id) AS (SELECT value FROM json_each(?) UNION SELECT e.dst FROM edges e "
+                        "JOIN c ON e.src = c.id WHERE e.type = 'influence') SELECT id FROM c", (_id_list(frontier),)))
+                    break
+            rows = self.conn.execute("SELECT e.dst FROM json_each(?) j CROSS JOIN edges e ON e.src = j.value "
+                                     "WHERE e.type = 'influence'", (_id_list(frontier),)).fetchall()
+            frontier = set(map(_FIRST, rows)).difference(seen)
+            seen |= frontier
+        return frozenset(seen)
+
+    def parent_edges(self: SqlStore, ids: Collection[str]) -> list[tuple[str, str]]:
+        """Every influence edge (u, v) with v ∈ ``ids``, ordered by (v, u): read from the covering
+        ``edges_parents`` index alone (dst, type, src), whose order the sort finds already in place."""
+        return self.conn.execute(
+            "SELECT e.src, e.dst FROM json_each(?) j CROSS JOIN edges e ON e.dst = j.value "
+            "WHERE e.type = 'influence' ORDER BY e.dst, e.src", (_id_list(ids),)).fetchall()
+
+    def shingle_candidates(self: SqlStore, roots: Mapping[str, Any], n: int) -> list[tuple[str, Any]]:
+        """(id, content) of the servable artifacts that may share an n-word run with one of ``roots``'
+        contents: :func:`memsteward.repair.lineage.candidates` over the ``shingles`` index (the
+        rarest trigram's posting list per window), then one read of those artifacts."""
+        ids = candidates(roots, n, self._posting)
+        if not ids:
+            return []
+        q = ("SELECT a.id, v.content FROM json_each(?) j CROSS JOIN artifacts a ON a.id = j.value "
+             "JOIN versions v ON v.id = a.id AND v.version = a.version "
+             "WHERE a.state IN ('servable', 'republished') AND v.content IS NOT NULL ORDER BY a.id")
+        return [(i, json.loads(c)) for i, c in self.conn.execute(q, (json.dumps(sorted(ids)),))]
+
+    def _posting(self: SqlStore, h: int, limit: int | None) -> list[str]:
+        """Ids whose current content holds the trigram of hash ``h`` (at most ``limit``), by the index key."""
+        if limit is None:
+            return [r[0] for r in self.conn.execute("SELECT id FROM shingles WHERE h = ?", (h,))]
+        return [r[0] for r in self.conn.execute("SELECT id FROM shingles WHERE h = ? LIMIT ?", (h, limit))]
+
+    def _index(self: SqlStore, contents: Mapping[str, Any], replace: Collection[str] = ()) -> None:
+        """Write the lineage index rows (trigram hash, id) of ``contents`` (id → current content; None:
+        erased), after deleting every row of the ids in ``replace`` — inside the caller's transaction,
+        so the index always describes the committed current versions. Hashes only, never words."""
+        if replace:
+            self.conn.execute("DELETE FROM shingles WHERE id IN (SELECT value FROM json_each(?))",
+                              (json.dumps(sorted(replace)),))
+        rows = sorted({(h, i) for i, c in contents.items() if c is not None for h in index_hashes(c)})
+        for start in range(0, len(rows), 50_000):
+            self.conn.executemany("INSERT INTO shingles(h, id) VALUES (?, ?)", rows[start:start + 50_000])
+
+    def _reindex(self: SqlStore, ids: Collection[str]) -> None:
+        """Re-index ``ids`` from their current versions as stored (republished, erased, …)."""
+        if not ids:
+            return
+        q = ("SELECT a.id, v.content FROM json_each(?) j CROSS JOIN artifacts a ON a.id = j.value "
+             "JOIN versions v ON v.id = a.id AND v.version = a.version")
+        current = {i: None if c is None else json.loads(c)
+                   for i, c in self.conn.execute(q, (json.dumps(sorted(set(ids))),))}
+        self._index(current, replace=ids)

@@ -1,0 +1,222 @@
+"""The repair log (:class:`~memsteward.store.api.RepairLog`): an event's state changes, one transaction each.
+
+The barrier (MemoRepair §2.2, Alg. 1 line 2) records the event and its plan and withdraws all of
+C(F) at once; each staged successor and each step outcome is one commit; publication (Alg. 1
+line 8) republishes, erases and closes the event in one commit. A process killed at any point
+leaves the store at a transaction boundary where nothing of C(F) is servable unless published,
+and :meth:`Transitions.unfinished_event` lets ``memsteward recover`` roll the event forward.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InputError
+from ..repair.artifacts import Artifact
+from ..repair.writes import content_digest
+from . import audit
+from .api import BarrierSpec, EventRecord, OracleReport, PublishSpec, StepRecord, StepStatus
+from .connection import retrying
+from .core import StoreCore, _dump, _now, digest
+from .planstore import plan_text as stored_plan
+from .planstore import read_fields, read_plan
+
+if TYPE_CHECKING:
+    from .sqlstore import SqlStore
+
+__all__ = ["Transitions"]
+
+_PENDING = StepRecord("pending", None, None)  # a step of the order without a ``plan_steps`` row
+
+
+class Transitions(StoreCore):
+    """Barrier, staging, step outcomes and publication of an event."""
+
+    def unfinished_event(self: SqlStore) -> EventRecord | None:
+        """(event id, event, policy, plan) of an event whose publication has not committed."""
+        row = self.conn.execute("SELECT id, event, policy, plan FROM events WHERE status != 'done' "
+                                "ORDER BY id LIMIT 1").fetchone()
+        if row is None:
+            return None
+        return EventRecord(int(row[0]), json.loads(row[1]), json.loads(row[2]), read_plan(row[3]))
+
+    @retrying
+    def barrier(self: SqlStore, spec: BarrierSpec) -> int:
+        """B_ρ ← C(F): record the event and plan, withdraw all of C(F) and stage root
+        replacements / new interfaces — in ONE transaction (§2.2, Alg. 1 line 2). The plan's steps
+        are pending from here on without a row each (:meth:`steps` reads them from the stored order).
+
+        ``spec.generation`` is :meth:`generation` at planning time: if another process changed the
+        store since, or left an event unfinished, nothing is written (InputError).
+        """
+        from ..repair.plan import paused_gc  # imported by every caller already (execute.py)
+
+        with paused_gc():  # 10^5 rows of new objects, none cyclic: no collector passes over the heap
+            return self._barrier(spec.plan, spec.policy, spec.staged_roots, spec.generation)
+
+    def _barrier(self: SqlStore, plan_doc: Mapping[str, Any], policy_doc: Mapping[str, Any],
+                 staged_roots: Mapping[str, Artifact], generation: int | None) -> int:
+        barrier = list(plan_doc["barrier"])
+        event_text, policy_text = _dump(plan_doc["event"]), _dump(policy_doc)
+        ids_text = json.dumps(barrier)  # encoded once: the UPDATE and the withdraw rows read it
+        with self.transaction():
+            if self.unfinished_event() is not None:
+                raise InputError("the store has an unfinished event; run `memsteward recover` first", file=self.path)
+            if generation is not None and self.generation() != generation:
+                raise InputError("the store changed while the event was being planned; run it again",
+                                 file=self.path)
+            # SQLite withdraws C(F) while this thread packs the plan (planstore: ~6x smaller at
+            # |C(F)| = 10^5): the sqlite3 module lets go of the GIL while a statement runs
+            withdrawn = self._concurrently(len(barrier) > audit.WITHDRAW_PART, self._withdraw, ids_text)
+            try:
+                plan_text = stored_plan(plan_doc)
+            finally:
+                withdrawn()
+            event_id = self._insert_event(plan_doc["event"]["type"], event_text, policy_text, plan_text)
+            self._lease(event_id)
+            self.checkpoint()
+            for root, art in sorted(staged_roots.items()):
+                self._insert_version(event_id, root, art.content, dict(art.meta))
+            self._audit("barrier", event_id=event_id,
+                        detail={"type": plan_doc["event"]["type"], "roots": plan_doc["event"]["roots"],
+                                "event_sha256": digest(event_text), "policy_sha256": digest(policy_text),
+                                "plan_sha256": digest(plan_text),
+                                "withdrawn": len(barrier)})
+            self._append_withdrawals(event_id, barrier, ids_text)  # one transaction, one time, one hashing pass
+        self._plan_steps = (event_id, plan_doc["order"], plan_doc["modes"])  # committed: its steps' keys
+        return event_id
+
+    def _insert_event(self: SqlStore, kind: str, event_text: str, policy_text: str, plan_text: str) -> int:
+        """The ``events`` row of a barrier; its id. Ids count 1, 2, … on both backends (a PostgreSQL
+        identity would skip the ids of rolled-back barriers; the write lock makes MAX + 1 safe)."""
+        (event_id,) = self.conn.execute(
+            "INSERT INTO events(id, type, event, policy, plan, status, created) "
+            "VALUES ((SELECT COALESCE(MAX(id), 0) + 1 FROM events),?,?,?,?,?,?) RETURNING id",
+            (kind, event_text, policy_text, plan_text, "barrier", _now())).fetchone()
+        return int(event_id)
+
+    def _withdraw(self: SqlStore, ids_text: str) -> None:
+        """B_ρ: every id of the JSON array ``ids_text`` withdrawn (erased ones stay erased), one UPDATE."""
+        self.conn.execute("UPDATE artifacts SET state = 'withdrawn', staged_version = NULL "
+                          "WHERE id IN (SELECT value FROM json_each(?)) AND state != 'erased'", (ids_text,))
+
+    def _insert_version(self: SqlStore, event_id: int, ident: str, content: Any, meta: Mapping[str, Any]) -> int:
+        (top,) = self.conn.execute("SELECT MAX(version) FROM versions WHERE id = ?", (ident,)).fetchone()
+        version = int(top) + 1
+        self.conn.execute("INSERT INTO versions(id, version, content, meta, event_id) VALUES (?,?,?,?,?)",
+                          (ident, version, _dump(content), _dump(dict(meta)), event_id))
+        self.conn.execute("UPDATE artifacts SET staged_version = ? WHERE id = ?", (version, ident))
+        return version
+
+    def staged(self: SqlStore, ident: str) -> Artifact | None:
+        """The staged successor of an artifact (None if it has none)."""
+        row = self.conn.execute("SELECT staged_version FROM artifacts WHERE id = ?", (ident,)).fetchone()
+        if row is None or row[0] is None:
+            return None
+        return self.version_of(ident, int(row[0]))
+
+    def steps(self: SqlStore, event_id: int) -> dict[str, StepRecord]:
+        """The plan steps of an event in execution order: artifact id → (status, staged version, report).
+
+        A step has a ``plan_steps`` row from its first recorded outcome on (staged, then validated,
+        failed or blocked); a step of the stored plan's order without one is ``pending``. (Releases
+        before this one wrote a pending row per step at the barrier; such rows read the same.)"""
+        recorded = {i: StepRecord(st, v, None if r is None else json.loads(r)) for i, st, v, r in self.conn.execute(
+            "SELECT artifact_id, status, version, report FROM plan_steps WHERE event_id = ?", (event_id,))}
+        return {i: recorded.get(i, _PENDING) for i in self._step_keys(event_id)}
+
+    def _step_keys(self: SqlStore, event_id: int) -> dict[str, tuple[int, str]]:
+        """Each step of the event's order → (seq, mode) of its ``plan_steps`` row: its position in the
+        order and its mode, from the barrier this store ran or else from the stored plan (read once)."""
+        cached = self._plan_steps
+        if cached is not None and cached[0] == event_id:
+            if len(cached) == 2:
+                return cached[1]
+            order, modes = cached[1], cached[2]
+        else:
+            row = self.conn.execute("SELECT plan FROM events WHERE id = ?", (event_id,)).fetchone()
+            if row is None:
+                raise InputError(f"no event {event_id} in the store", file=self.path)
+            fields = read_fields(row[0], ("order", "modes"))
+            order, modes = fields["order"], fields["modes"]
+        keys = {i: (k, modes[i]) for k, i in enumerate(order)}
+        self._plan_steps = (event_id, keys)
+        return keys
+
+    def _record(self: SqlStore, event_id: int, ident: str, status: str, column: str, value: int | str) -> None:
+        """Write one step's status and its ``version`` (staged) or ``report`` (an outcome), inside the
+        caller's transaction: the row is inserted, or updated where one exists (the staged step's, or a
+        pending row of an earlier release) — keyed by (event, seq), as the barrier once wrote it."""
+        seq, mode = self._step_keys(event_id)[ident]
+        self.conn.execute(
+            f"INSERT INTO plan_steps(event_id, seq, artifact_id, mode, status, {column}) VALUES (?,?,?,?,?,?) "
+            f"ON CONFLICT(event_id, seq) DO UPDATE SET status = excluded.status, {column} = excluded.{column}",
+            (event_id, seq, ident, mode, status, value))
+
+    @retrying
+    def stage(self: SqlStore, event_id: int, ident: str, content: Any, meta: Mapping[str, Any],
+              support: Sequence[Mapping[str, Any]] = (), forget: Sequence[Mapping[str, Any]] = ()) -> int:
+        """Stage one successor z_i (a new version, not servable) in one transaction.
+
+        ``support`` (id, version) are the inputs it was built from and ``forget`` the invalidated
+        versions it must not retain; both go into the hash-chained audit row (the attestation's evidence).
+        """
+        with self.transaction():
+            self._check_lease(event_id)
+            version = self._insert_version(event_id, ident, content, meta)
+            self.conn.execute("UPDATE artifacts SET state = 'staged' WHERE id = ?", (ident,))
+            self._record(event_id, ident, "staged", "version", version)
+            self._audit("stage", ident, event_id, {"version": version, "support": list(support),
+                                                   "forget": list(forget)})
+        return version
+
+    @retrying
+    def record_step(self: SqlStore, event_id: int, ident: str, status: StepStatus, report: OracleReport) -> None:
+        """Record validated / failed / blocked; a failed or blocked successor stays withdrawn."""
+        with self.transaction():
+            self._check_lease(event_id)
+            self._record(event_id, ident, status, "report", _dump(report))
+            if status != "validated":
+                self.conn.execute("UPDATE artifacts SET state = 'withdrawn' WHERE id = ?", (ident,))
+            self._audit(status, ident, event_id, {"report": report} if status != "validated" else {})
+
+    @retrying
+    def publish(self: SqlStore, spec: PublishSpec) -> list[Any]:
+        """R_ρ: republish validated predecessor-closed successors and root updates, erase deleted
+        roots, and close the event — in one transaction (Alg. 1 line 8).
+
+        ``erase`` are deleted roots: every version is erased and the artifact's state becomes
+        ``erased``. ``scrub`` maps further artifacts to the highest version to erase (None: every
+        version) — the versions built from deleted content. ``tombstone`` lists the roots whose
+        erased versions' content digests go into ``tombstones``. Each republish row chains the
+        successor's content digest, each erase row the digests of the versions it erased.
+        Returns the erased contents (for :meth:`erase_physically`'s scan; never stored).
+        """
+        event_id, republish, erase, plan_doc = spec.event_id, spec.republish, spec.erase, spec.plan
+        tombstone = spec.tombstone
+        targets: dict[str, int | None] = dict(spec.scrub)
+        targets.update({r: None for r in erase})
+        with self.transaction() as c:
+            self._check_lease(event_id)  # fencing: only the event's current writer publishes
+            c.execute("DELETE FROM event_lease WHERE event_id = ?", (event_id,))
+            for ident in republish:
+                c.execute("UPDATE artifacts SET version = staged_version, staged_version = NULL, "
+                          "state = 'republished' WHERE id = ? AND staged_version IS NOT NULL", (ident,))
+                row = c.execute("SELECT v.version, v.content FROM artifacts a JOIN versions v ON v.id = a.id "
+                                "AND v.version = a.version WHERE a.id = ?", (ident,)).fetchone()
+                self._audit("republish", ident, event_id, {} if row is None else {
+                    "version": int(row[0]), "sha256": content_digest(None if row[1] is None else json.loads(row[1]))})
+            self.checkpoint()
+            gone = self._erase_versions(event_id, targets, frozenset(tombstone) | frozenset(erase))
+            for ident in erase:
+                c.execute("UPDATE artifacts SET state = 'erased', staged_version = NULL WHERE id = ?", (ident,))
+            c.execute("UPDATE artifacts SET state = 'withdrawn' WHERE state = 'staged'")
+            c.execute("UPDATE artifacts SET staged_version = NULL WHERE state = 'withdrawn'")
+            self._reindex(set(republish) | set(targets))  # successors' content in, erased content out
+            final = stored_plan(plan_doc)
+            c.execute("UPDATE events SET status = 'done', plan = ? WHERE id = ?", (final, event_id))
+            self._audit("publish", event_id=event_id, detail={"republished": len(republish),
+                                                               "plan_sha256": digest(final)})
+        return gone

@@ -1,0 +1,52 @@
+"""The SQL store: one class over SQLite and PostgreSQL, assembled from one mixin per concept.
+
+Artifacts keep every version (``versions``), a visibility state (servable, withdrawn, staged,
+republished, erased), influence/semantic ``edges``, ``events`` with their plan, ``plan_steps``
+and an append-only ``audit`` log (UPDATE/DELETE on it abort). The parts, each in its own module:
+
+* :mod:`.core` — connection, write transactions, read snapshots;
+* :mod:`.audit` — the hash-chained audit writer and its readers;
+* :mod:`.reads` / :mod:`.planning` — the guard and reads; provenance reads and the lineage index;
+* :mod:`.writepath` — the agent's writes with fencing;
+* :mod:`.repairlog` / :mod:`.leases` — an event's transitions; one writer per event;
+* :mod:`.erasure` — erased versions and the physical-erasure step;
+* :mod:`.transfer` — import, export and copy.
+
+It implements every protocol of :mod:`.api` (:class:`~memsteward.store.api.Storage`).
+"""
+
+from __future__ import annotations
+
+from .audit import AuditChain
+from .erasure import Erasure
+from .leases import Leases
+from .planning import PlanningReads
+from .reads import Reads
+from .repairlog import Transitions
+from .transfer import Transfer
+from .writepath import Writes
+
+__all__ = ["SqlStore", "Store"]
+
+
+class SqlStore(Writes, Transitions, Leases, Erasure, Transfer, PlanningReads, Reads, AuditChain):
+    """A memsteward store in one SQLite database (a file path, or ``:memory:``), or, given a
+    :class:`~memsteward.store.postgres.PgConnection`, in one PostgreSQL schema.
+
+    Examples
+    --------
+    >>> s = SqlStore()
+    >>> _ = s.record({"id": "a", "kind": "record", "content": "x"})
+    >>> s.servable(["b", "a"])
+    ['a']
+    """
+
+    @staticmethod
+    def open(path: str, create: bool = False, migrate: bool = False) -> SqlStore:
+        """:func:`memsteward.store.opening.open_store` (a path or URL: see there)."""
+        from .opening import open_store
+
+        return open_store(path, create=create, migrate=migrate)
+
+
+Store = SqlStore  # its name before the package split (``memsteward.Store``)

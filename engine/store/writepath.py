@@ -1,0 +1,161 @@
+"""The write path: the agent's writes with their provenance, fenced (:class:`~memsteward.store.api.WritePath`).
+
+A write appends a version in one transaction; it is refused (:class:`~memsteward.errors.WriteRefused`)
+when an input is under repair or erased, when its content is a tombstoned (erased) content, or
+while an event is unfinished. Fenced and tombstoned refusals commit one ``refuse`` audit row.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InputError, WriteRefused
+from ..repair.artifacts import SERVABLE_STATES, Artifact
+from ..repair.writes import Write, canonical_json, prepare
+from .connection import retrying
+from .core import StoreCore
+
+if TYPE_CHECKING:
+    from .sqlstore import SqlStore
+
+__all__ = ["Writes"]
+
+
+class Writes(StoreCore):
+    """Recording artifacts (single writes and batches)."""
+
+    def record(self: SqlStore, artifact: Artifact | Mapping[str, Any], inputs: Sequence[str] = (),
+               semantic: Sequence[str] = ()) -> Artifact:
+        """Append one artifact version with its provenance, in one transaction (the write path).
+
+        ``inputs`` are the artifacts it was produced from (influence edges ``input → artifact``,
+        E^inf of MemoRepair §2.1); ``semantic`` are retrieval links (E^sem, never repair scope).
+        A new id starts at version 1; re-recording a servable id appends version n+1 and adds its
+        inputs to the artifact's influence edges (provenance only grows: older versions were built
+        from the older inputs). Returns the recorded artifact.
+
+        Raises
+        ------
+        InputError
+            bad input (unknown ids, non-JSON or oversized content, kind change), store unchanged.
+        WriteRefused
+            write fencing: an input is withdrawn, staged or erased, the id itself is not servable,
+            the content is a tombstoned (erased) content, or an event is unfinished. Fenced and
+            tombstoned refusals append a ``refuse`` audit row; nothing else changes.
+
+        Examples
+        --------
+        >>> from memsteward.store import open_store
+        >>> s = open_store()
+        >>> s.record({"id": "n1", "kind": "record", "content": "Alice likes tea"}).version
+        1
+        >>> s.record({"id": "sum", "kind": "summary", "content": "likes tea"}, inputs=["n1"]).version
+        1
+        >>> s.record({"id": "n1", "kind": "record", "content": "Alice likes coffee"}).version
+        2
+        """
+        return self.record_many([prepare(artifact, inputs, semantic, file=self.path)])[0]
+
+    @retrying
+    def record_many(self: SqlStore, writes: Sequence[Write | Mapping[str, Any]]) -> list[Artifact]:
+        """Record a batch of writes in ONE transaction: all of them, or (on any refusal) none.
+
+        Each item is a :class:`~memsteward.repair.writes.Write` or a ``store put`` object
+        (artifact fields plus ``inputs``/``semantic``). A write may name artifacts recorded earlier
+        in the same batch. Fencing and errors are as in :meth:`record`.
+        """
+        from ..repair.writes import parse_put
+
+        batch = [w if isinstance(w, Write) else parse_put(w, self.path, f"writes[{k}].")
+                 for k, w in enumerate(writes)]
+        refused: WriteRefused | None = None
+        out: list[Artifact] = []
+        with self.transaction():
+            if self.unfinished_event() is not None:
+                raise WriteRefused("the store has an unfinished event; writes wait until it is published "
+                                   "(run `memsteward recover`)", "unfinished-event", self.path)
+            try:
+                out = self._apply_writes(batch)
+            except WriteRefused as exc:
+                if exc.reason in ("fenced", "tombstone"):
+                    refused = exc  # committed below: the refusal's audit row, nothing else
+                else:
+                    raise
+        if refused is not None:
+            raise refused
+        return out
+
+    def _apply_writes(self: SqlStore, batch: Sequence[Write]) -> list[Artifact]:
+        named = sorted({w.artifact.id for w in batch} | {i for w in batch for i in (*w.inputs, *w.semantic)})
+        known = {i: (k, a, st) for i, k, a, st in self.conn.execute(
+            "SELECT id, kind, arch, state FROM artifacts WHERE id IN (SELECT value FROM json_each(?))",
+            (json.dumps(named),))}
+        top = dict(self.conn.execute("SELECT id, MAX(version) FROM versions WHERE id IN "
+                                     "(SELECT value FROM json_each(?)) GROUP BY id",
+                                     (json.dumps([w.artifact.id for w in batch]),)).fetchall())
+        dead = dict(self.conn.execute("SELECT digest, root FROM tombstones WHERE digest IN "
+                                      "(SELECT value FROM json_each(?))",
+                                      (json.dumps([w.digest for w in batch]),)).fetchall())
+        versions, edges, arts, out = [], [], [], []
+        existed = {w.artifact.id for w in batch if w.artifact.id in known}  # their index rows are replaced
+        manifest = hashlib.sha256()
+        for k, w in enumerate(batch):
+            a, where = w.artifact, (f"writes[{k}]." if len(batch) > 1 else "")
+            for name, ids in (("inputs", w.inputs), ("semantic", w.semantic)):
+                for j, i in enumerate(ids):
+                    if i not in known and i != a.id:
+                        raise InputError(f"{name} names unknown artifact {i!r}", file=self.path,
+                                         field=f"{where}{name}[{j}]")
+            fenced = [(j, i, known[i][2]) for j, i in enumerate(w.inputs)
+                      if i in known and known[i][2] not in SERVABLE_STATES]
+            if fenced:
+                j, i, st = fenced[0]
+                self._refusal_audit(a.id, {"reason": "fenced", "inputs": {x: s for _, x, s in fenced}})
+                raise WriteRefused(f"write of {a.id!r} refused: input {i!r} is {st} (under repair or deleted); "
+                                   "new memory may derive only from servable artifacts", "fenced", self.path,
+                                   f"{where}inputs[{j}]")
+            if w.digest in dead:
+                self._refusal_audit(a.id, {"reason": "tombstone", "sha256": w.digest})
+                raise WriteRefused(f"write of {a.id!r} refused: its content was erased by a delete event "
+                                   f"(tombstone of {dead[w.digest]!r}); deleted content is not ingested again",
+                                   "tombstone", self.path, f"{where}content")
+            prev = known.get(a.id)
+            if prev is not None:
+                if (prev[0], prev[1]) != (a.kind, a.arch):
+                    raise InputError(f"artifact {a.id!r} is a {prev[0]}{'/' + prev[1] if prev[1] else ''}; "
+                                     "a new version keeps kind and arch", file=self.path, field=f"{where}kind")
+                if prev[2] not in SERVABLE_STATES:
+                    raise WriteRefused(f"artifact {a.id!r} is {prev[2]}; a withdrawn or erased id is not recorded "
+                                       "again: record the new memory under a new id", "not-servable", self.path,
+                                       f"{where}id")
+            version = int(top.get(a.id) or 0) + 1
+            top[a.id] = version
+            known[a.id] = (a.kind, a.arch, "servable")
+            versions.append((a.id, version, w.content_text, w.meta_text))
+            arts.append((a.id, a.kind, a.arch, version))
+            edges += [(i, a.id, "influence") for i in w.inputs] + [(i, a.id, "semantic") for i in w.semantic]
+            manifest.update(canonical_json([a.id, version, w.digest, w.inputs]).encode("utf-8") + b"\n")
+            out.append(Artifact(a.id, a.kind, a.arch, version, a.content, dict(a.meta), "servable"))
+        c = self.conn
+        c.executemany("INSERT INTO versions(id, version, content, meta) VALUES (?,?,?,?)", versions)
+        c.executemany("INSERT INTO artifacts(id, kind, arch, version, state) VALUES (?,?,?,?,'servable') "
+                      "ON CONFLICT(id) DO UPDATE SET version = excluded.version, state = 'servable', "
+                      "staged_version = NULL", arts)
+        c.executemany("INSERT OR IGNORE INTO edges(src, dst, type) VALUES (?,?,?)", edges)
+        self._index({a.id: a.content for a in out}, replace=sorted(existed))
+        # one chained audit row per call: a single write names itself; a batch pins its manifest
+        # (SHA-256 over [id, version, content sha256, inputs] lines, in order)
+        if len(batch) == 1:
+            w = batch[0]
+            self._audit("record", w.artifact.id, detail={"version": out[0].version, "sha256": w.digest,
+                                                         "inputs": list(w.inputs), "semantic": list(w.semantic)})
+        elif batch:
+            self._audit("record", detail={"artifacts": len(batch), "manifest_sha256": manifest.hexdigest()})
+        return out
+
+    def _refusal_audit(self: SqlStore, ident: str, detail: Mapping[str, Any]) -> None:
+        """Audit a refused write. The batch's own rows are not written yet, so only this row commits."""
+        self._audit("refuse", ident, detail=detail)
