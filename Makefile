@@ -41,6 +41,7 @@ bench-llm: llm-server
 
 test: $(STAMP) $(LG_SUITE)/.ready
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest proofs_tests
 	$(MAKE) --no-print-directory langgraph-suite
 	$(BIN)/memsteward test --coverage --threshold 100 policies/

@@ -96,7 +96,7 @@ def check_records(store: Reader) -> tuple[int, str] | None:
 
 def _pinned(ev: dict, log: list[dict], plan: dict) -> dict[str, Any]:
     """The stored event, policy and plan are the ones the chained audit rows name (SHA-256)."""
-    barrier = next((r["detail"] for r in log if r["action"] == "barrier"), {})
+    barrier: dict[str, Any] = next((r["detail"] for r in log if r["action"] == "barrier"), {})
     publish = next((r["detail"] for r in log if r["action"] == "publish"), None)
     want_plan = (publish or barrier).get("plan_sha256")
     problems = [f"{what} differs from the one the audit log pins" for what, want in

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from json.encoder import encode_basestring as _string  # JSON string literal, ensure_ascii=False
 from typing import Any
 
@@ -102,8 +102,9 @@ def chain_same_bytes(prev: str, seq: int, at: str, event_id: int | None, action:
     :func:`row_hash` does)."""
     shared = ",%s,%s,%s," % (_string(at), "null" if event_id is None else "%d" % event_id, _string(action))
     tail = ",%s]" % _string(detail)
+    quote: Callable[[Any], str] = _string if None not in artifact_ids else _quote
     rests = [('",%d%s%s%s' % (k, shared, q, tail)).encode("utf-8")
-             for k, q in enumerate(map(_string if None not in artifact_ids else _quote, artifact_ids), seq)]
+             for k, q in enumerate(map(quote, artifact_ids), seq)]
     opening = hashlib.sha256(b'["')
     out: list[bytes] = []
     append = out.append

@@ -282,7 +282,7 @@ def _decide_levels(policy: Policy, event: Event, levels: Sequence[Any], e: _Inpu
     statics = [(a.kind, a.arch, _meta_key(f, a.meta) if (f := fields[a.kind]) else ()) for a in arts]
     classes = {c: k for k, c in enumerate(dict.fromkeys(statics))}
     static = np.fromiter(map(classes.__getitem__, statics), np.int64, n)
-    statics_of = list(classes)
+    statics_of: list[tuple[str, str | None, tuple[tuple[str, float], ...]]] = list(classes)
     neural = np.array([_neural_skill(policy, k, a) for k, a, _ in statics_of], dtype=bool)
     erased = np.fromiter(map(ERASED.__eq__, map(_STATE, arts)), bool, n)
     children = ChildIndex(n, e.src[e.desc], e.dst[e.desc])  # a level's repairable members support these
@@ -303,14 +303,15 @@ def _decide_levels(policy: Policy, event: Event, levels: Sequence[Any], e: _Inpu
         c = code[members] = static[members] * 4 + enough[at] * 2 + partitions
         for k in np.unique(c).tolist():
             if k not in decided:
-                decided[k] = _decide(policy, event, *statics_of[k >> 2], bool(k & 2), bool(k & 1))
+                kind, arch, meta = statics_of[k >> 2]
+                decided[k] = _decide(policy, event, kind, arch, meta, bool(k & 2), bool(k & 1))
         repairs = np.array([decided[k][1] != REMOVE for k in c.tolist()], dtype=bool) & ~erased[members]
         is_plus[members] = repairs
         np.add.at(repairable, children.of(members[repairs]), 1)
     return code, is_plus, decided
 
 
-def _candidates(policy: Policy, scope: Scope, modes: Mapping[str, str], plus: Collection[str],
+def _candidates(policy: Policy, scope: Scope, modes: Mapping[str, str], plus: set[str],
                 cyclic: frozenset[str], in_desc_of: Mapping[str, Sequence[str]],
                 operators: OperatorRegistry) -> tuple[Candidate, ...]:
     """Q_ρ: q_i for every i ∈ D⁺(F) = {i ∈ D(F) : μ_i ≠ remove} (``plus``), in id order (read off

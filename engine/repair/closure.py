@@ -137,21 +137,19 @@ def closure_network(candidates: Sequence[Candidate], ints: Sequence[int]) -> tup
     k → j with ∞ for j ∈ P̄_k. ∞ = Σ |p| + 1 exceeds every finite cut."""
     index = {c.id: k for k, c in enumerate(candidates, 2)}
     inf = sum(map(abs, ints)) + 1
-    tails: list[int] = []
-    heads: list[int] = []
-    caps: list[int] = []
+    arcs: list[tuple[int, int, int]] = []  # (tail, head, capacity)
     for k, (c, p) in enumerate(zip(candidates, ints), 2):
         if p > 0:
-            tails.append(0), heads.append(k), caps.append(p)
+            arcs.append((0, k, p))
         if not c.executable:
-            tails.append(k), heads.append(1), caps.append(inf)
+            arcs.append((k, 1, inf))
         elif p < 0:
-            tails.append(k), heads.append(1), caps.append(-p)
+            arcs.append((k, 1, -p))
         for j in c.prerequisites:
             h = index.get(j)
             if h is not None:
-                tails.append(k), heads.append(h), caps.append(inf)
-    return tails, heads, caps
+                arcs.append((k, h, inf))
+    return [a[0] for a in arcs], [a[1] for a in arcs], [a[2] for a in arcs]
 
 
 def _cut_networkx(candidates: Sequence[Candidate], ints: Sequence[int]) -> list[int]:
@@ -358,9 +356,9 @@ def budgeted_closure(candidates: Sequence[Candidate], tradeoff: float, budget: f
     best = max_weight_closure(candidates, tradeoff, backend, hi).selected
     for _ in range(40):
         mid = (lo + hi) / 2
-        sel = max_weight_closure(candidates, tradeoff, backend, mid).selected
-        if cost(sel) <= cap:
-            hi, best = mid, sel
+        chosen = max_weight_closure(candidates, tradeoff, backend, mid).selected
+        if cost(chosen) <= cap:
+            hi, best = mid, chosen
         else:
             lo = mid
     if cost(best) > cap:

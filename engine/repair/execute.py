@@ -18,7 +18,7 @@ from ..errors import InputError, StoreError, printable
 from ..jsonio import tree_problem
 from ..policy.model import Policy
 from ..policy.plugins import manifest
-from ..store.api import BarrierSpec, PublishSpec, RepairLog, StepRecord
+from ..store.api import BarrierSpec, OracleReport, PublishSpec, RepairLog, StepRecord, StepStatus
 from ..store.connection import db_errors
 from .artifacts import SERVABLE_STATES, Artifact, Snapshot, artifact_field_problem
 from .candidates import Candidate
@@ -51,9 +51,10 @@ def guarded(stage: str, fn: Callable[[], T]) -> T:
     :class:`OperatorError` or an unexpected bug, an LLM outage, a malformed field the schemas
     missed) becomes a :class:`StepFailure`, so the candidate fails validation, stays withdrawn
     and the event completes (G5). Store errors are not the candidate's fault and propagate."""
+    propagate: tuple[type[BaseException], ...] = (*db_errors(), StoreError, StepFailure)
     try:
         return fn()
-    except (*db_errors(), StoreError, StepFailure):
+    except propagate:
         raise
     except OperatorError as exc:
         raise StepFailure(printable(str(exc))[:MAX_DETAIL_CHARS], stage) from None
@@ -227,9 +228,9 @@ def build_context(store: RepairLog, snap: Snapshot, plan: TransitionPlan, c: Can
                          previous_valid=c.id not in plan.unservable)
 
 
-def _fail(store: RepairLog, event_id: int, c: Candidate, status: str, detail: str, oracle: str) -> StepResult:
+def _fail(store: RepairLog, event_id: int, c: Candidate, status: StepStatus, detail: str, oracle: str) -> StepResult:
     """Record a failed / blocked step: the candidate stays withdrawn (Alg. 1 line 8)."""
-    report = [{"oracle": oracle, "passed": False, "detail": detail}]
+    report: OracleReport = [{"oracle": oracle, "passed": False, "detail": detail}]
     store.record_step(event_id, c.id, status, report)
     return StepResult(c.id, c.mode, status, None, tuple(report), detail)
 
@@ -261,7 +262,7 @@ def _run_step(store: RepairLog, event_id: int, policy: Policy, c: Candidate, ctx
     except StepFailure as exc:
         return _fail(store, event_id, c, "failed", exc.detail, exc.stage), None
     rep = [r.as_dict() for r in reports]
-    status = "validated" if ok else "failed"
+    status: StepStatus = "validated" if ok else "failed"
     store.record_step(event_id, c.id, status, rep)
     staged_art = Artifact(c.id, c.kind, c.arch, version, successor.content, successor.meta, "staged") if ok else None
     return StepResult(c.id, c.mode, status, version, tuple(rep)), staged_art
@@ -317,7 +318,7 @@ def resume(store: RepairLog, event_id: int, policy: Policy, plan: TransitionPlan
     starts above 0) and after every further outcome, ending at ``done == total == |S_ρ|``."""
     operators = operators or operators_for(policy)
     executor = executor_from(executor)
-    store = Serialized(store)  # type: ignore[assignment]  # one lock for the coordinator and worker threads
+    store = Serialized(store)  # one lock for the coordinator and worker threads
     snap = neighbourhood(store, plan.cascade)
     parents_of: dict[str, list[str]] = {}
     for src, dst in snap.influence_edges():
@@ -332,7 +333,7 @@ def resume(store: RepairLog, event_id: int, policy: Policy, plan: TransitionPlan
         if st in ("validated", "failed", "blocked"):  # recorded before an interruption
             results[i] = StepResult(i, by_id[i].mode, st, version, tuple(report or ()))
             if st == "validated" and version is not None:
-                successors[i] = store.version_of(i, version)  # type: ignore[assignment]
+                successors[i] = store.version_of(i, version)
     position = {i: k for k, i in enumerate(plan.order)}
     waiting: dict[str, int] = {}
     dependents: dict[str, list[str]] = {}
@@ -431,11 +432,11 @@ def dry_run(store: RepairLog, policy: Policy, event: Event, selector: str = "min
             executor: Executor | str | None = None, progress: Progress | None = None) -> TransitionPlan:
     """Plan and execute on an in-memory copy: the full report, the real store untouched. The
     copy lives in this process only, so a Ray executor runs as a local pool of its size."""
-    executor = executor_from(executor)
-    if executor.name == "ray":
-        executor = LocalPool(executor.workers)
+    runner = executor_from(executor)
+    if runner.name == "ray":
+        runner = LocalPool(runner.workers)
     copy = store.copy_in_memory()
     try:
-        return run_event(copy, policy, event, selector, backend, operators, oracles, executor, progress)
+        return run_event(copy, policy, event, selector, backend, operators, oracles, runner, progress)
     finally:
         copy.close()

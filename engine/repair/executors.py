@@ -78,8 +78,10 @@ class Session(Protocol):
 
 
 class Executor(Protocol):
-    name: str
-    workers: int
+    @property
+    def name(self) -> str: ...
+    @property
+    def workers(self) -> int: ...
 
     def open(self, shared: Shared) -> Session: ...
 
@@ -99,7 +101,7 @@ class Serialized:
 
     def __init__(self, store: Any, lock: threading.RLock | None = None) -> None:
         if isinstance(store, Serialized):  # already shared: keep its one lock
-            store, lock = store._store, store._lock
+            store, lock = store._store, store._lock  # type: ignore[has-type]
         self._store = store
         self._lock = lock or threading.RLock()
 
@@ -136,7 +138,7 @@ def worker_store(locator: tuple[str, str]) -> Any:
     return store
 
 
-def _init_process(fn: Callable, payload: Any, locator: tuple[str, str]) -> None:
+def _init_process(fn: Callable[..., Any], payload: Any, locator: tuple[str, str] | None) -> None:
     _WORKER_SHARED.update(fn=fn, payload=payload, locator=locator)
 
 

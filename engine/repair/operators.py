@@ -160,8 +160,7 @@ def sentences(text: str) -> list[str]:
 def extractive_summary(texts: list[str], limit: int = 3) -> str:
     """Top-``limit`` sentences by mean term frequency over the support, in original order."""
     sents = [s for t in texts for s in sentences(t)]
-    seen: set[str] = set()
-    unique = [s for s in sents if not (s in seen or seen.add(s))]
+    unique = list(dict.fromkeys(sents))  # first occurrences, in order
     freq = Counter(tok for s in unique for tok in neural.tokens(s))
 
     def score(s: str) -> float:

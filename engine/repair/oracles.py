@@ -180,7 +180,7 @@ def check_sandbox(spec: Any, x: OracleInput) -> Report:
     content = x.successor.content
     calls = content.get("calls") if isinstance(content, dict) else None
     errs = call_errors(calls, x.ctx.interface, spec.allow_extra_args)
-    return Report("sandbox", not errs, "; ".join(errs[:3]) or f"{len(calls)} calls type-check")
+    return Report("sandbox", not errs, "; ".join(errs[:3]) or f"{len(calls or ())} calls type-check")
 
 
 def check_forget_reference(spec: Any, x: OracleInput) -> Report:

@@ -226,7 +226,7 @@ def content_needed(policy: Policy, operators: OperatorRegistry, event: Event) ->
     not known before planning, so they are assumed to match) assigns a mode whose operator's check
     reads content (:func:`~memsteward.repair.operators.reads_content`)."""
     def modes_for(kind: str, arch: str | None) -> set[str]:
-        out = set()
+        out: set[str] = set()
         for rule in policy.modes:
             w = rule.when
             if rule.mode != "remove" and (w.kind is None or kind in w.kind) and (

@@ -24,7 +24,7 @@ from .events import Event
 from .graph import influence_graph, order_and_cycles
 from .operators import Operator, OperatorRegistry, operators_for
 from .plan import TransitionPlan, plan_from_scope
-from .scope import Scope
+from .scope import Scope, States
 
 
 def networkx_scope(snapshot: Snapshot, roots: Sequence[str]) -> tuple[Scope, nx.DiGraph]:
@@ -34,7 +34,7 @@ def networkx_scope(snapshot: Snapshot, roots: Sequence[str]) -> tuple[Scope, nx.
     edges = sorted(((p, i) for i in affected for p in g.predecessors(i)), key=lambda e: (e[1], e[0]))
     needed = set(affected).union(p for p, _ in edges)
     return Scope(tuple(roots), affected, edges, {i: snapshot.artifacts[i] for i in affected},
-                 {i: snapshot.artifacts[i].state for i in needed}), g
+                 States({i: snapshot.artifacts[i].state for i in needed})), g
 
 
 def networkx_execution_order(candidates: tuple[Candidate, ...], selected: frozenset[str],
@@ -137,7 +137,7 @@ def _reference_candidate(policy: Policy, art: Artifact, mode: str, parents: tupl
         id=art.id, kind=art.kind, arch=art.arch, mode=mode,
         operator=op.name if op is not None else "",
         prerequisites=prereqs, executable=not reason,
-        value=policy.value_of(art.kind, mode, meta),  # type: ignore[arg-type]  (read only)
+        value=policy.value_of(art.kind, mode, meta),  # type: ignore[arg-type]  # read only
         cost=policy.cost_of(art.kind, mode, meta),  # type: ignore[arg-type]
         reason=reason,
     )

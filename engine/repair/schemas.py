@@ -33,7 +33,7 @@ Everything else in content and meta is free JSON (bounded by the document limits
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from ..jsonio import tree_problem
 
@@ -52,7 +52,7 @@ INTERFACE_KEYS: tuple[str, ...] = ("tools", "renames", "arg_renames")
 Problem = tuple[str, str]  # (field, message)
 
 
-def _is_int(x: Any) -> bool:
+def _is_int(x: Any) -> TypeGuard[int]:
     return isinstance(x, int) and not isinstance(x, bool)
 
 

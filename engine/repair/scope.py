@@ -267,7 +267,7 @@ def peel_level_arrays(n: int, src: Sequence[int], dst: Sequence[int]) -> list[An
     in :func:`strong_components`)."""
     import numpy as np
 
-    heads = np.asarray(dst, dtype=np.int64)
+    heads: Any = np.asarray(dst, dtype=np.int64)
     indegree = np.bincount(heads, minlength=n)
     children = ChildIndex(n, src, heads)
     frontier = np.flatnonzero(indegree == 0)

@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..repair.auditchain import GENESIS, chain_same, chain_same_bytes, row_hash, seal
+from .api import AuditRow
 from .core import StoreCore, _done, _dump, _now
-
-if TYPE_CHECKING:
-    from .sqlstore import SqlStore
 
 __all__ = ["WITHDRAW_PART", "AuditChain"]
 
@@ -26,11 +24,11 @@ WITHDRAW_PART = 25_000  # withdraw rows per INSERT of a barrier; larger barriers
 class AuditChain(StoreCore):
     """Appending to the hash-chained ``audit`` table and reading it back."""
 
-    def _audit(self: SqlStore, action: str, artifact_id: str | None = None, event_id: int | None = None,
+    def _audit(self, action: str, artifact_id: str | None = None, event_id: int | None = None,
                detail: Mapping[str, Any] | None = None) -> None:
         self._append_audit([(_now(), event_id, action, artifact_id, _dump(detail or {}))])
 
-    def _append_audit(self: SqlStore, rows: Sequence[tuple[str, int | None, str, str | None, str]]) -> None:
+    def _append_audit(self, rows: Sequence[tuple[str, int | None, str, str | None, str]]) -> None:
         """Append (at, event_id, action, artifact_id, detail) rows, each chained to the last hash."""
         seq, prev = self._audit_tail()
         out = []
@@ -40,7 +38,7 @@ class AuditChain(StoreCore):
             out.append((seq, at, event_id, action, artifact_id, detail, prev))
         self._write_audit(out)
 
-    def _append_withdrawals(self: SqlStore, event_id: int, ids: Sequence[str], ids_text: str) -> None:
+    def _append_withdrawals(self, event_id: int, ids: Sequence[str], ids_text: str) -> None:
         """One chained ``withdraw`` row per id, all at one time, hashed in one pass (:func:`chain_same`).
 
         SQLite: the rows go in by parts of ``WITHDRAW_PART`` rows, each part's INSERT running on a
@@ -49,9 +47,9 @@ class AuditChain(StoreCore):
         seq, prev = self._audit_tail()
         at = _now()
         if self.backend != "sqlite" or not ids:
-            hashes = chain_same(prev, seq + 1, at, event_id, "withdraw", ids, "{}")
+            texts = chain_same(prev, seq + 1, at, event_id, "withdraw", ids, "{}")
             self._write_audit([(seq + 1 + k, at, event_id, "withdraw", i, "{}", h)
-                               for k, (i, h) in enumerate(zip(ids, hashes))])
+                               for k, (i, h) in enumerate(zip(ids, texts))])
             return
         written = _done
         try:
@@ -66,7 +64,7 @@ class AuditChain(StoreCore):
             written()  # never leave a statement running into the rollback
         self._write_head(seq + len(ids), prev)
 
-    def _insert_withdrawals(self: SqlStore, first: int, at: str, event_id: int, ids_text: str, start: int,
+    def _insert_withdrawals(self, first: int, at: str, event_id: int, ids_text: str, start: int,
                             hashes: Sequence[bytes]) -> None:
         """The withdraw rows of the ids at positions start, start + 1, … of the JSON array ``ids_text``
         (the one the UPDATE read), row k as audit row ``first + k``: one INSERT … SELECT, each row's
@@ -78,48 +76,48 @@ class AuditChain(StoreCore):
                           (first, at, event_id, b"".join(hashes), start, ids_text, start,
                            start + len(hashes)))
 
-    def _audit_tail(self: SqlStore) -> tuple[int, str]:
+    def _audit_tail(self) -> tuple[int, str]:
         last = self.conn.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
         return (0, GENESIS) if last is None else (int(last[0]), last[1] or GENESIS)
 
-    def _write_audit(self: SqlStore, out: Sequence[tuple[int, str, int | None, str, str | None, str, str]]) -> None:
+    def _write_audit(self, out: Sequence[tuple[int, str, int | None, str, str | None, str, str]]) -> None:
         self.conn.executemany("INSERT INTO audit(seq, at, event_id, action, artifact_id, detail, hash) "
                               "VALUES (?,?,?,?,?,?,?)", out)
         if out:
             self._write_head(out[-1][0], out[-1][6])
 
-    def _write_head(self: SqlStore, seq: int, head: str) -> None:
+    def _write_head(self, seq: int, head: str) -> None:
         """Record (and, with the key, seal) the chain's head in the transaction that appended it."""
         sealed = None if self._audit_key is None else seal(self._audit_key, seq, head)
         self.conn.execute("INSERT INTO audit_head(one, seq, hash, seal) VALUES (1, ?, ?, ?) ON CONFLICT(one) "
                           "DO UPDATE SET seq = excluded.seq, hash = excluded.hash, seal = excluded.seal",
                           (seq, head, sealed))
 
-    def audit_head(self: SqlStore) -> tuple[int, str] | None:
+    def audit_head(self) -> tuple[int, str] | None:
         """(seq, hash) of the last row, as recorded in the same transaction as the row."""
         row = self.conn.execute("SELECT seq, hash FROM audit_head WHERE one = 1").fetchone()
         return None if row is None else (int(row[0]), str(row[1]))
 
-    def audit_seal(self: SqlStore) -> str | None:
+    def audit_seal(self) -> str | None:
         """The HMAC of the audit head (None when the last writer held no key)."""
         row = self.conn.execute("SELECT seal FROM audit_head WHERE one = 1").fetchone()
         return None if row is None else row[0]
 
-    def audit_rows(self: SqlStore) -> list[tuple]:
+    def audit_rows(self) -> list[AuditRow]:
         """Raw audit rows (seq, at, event_id, action, artifact_id, detail, hash) in order."""
         return [tuple(r) for r in self.conn.execute(
             "SELECT seq, at, event_id, action, artifact_id, detail, hash FROM audit ORDER BY seq")]
 
-    def audit_log(self: SqlStore) -> list[dict[str, Any]]:
+    def audit_log(self) -> list[dict[str, Any]]:
         return list(self.audit_log_stream())
 
-    def audit_log_stream(self: SqlStore) -> Iterator[dict[str, Any]]:
+    def audit_log_stream(self) -> Iterator[dict[str, Any]]:
         """:meth:`audit_log` as the rows come (``memsteward store log --json``)."""
         return ({"seq": s, "at": at, "event_id": ev, "action": a, "artifact_id": art, "detail": json.loads(d)}
                 for s, at, ev, a, art, d in self._stream(
                     "SELECT seq, at, event_id, action, artifact_id, detail FROM audit ORDER BY seq"))
 
-    def generation(self: SqlStore) -> int:
+    def generation(self) -> int:
         """A counter that grows with every committed change (the last audit sequence number)."""
         (seq,) = self.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM audit").fetchone()
         return int(seq)

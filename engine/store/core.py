@@ -93,14 +93,16 @@ class StoreCore:
         self.path = path if conn is None else redact(path)
         self.url = path  # what an executor's worker process opens (may carry a password: never printed)
         # one connection may serve several executor threads, one call at a time (executors.Serialized)
-        self.conn: Any = connect_sqlite(path) if conn is None else conn
+        self.conn: Any = conn
         self.migrated: tuple[int, int] | None = None if conn is None else conn.migrated
         if conn is None:
+            lite = connect_sqlite(path)
             try:
-                self.migrated = setup_sqlite(self.conn, path, migrate)
+                self.migrated = setup_sqlite(lite, path, migrate)
             except BaseException:
-                self.conn.close()
+                lite.close()
                 raise
+            self.conn = lite
         self._audit_key = signing_key()
         self._crash_at = int(os.environ.get(CRASH_ENV, "0") or 0)
         self.erase_wait = _erase_wait()
@@ -164,7 +166,7 @@ class StoreCore:
         finally:
             self._reading = False
 
-    def _stream(self, sql: str, args: Sequence[Any] = ()) -> Iterator[tuple]:
+    def _stream(self, sql: str, args: Sequence[Any] = ()) -> Iterator[tuple[Any, ...]]:
         """The rows of one SELECT as the consumer asks for them, the statement started at the first:
         SQLite's cursor steps through them, PostgreSQL reads them through a server-side cursor
         (:meth:`~memsteward.store.postgres.PgConnection.stream`)."""

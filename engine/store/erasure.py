@@ -12,22 +12,21 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..repair.writes import content_digest
+from .api import ErasureReport
 from .connection import db_errors
-from .core import StoreCore, _dump, _now
-
-if TYPE_CHECKING:
-    from .sqlstore import SqlStore
+from .core import _dump, _now
+from .leases import Leases
 
 __all__ = ["Erasure"]
 
 
-class Erasure(StoreCore):
+class Erasure(Leases):
     """Nulling erased versions and the physical-erasure step."""
 
-    def _erase_versions(self: SqlStore, event_id: int, targets: Mapping[str, int | None],
+    def _erase_versions(self, event_id: int, targets: Mapping[str, int | None],
                         tombstone: frozenset[str]) -> list[Any]:
         """Null the content and metadata of the targeted versions (inside the caller's transaction),
         keeping id, version and the content's SHA-256; one chained ``erase`` row per artifact."""
@@ -58,7 +57,7 @@ class Erasure(StoreCore):
         self._append_audit([(_now(), event_id, "erase", i, _dump({"versions": erased[i]})) for i in ids if erased[i]])
         return gone
 
-    def erase_physically(self: SqlStore, event_id: int, needles: Sequence[bytes], scanned: bool = True) -> dict[str, Any]:
+    def erase_physically(self, event_id: int, needles: Sequence[bytes], scanned: bool = True) -> ErasureReport:
         """Make erased bytes unrecoverable from the files, then prove it (the erasure issue, item 2).
 
         WAL checkpoint (TRUNCATE), VACUUM, checkpoint (TRUNCATE) again — each waiting at most
@@ -70,11 +69,11 @@ class Erasure(StoreCore):
         """
         from ..repair.erasure import scan, store_files
 
-        detail: dict[str, Any] = {"wait_seconds": self.erase_wait}
+        detail: ErasureReport = {"wait_seconds": self.erase_wait}
         if self.backend == "postgresql":
             detail.update(self._vacuum_postgres())
         elif self.path == ":memory:":
-            detail.update(complete=True, file=False)
+            detail.update({"complete": True, "file": False})
         else:
             self.conn.execute(f"PRAGMA busy_timeout = {int(self.erase_wait * 1000)}")
             try:
@@ -88,8 +87,8 @@ class Erasure(StoreCore):
             finally:
                 self.conn.execute("PRAGMA busy_timeout = 30000")
             result = scan(store_files(self.path), needles) if scanned else None
-            detail.update(checkpoint=first and last, vacuum=vacuumed, scan=result,
-                          complete=first and last and vacuumed and (result is None or not result["found"]))
+            detail.update({"checkpoint": first and last, "vacuum": vacuumed, "scan": result,
+                           "complete": first and last and vacuumed and (result is None or not result["found"])})
         with self.transaction():
             self._audit("physical-erasure", event_id=event_id, detail=detail)
         if self.backend == "sqlite" and self.path != ":memory:":
@@ -98,7 +97,7 @@ class Erasure(StoreCore):
             self.conn.execute("PRAGMA busy_timeout = 30000")
         return detail
 
-    def _vacuum_postgres(self: SqlStore) -> dict[str, Any]:
+    def _vacuum_postgres(self) -> ErasureReport:
         """PostgreSQL's physical step: ``VACUUM FULL`` rewrites ``versions``, ``tombstones`` and the
         lineage index ``shingles`` (hashes of the erased text's trigrams) into new files without the
         dead tuples that held the erased text, waiting at most
@@ -118,11 +117,11 @@ class Erasure(StoreCore):
         return {"backend": "postgresql", "vacuum": vacuumed, "checkpoint": vacuumed, "scan": None,
                 "server_files": "not scanned (WAL segments and backups live on the server)", "complete": vacuumed}
 
-    def _checkpoint_truncate(self: SqlStore) -> bool:
+    def _checkpoint_truncate(self) -> bool:
         busy, log, done = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         return busy == 0 and log in (0, -1) and done in (0, -1)
 
-    def pending_physical_erasure(self: SqlStore) -> list[int]:
+    def pending_physical_erasure(self) -> list[int]:
         """Events that erased versions but have no ``physical-erasure`` row (interrupted in between)."""
         return [int(r[0]) for r in self.conn.execute(
             "SELECT DISTINCT e.event_id FROM audit e WHERE e.action = 'erase' AND NOT EXISTS "

@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import os
 import socket
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import EventHeld
 from .api import Locator
-from .core import _OPEN, StoreCore, _now
-
-if TYPE_CHECKING:
-    from .sqlstore import SqlStore
+from .core import _OPEN, _now
+from .planning import PlanningReads
 
 __all__ = ["Leases"]
 
@@ -39,7 +37,7 @@ def _alive(owner: str, host: str, pid: int, started: str | None, session: str | 
     if host == socket.gethostname() and pid == os.getpid():
         return owner in _OPEN
     if session is not None and conn is not None and hasattr(conn, "session_alive"):
-        return conn.session_alive(session)
+        return bool(conn.session_alive(session))
     if host != socket.gethostname():
         return True
     if pid == os.getpid():
@@ -53,10 +51,10 @@ def _alive(owner: str, host: str, pid: int, started: str | None, session: str | 
     return started is None or _process_start(pid) in (None, started)
 
 
-class Leases(StoreCore):
+class Leases(PlanningReads):
     """Taking, checking and handing over an event's lease."""
 
-    def _lease(self: SqlStore, event_id: int) -> None:
+    def _lease(self, event_id: int) -> None:
         """Record this process as the event's one writer (inside the caller's transaction)."""
         self.conn.execute("INSERT INTO event_lease(event_id, owner, host, pid, started, acquired, session) "
                           "VALUES (?,?,?,?,?,?,?) ON CONFLICT(event_id) DO UPDATE SET owner = excluded.owner, "
@@ -65,7 +63,7 @@ class Leases(StoreCore):
                           (event_id, self.owner, socket.gethostname(), os.getpid(), _process_start(os.getpid()),
                            _now(), getattr(self.conn, "session", None)))
 
-    def take_event(self: SqlStore, event_id: int) -> bool:
+    def take_event(self, event_id: int) -> bool:
         """Become the one writer of an unfinished event (``recover``): BEGIN IMMEDIATE serialises
         contenders; a lease held by another live process refuses with :class:`EventHeld` naming it,
         a lease of a dead process (killed mid-event) is taken over. False: the event was completed
@@ -84,7 +82,7 @@ class Leases(StoreCore):
             self._lease(event_id)
         return True
 
-    def act_for(self: SqlStore, owner: str) -> None:
+    def act_for(self, owner: str) -> None:
         """Write as the lease holder ``owner``: an executor's worker process staging and validating
         for the coordinator that holds the event (:mod:`memsteward.repair.executors`). Once
         ``recover`` takes the event over, the lease names another owner and this store's writes
@@ -92,14 +90,14 @@ class Leases(StoreCore):
         _OPEN.pop(self.owner, None)
         self.owner = owner
 
-    def _check_lease(self: SqlStore, event_id: int) -> None:
+    def _check_lease(self, event_id: int) -> None:
         row = self.conn.execute("SELECT owner, host, pid, acquired FROM event_lease WHERE event_id = ?",
                                 (event_id,)).fetchone()
         if row is not None and row[0] != self.owner:
             raise EventHeld(f"event {event_id} was taken over by process {row[2]} on {row[1]} at {row[3]}",
                             {"event": event_id, "host": row[1], "pid": int(row[2]), "since": row[3]}, file=self.path)
 
-    def locator(self: SqlStore) -> Locator | None:
+    def locator(self) -> Locator | None:
         """(url, lease owner) a worker in another process opens this store with; None for a store
         that only this process can reach (``:memory:``)."""
         if self.backend == "postgresql":

@@ -11,13 +11,11 @@ from __future__ import annotations
 import json
 from collections.abc import Collection, Mapping
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..repair.lineage import candidates, index_hashes
-from .core import StoreCore, _id_list
-
-if TYPE_CHECKING:
-    from .sqlstore import SqlStore
+from .core import _id_list
+from .reads import Reads
 
 __all__ = ["PlanningReads"]
 
@@ -25,10 +23,10 @@ REACH_NARROW, REACH_NARROW_LEVELS = 64, 32  # reach: after 32 levels of < 64 ids
 _FIRST = itemgetter(0)
 
 
-class PlanningReads(StoreCore):
+class PlanningReads(Reads):
     """Provenance reads and the lineage index."""
 
-    def reach(self: SqlStore, roots: Collection[str]) -> frozenset[str]:
+    def reach(self, roots: Collection[str]) -> frozenset[str]:
         """C(F) = Reach(F; E^inf), roots included: breadth-first, one query per level over the
         (src, dst, type) key (at 10^6 artifacts 0.20 s against 0.37 s for one recursive query,
         whose UNION keeps a temporary B-tree of every id). A long narrow tail — more than
@@ -51,14 +49,15 @@ class PlanningReads(StoreCore):
             seen |= frontier
         return frozenset(seen)
 
-    def parent_edges(self: SqlStore, ids: Collection[str]) -> list[tuple[str, str]]:
+    def parent_edges(self, ids: Collection[str]) -> list[tuple[str, str]]:
         """Every influence edge (u, v) with v ∈ ``ids``, ordered by (v, u): read from the covering
         ``edges_parents`` index alone (dst, type, src), whose order the sort finds already in place."""
-        return self.conn.execute(
+        rows: list[tuple[str, str]] = self.conn.execute(
             "SELECT e.src, e.dst FROM json_each(?) j CROSS JOIN edges e ON e.dst = j.value "
             "WHERE e.type = 'influence' ORDER BY e.dst, e.src", (_id_list(ids),)).fetchall()
+        return rows
 
-    def shingle_candidates(self: SqlStore, roots: Mapping[str, Any], n: int) -> list[tuple[str, Any]]:
+    def shingle_candidates(self, roots: Mapping[str, Any], n: int) -> list[tuple[str, Any]]:
         """(id, content) of the servable artifacts that may share an n-word run with one of ``roots``'
         contents: :func:`memsteward.repair.lineage.candidates` over the ``shingles`` index (the
         rarest trigram's posting list per window), then one read of those artifacts."""
@@ -70,13 +69,13 @@ class PlanningReads(StoreCore):
              "WHERE a.state IN ('servable', 'republished') AND v.content IS NOT NULL ORDER BY a.id")
         return [(i, json.loads(c)) for i, c in self.conn.execute(q, (json.dumps(sorted(ids)),))]
 
-    def _posting(self: SqlStore, h: int, limit: int | None) -> list[str]:
+    def _posting(self, h: int, limit: int | None) -> list[str]:
         """Ids whose current content holds the trigram of hash ``h`` (at most ``limit``), by the index key."""
         if limit is None:
             return [r[0] for r in self.conn.execute("SELECT id FROM shingles WHERE h = ?", (h,))]
         return [r[0] for r in self.conn.execute("SELECT id FROM shingles WHERE h = ? LIMIT ?", (h, limit))]
 
-    def _index(self: SqlStore, contents: Mapping[str, Any], replace: Collection[str] = ()) -> None:
+    def _index(self, contents: Mapping[str, Any], replace: Collection[str] = ()) -> None:
         """Write the lineage index rows (trigram hash, id) of ``contents`` (id → current content; None:
         erased), after deleting every row of the ids in ``replace`` — inside the caller's transaction,
         so the index always describes the committed current versions. Hashes only, never words."""
@@ -87,7 +86,7 @@ class PlanningReads(StoreCore):
         for start in range(0, len(rows), 50_000):
             self.conn.executemany("INSERT INTO shingles(h, id) VALUES (?, ?)", rows[start:start + 50_000])
 
-    def _reindex(self: SqlStore, ids: Collection[str]) -> None:
+    def _reindex(self, ids: Collection[str]) -> None:
         """Re-index ``ids`` from their current versions as stored (republished, erased, …)."""
         if not ids:
             return

@@ -212,7 +212,8 @@ def _id_runs(col: list[str], index: Mapping[str, int], table: Sequence[str]) -> 
     len/_RUN_SHARE runs, or an item outside the table). A run is found by comparing slices of
     ``col`` and ``table``: doubling lengths until one differs, then halving back — a run of L ids
     costs O(L) comparisons made by the list type, and O(log L) Python steps."""
-    limit, out, at, n = len(col) // _RUN_SHARE + 1, [], 0, len(col)
+    out: list[int] = []
+    limit, at, n = len(col) // _RUN_SHARE + 1, 0, len(col)
     while at < n:
         try:
             start = index[col[at]]

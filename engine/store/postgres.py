@@ -99,21 +99,21 @@ _STREAMS = itertools.count()  # server-side cursor names (PgConnection.stream)
 class PgCursor:
     """A cursor's results, as the store reads them from sqlite3 (fetchone/fetchall/iteration)."""
 
-    def __init__(self, rows: list[tuple] | None) -> None:
+    def __init__(self, rows: list[tuple[Any, ...]] | None) -> None:
         self._rows = rows or []
         self._at = 0
 
-    def fetchone(self) -> tuple | None:
+    def fetchone(self) -> tuple[Any, ...] | None:
         if self._at >= len(self._rows):
             return None
         self._at += 1
         return self._rows[self._at - 1]
 
-    def fetchall(self) -> list[tuple]:
+    def fetchall(self) -> list[tuple[Any, ...]]:
         rest, self._at = self._rows[self._at:], len(self._rows)
         return rest
 
-    def __iter__(self) -> Iterator[tuple]:
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
         while (row := self.fetchone()) is not None:
             yield row
 
@@ -174,7 +174,7 @@ class PgConnection:
             batch, self._queue = self._queue, []
             self._send(batch)
 
-    def stream(self, sql: str, args: Sequence[Any] = (), size: int = 2000) -> Iterator[tuple]:
+    def stream(self, sql: str, args: Sequence[Any] = (), size: int = 2000) -> Iterator[tuple[Any, ...]]:
         """The rows of one SELECT through a server-side cursor, ``size`` rows per round trip: inside
         the open read snapshot (:meth:`read_snapshot`) or else in a read transaction of its own (one
         snapshot, however long the consumer takes). Inside a write transaction the rows come from
@@ -234,7 +234,7 @@ class PgConnection:
             return
         self._queue = [(self._BEGIN, None, False), ("SELECT pg_advisory_xact_lock(%s)", (self.lock_key,), False)]
 
-    def _flush(self, last: tuple[str, Any, bool]) -> list[tuple] | None:
+    def _flush(self, last: tuple[str, Any, bool]) -> list[tuple[Any, ...]] | None:
         """Send the queue and ``last``; ``last``'s rows (None: it returns none)."""
         batch = [*(self._queue or ()), last]
         if self._queue is not None:
@@ -251,7 +251,7 @@ class PgConnection:
                         pass
             raise
 
-    def _send(self, batch: Sequence[tuple[str, Any, bool]]) -> list[tuple] | None:
+    def _send(self, batch: Sequence[tuple[str, Any, bool]]) -> list[tuple[Any, ...]] | None:
         """Runs of statements in one pipeline each; a large plain INSERT batch as one COPY between them."""
         rows, k = None, 0
         while k < len(batch):
@@ -268,7 +268,7 @@ class PgConnection:
             k = j
         return rows
 
-    def _pipeline(self, run: Sequence[tuple[str, Any, bool]]) -> list[tuple] | None:
+    def _pipeline(self, run: Sequence[tuple[str, Any, bool]]) -> list[tuple[Any, ...]] | None:
         if len(run) == 1 and not run[0][2]:
             cur = self.raw.execute(run[0][0], run[0][1])
             return cur.fetchall() if cur.description is not None else None
@@ -345,7 +345,7 @@ def connect_postgres(url: str, create: bool = True, migrate: bool = False) -> Pg
                 raw.execute("BEGIN")
                 raw.execute("SELECT pg_advisory_xact_lock(%s)", (conn.lock_key,))
                 raw.execute(f'SET LOCAL search_path TO "{schema}"')
-                (version,) = raw.execute("SELECT version FROM memsteward_schema WHERE one = 1").fetchone()
+                (version,) = raw.execute("SELECT version FROM memsteward_schema WHERE one = 1").fetchone() or (1,)
                 for step in MIGRATIONS["postgresql"][int(version) - 1:]:
                     raw.execute(step(raw))
                 raw.execute("UPDATE memsteward_schema SET version = %s WHERE one = 1", (SCHEMA_VERSION,))

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..repair.artifacts import ABSENT, SERVABLE_STATES, Artifact
-from .core import StoreCore, _id_list, _load, digest
+from .audit import AuditChain
+from .core import _id_list, _load, digest
 from .planstore import read_plan
-
-if TYPE_CHECKING:
-    from .sqlstore import SqlStore
 
 __all__ = ["Reads"]
 
@@ -32,25 +30,25 @@ def _artifact(row: Sequence[Any]) -> Artifact:
 _SERVABLE_SQL = ", ".join(f"'{s}'" for s in sorted(SERVABLE_STATES))
 
 
-class Reads(StoreCore):
+class Reads(AuditChain):
     """Reading artifacts, versions, states and events."""
 
-    def _rows(self: SqlStore, where: str = "", args: Sequence[Any] = ()) -> list[Artifact]:
+    def _rows(self, where: str = "", args: Sequence[Any] = ()) -> list[Artifact]:
         return list(map(_artifact, self.conn.execute(_CURRENT + where + " ORDER BY a.id", args)))
 
-    def _iter_rows(self: SqlStore, where: str = "", args: Sequence[Any] = ()) -> Iterator[Artifact]:
+    def _iter_rows(self, where: str = "", args: Sequence[Any] = ()) -> Iterator[Artifact]:
         """:meth:`_rows` as they come (:meth:`_stream`)."""
         return map(_artifact, self._stream(_CURRENT + where + " ORDER BY a.id", args))
 
-    def serve(self: SqlStore) -> list[Artifact]:
+    def serve(self) -> list[Artifact]:
         """Retrieval view: only servable (incl. republished) artifacts at their served version."""
         return list(self.serve_stream())
 
-    def serve_stream(self: SqlStore) -> Iterator[Artifact]:
+    def serve_stream(self) -> Iterator[Artifact]:
         """:meth:`serve` as the rows come (``memsteward store serve --json`` of a large store)."""
         return self._iter_rows("WHERE a.state IN (?, ?)", tuple(sorted(SERVABLE_STATES)))
 
-    def artifacts_of(self: SqlStore, ids: Collection[str], content: bool = True) -> dict[str, Artifact]:
+    def artifacts_of(self, ids: Collection[str], content: bool = True) -> dict[str, Artifact]:
         """The current version of each of ``ids`` that exists (by primary key); with ``content``
         False the content is not read (``None``: planning reads only what checks need)."""
         q = ("SELECT a.id, a.kind, a.arch, a.version, a.state, " + ("v.content" if content else "NULL") +
@@ -59,7 +57,7 @@ class Reads(StoreCore):
         return {i: Artifact(i, k, ar, ver, _load(c), _load(m), st)
                 for i, k, ar, ver, st, c, m in self.conn.execute(q, (_id_list(ids),)).fetchall()}
 
-    def unservable_of(self: SqlStore, ids: Collection[str]) -> dict[str, str]:
+    def unservable_of(self, ids: Collection[str]) -> dict[str, str]:
         """The state of each of ``ids`` that is not servable (``"absent"``: no such artifact); the
         servable ones are left out. Planning asks this of the influence parents outside C(F), which
         are almost all servable: at 10^6 artifacts a row per parent cost 0.16–0.30 s, the few
@@ -68,11 +66,11 @@ class Reads(StoreCore):
             f"SELECT j.value, coalesce(a.state, '{ABSENT}') FROM json_each(?) j LEFT JOIN artifacts a "
             f"ON a.id = j.value WHERE a.state IS NULL OR a.state NOT IN ({_SERVABLE_SQL})", (_id_list(ids),)))
 
-    def get(self: SqlStore, ident: str) -> Artifact | None:
+    def get(self, ident: str) -> Artifact | None:
         rows = self._rows("WHERE a.id = ?", (ident,))
         return rows[0] if rows else None
 
-    def version_of(self: SqlStore, ident: str, version: int) -> Artifact | None:
+    def version_of(self, ident: str, version: int) -> Artifact | None:
         row = self.conn.execute(
             "SELECT a.kind, a.arch, v.content, v.meta, a.state FROM artifacts a JOIN versions v "
             "ON v.id = a.id WHERE a.id = ? AND v.version = ?", (ident, version)).fetchone()
@@ -82,26 +80,26 @@ class Reads(StoreCore):
         return Artifact(ident, kind, arch, version, None if content is None else json.loads(content),
                         json.loads(meta), state)
 
-    def states(self: SqlStore) -> dict[str, tuple[str, int]]:
+    def states(self) -> dict[str, tuple[str, int]]:
         return {i: (s, v) for i, s, v in self.conn.execute("SELECT id, state, version FROM artifacts")}
 
-    def versions(self: SqlStore, ident: str) -> list[tuple[int, bool, int | None]]:
+    def versions(self, ident: str) -> list[tuple[int, bool, int | None]]:
         """(version, erased, event_id) of every stored version of an artifact."""
         return [(v, bool(e), ev) for v, e, ev in self.conn.execute(
             "SELECT version, erased, event_id FROM versions WHERE id = ? ORDER BY version", (ident,))]
 
-    def is_erased(self: SqlStore, ident: str, version: int) -> bool:
+    def is_erased(self, ident: str, version: int) -> bool:
         row = self.conn.execute("SELECT erased FROM versions WHERE id = ? AND version = ?", (ident, version)).fetchone()
         return bool(row and row[0])
 
-    def version_count(self: SqlStore) -> int:
+    def version_count(self) -> int:
         return int(self.conn.execute("SELECT COUNT(*) FROM versions").fetchone()[0])
 
-    def is_tombstoned(self: SqlStore, digest: str) -> bool:
+    def is_tombstoned(self, digest: str) -> bool:
         """Whether a content digest (:func:`content_digest`) belongs to an erased root's content."""
         return self.conn.execute("SELECT 1 FROM tombstones WHERE digest = ?", (digest,)).fetchone() is not None
 
-    def servable(self: SqlStore, ids: Sequence[str]) -> list[str]:
+    def servable(self, ids: Sequence[str]) -> list[str]:
         """The retrieval guard: the ids of ``ids`` that may be served, in the given order.
 
         One query over the primary key (the ids travel as one JSON parameter), so its cost grows
@@ -123,7 +121,7 @@ class Reads(StoreCore):
             "AND state IN ('servable', 'republished')", (json.dumps(wanted),))}
         return [i for i in wanted if i in ok]
 
-    def event(self: SqlStore, event_id: int | None = None) -> dict[str, Any] | None:
+    def event(self, event_id: int | None = None) -> dict[str, Any] | None:
         """One recorded event (the latest when ``event_id`` is None) with its policy and plan."""
         sql = "SELECT id, type, event, policy, plan, status, created FROM events "
         row = (self.conn.execute(sql + "WHERE id = ?", (event_id,)).fetchone() if event_id is not None
@@ -135,6 +133,6 @@ class Reads(StoreCore):
                 "status": status, "created": created,
                 "sha256": {"event": digest(ev), "policy": digest(pol), "plan": digest(plan)}}
 
-    def event_ids(self: SqlStore) -> list[int]:
+    def event_ids(self) -> list[int]:
         """The ids of every recorded event, in order (attestation checks each one's records)."""
         return [int(r[0]) for r in self.conn.execute("SELECT id FROM events ORDER BY id")]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import InputError
 from ..repair.artifacts import Artifact
@@ -19,22 +19,20 @@ from ..repair.writes import content_digest
 from . import audit
 from .api import BarrierSpec, EventRecord, OracleReport, PublishSpec, StepRecord, StepStatus
 from .connection import retrying
-from .core import StoreCore, _dump, _now, digest
+from .core import _dump, _now, digest
 from .planstore import plan_text as stored_plan
 from .planstore import read_fields, read_plan
-
-if TYPE_CHECKING:
-    from .sqlstore import SqlStore
+from .transfer import Transfer
 
 __all__ = ["Transitions"]
 
 _PENDING = StepRecord("pending", None, None)  # a step of the order without a ``plan_steps`` row
 
 
-class Transitions(StoreCore):
+class Transitions(Transfer):
     """Barrier, staging, step outcomes and publication of an event."""
 
-    def unfinished_event(self: SqlStore) -> EventRecord | None:
+    def unfinished_event(self) -> EventRecord | None:
         """(event id, event, policy, plan) of an event whose publication has not committed."""
         row = self.conn.execute("SELECT id, event, policy, plan FROM events WHERE status != 'done' "
                                 "ORDER BY id LIMIT 1").fetchone()
@@ -43,7 +41,7 @@ class Transitions(StoreCore):
         return EventRecord(int(row[0]), json.loads(row[1]), json.loads(row[2]), read_plan(row[3]))
 
     @retrying
-    def barrier(self: SqlStore, spec: BarrierSpec) -> int:
+    def barrier(self, spec: BarrierSpec) -> int:
         """B_ρ ← C(F): record the event and plan, withdraw all of C(F) and stage root
         replacements / new interfaces — in ONE transaction (§2.2, Alg. 1 line 2). The plan's steps
         are pending from here on without a row each (:meth:`steps` reads them from the stored order).
@@ -56,7 +54,7 @@ class Transitions(StoreCore):
         with paused_gc():  # 10^5 rows of new objects, none cyclic: no collector passes over the heap
             return self._barrier(spec.plan, spec.policy, spec.staged_roots, spec.generation)
 
-    def _barrier(self: SqlStore, plan_doc: Mapping[str, Any], policy_doc: Mapping[str, Any],
+    def _barrier(self, plan_doc: Mapping[str, Any], policy_doc: Mapping[str, Any],
                  staged_roots: Mapping[str, Artifact], generation: int | None) -> int:
         barrier = list(plan_doc["barrier"])
         event_text, policy_text = _dump(plan_doc["event"]), _dump(policy_doc)
@@ -88,7 +86,7 @@ class Transitions(StoreCore):
         self._plan_steps = (event_id, plan_doc["order"], plan_doc["modes"])  # committed: its steps' keys
         return event_id
 
-    def _insert_event(self: SqlStore, kind: str, event_text: str, policy_text: str, plan_text: str) -> int:
+    def _insert_event(self, kind: str, event_text: str, policy_text: str, plan_text: str) -> int:
         """The ``events`` row of a barrier; its id. Ids count 1, 2, … on both backends (a PostgreSQL
         identity would skip the ids of rolled-back barriers; the write lock makes MAX + 1 safe)."""
         (event_id,) = self.conn.execute(
@@ -97,12 +95,12 @@ class Transitions(StoreCore):
             (kind, event_text, policy_text, plan_text, "barrier", _now())).fetchone()
         return int(event_id)
 
-    def _withdraw(self: SqlStore, ids_text: str) -> None:
+    def _withdraw(self, ids_text: str) -> None:
         """B_ρ: every id of the JSON array ``ids_text`` withdrawn (erased ones stay erased), one UPDATE."""
         self.conn.execute("UPDATE artifacts SET state = 'withdrawn', staged_version = NULL "
                           "WHERE id IN (SELECT value FROM json_each(?)) AND state != 'erased'", (ids_text,))
 
-    def _insert_version(self: SqlStore, event_id: int, ident: str, content: Any, meta: Mapping[str, Any]) -> int:
+    def _insert_version(self, event_id: int, ident: str, content: Any, meta: Mapping[str, Any]) -> int:
         (top,) = self.conn.execute("SELECT MAX(version) FROM versions WHERE id = ?", (ident,)).fetchone()
         version = int(top) + 1
         self.conn.execute("INSERT INTO versions(id, version, content, meta, event_id) VALUES (?,?,?,?,?)",
@@ -110,14 +108,14 @@ class Transitions(StoreCore):
         self.conn.execute("UPDATE artifacts SET staged_version = ? WHERE id = ?", (version, ident))
         return version
 
-    def staged(self: SqlStore, ident: str) -> Artifact | None:
+    def staged(self, ident: str) -> Artifact | None:
         """The staged successor of an artifact (None if it has none)."""
         row = self.conn.execute("SELECT staged_version FROM artifacts WHERE id = ?", (ident,)).fetchone()
         if row is None or row[0] is None:
             return None
         return self.version_of(ident, int(row[0]))
 
-    def steps(self: SqlStore, event_id: int) -> dict[str, StepRecord]:
+    def steps(self, event_id: int) -> dict[str, StepRecord]:
         """The plan steps of an event in execution order: artifact id → (status, staged version, report).
 
         A step has a ``plan_steps`` row from its first recorded outcome on (staged, then validated,
@@ -127,13 +125,14 @@ class Transitions(StoreCore):
             "SELECT artifact_id, status, version, report FROM plan_steps WHERE event_id = ?", (event_id,))}
         return {i: recorded.get(i, _PENDING) for i in self._step_keys(event_id)}
 
-    def _step_keys(self: SqlStore, event_id: int) -> dict[str, tuple[int, str]]:
+    def _step_keys(self, event_id: int) -> dict[str, tuple[int, str]]:
         """Each step of the event's order → (seq, mode) of its ``plan_steps`` row: its position in the
         order and its mode, from the barrier this store ran or else from the stored plan (read once)."""
         cached = self._plan_steps
         if cached is not None and cached[0] == event_id:
             if len(cached) == 2:
-                return cached[1]
+                known: dict[str, tuple[int, str]] = cached[1]
+                return known
             order, modes = cached[1], cached[2]
         else:
             row = self.conn.execute("SELECT plan FROM events WHERE id = ?", (event_id,)).fetchone()
@@ -145,7 +144,7 @@ class Transitions(StoreCore):
         self._plan_steps = (event_id, keys)
         return keys
 
-    def _record(self: SqlStore, event_id: int, ident: str, status: str, column: str, value: int | str) -> None:
+    def _record(self, event_id: int, ident: str, status: str, column: str, value: int | str) -> None:
         """Write one step's status and its ``version`` (staged) or ``report`` (an outcome), inside the
         caller's transaction: the row is inserted, or updated where one exists (the staged step's, or a
         pending row of an earlier release) — keyed by (event, seq), as the barrier once wrote it."""
@@ -156,7 +155,7 @@ class Transitions(StoreCore):
             (event_id, seq, ident, mode, status, value))
 
     @retrying
-    def stage(self: SqlStore, event_id: int, ident: str, content: Any, meta: Mapping[str, Any],
+    def stage(self, event_id: int, ident: str, content: Any, meta: Mapping[str, Any],
               support: Sequence[Mapping[str, Any]] = (), forget: Sequence[Mapping[str, Any]] = ()) -> int:
         """Stage one successor z_i (a new version, not servable) in one transaction.
 
@@ -173,7 +172,7 @@ class Transitions(StoreCore):
         return version
 
     @retrying
-    def record_step(self: SqlStore, event_id: int, ident: str, status: StepStatus, report: OracleReport) -> None:
+    def record_step(self, event_id: int, ident: str, status: StepStatus, report: OracleReport) -> None:
         """Record validated / failed / blocked; a failed or blocked successor stays withdrawn."""
         with self.transaction():
             self._check_lease(event_id)
@@ -183,7 +182,7 @@ class Transitions(StoreCore):
             self._audit(status, ident, event_id, {"report": report} if status != "validated" else {})
 
     @retrying
-    def publish(self: SqlStore, spec: PublishSpec) -> list[Any]:
+    def publish(self, spec: PublishSpec) -> list[Any]:
         """R_ρ: republish validated predecessor-closed successors and root updates, erase deleted
         roots, and close the event — in one transaction (Alg. 1 line 8).
 

@@ -12,24 +12,19 @@ and an append-only ``audit`` log (UPDATE/DELETE on it abort). The parts, each in
 * :mod:`.erasure` — erased versions and the physical-erasure step;
 * :mod:`.transfer` — import, export and copy.
 
-It implements every protocol of :mod:`.api` (:class:`~memsteward.store.api.Storage`).
+Each part builds on the one before it (core → audit → reads → planning → leases → erasure →
+transfer → repairlog → writepath), so every module calls only what is below it. It implements
+every protocol of :mod:`.api` (:class:`~memsteward.store.api.Storage`).
 """
 
 from __future__ import annotations
 
-from .audit import AuditChain
-from .erasure import Erasure
-from .leases import Leases
-from .planning import PlanningReads
-from .reads import Reads
-from .repairlog import Transitions
-from .transfer import Transfer
 from .writepath import Writes
 
 __all__ = ["SqlStore", "Store"]
 
 
-class SqlStore(Writes, Transitions, Leases, Erasure, Transfer, PlanningReads, Reads, AuditChain):
+class SqlStore(Writes):
     """A memsteward store in one SQLite database (a file path, or ``:memory:``), or, given a
     :class:`~memsteward.store.postgres.PgConnection`, in one PostgreSQL schema.
 

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 from ..errors import InputError
 from ..repair.artifacts import Edge, Snapshot
 from .connection import retrying
-from .core import StoreCore, _dump
+from .core import _dump
+from .erasure import Erasure
 
 if TYPE_CHECKING:
     from .sqlstore import SqlStore
@@ -23,11 +24,11 @@ if TYPE_CHECKING:
 __all__ = ["Transfer"]
 
 
-class Transfer(StoreCore):
+class Transfer(Erasure):
     """Import, export, snapshot, copy and counts."""
 
     @retrying
-    def import_snapshot(self: SqlStore, snap: Snapshot, file: str = "<input>") -> None:
+    def import_snapshot(self, snap: Snapshot, file: str = "<input>") -> None:
         """Add artifacts and edges in one transaction; clashing ids or dangling edges are errors.
 
         Only the ids the snapshot names are looked up, so importing a store in batches costs what
@@ -55,16 +56,16 @@ class Transfer(StoreCore):
             self._audit("import", detail={"file": file, "artifacts": len(snap.artifacts),
                                           "edges": len(snap.edges)})
 
-    def export(self: SqlStore) -> dict[str, Any]:
+    def export(self) -> dict[str, Any]:
         """The JSON exchange document of the current versions (round-trips through import)."""
         with self.read_snapshot():
             return {key: list(rows) for key, rows in self.export_stream().items()}
 
-    def _edges(self: SqlStore) -> Iterator[tuple[str, str, str]]:
+    def _edges(self) -> Iterator[tuple[str, str, str]]:
         """Every edge (src, dst, type) in key order, as the rows come."""
         return self._stream("SELECT src, dst, type FROM edges ORDER BY src, dst, type")
 
-    def export_stream(self: SqlStore) -> dict[str, Iterator[dict[str, Any]]]:
+    def export_stream(self) -> dict[str, Iterator[dict[str, Any]]]:
         """:meth:`export` with its two arrays as iterators over the store's rows, each read by one
         statement as the consumer asks (:func:`memsteward.jsonio.write_streamed` writes the same
         bytes as for :meth:`export` without holding the document). Consume it inside
@@ -72,13 +73,13 @@ class Transfer(StoreCore):
         return {"artifacts": (a.as_dict() for a in self._iter_rows()),
                 "edges": ({"src": s, "dst": d, "type": t} for s, d, t in self._edges())}
 
-    def snapshot(self: SqlStore) -> Snapshot:
+    def snapshot(self) -> Snapshot:
         """The whole store in memory, artifacts and edges from one state of it (:meth:`read_snapshot`)."""
         with self.read_snapshot():
             arts = {a.id: a for a in self._iter_rows()}
             return Snapshot(arts, tuple(Edge(s, d, t) for s, d, t in self._edges()))
 
-    def dump_state(self: SqlStore) -> dict[str, Any]:
+    def dump_state(self) -> dict[str, Any]:
         """Every table except the audit timestamps (for before/after comparisons in tests)."""
         out = {}
         for table in ("artifacts", "versions", "edges", "events", "plan_steps"):
@@ -86,7 +87,7 @@ class Transfer(StoreCore):
         out["audit"] = [tuple(r) for r in self.conn.execute("SELECT seq, event_id, action, artifact_id FROM audit")]
         return out
 
-    def copy_in_memory(self: SqlStore) -> SqlStore:
+    def copy_in_memory(self) -> SqlStore:
         """An in-memory copy (used by ``--dry-run``: the real store is never touched)."""
         from .sqlstore import SqlStore
 
@@ -101,7 +102,7 @@ class Transfer(StoreCore):
     TABLES = ("artifacts", "versions", "edges", "events", "plan_steps", "audit", "audit_head", "tombstones",
               "shingles")
 
-    def row_counts(self: SqlStore, tables: Sequence[str] | None = None) -> dict[str, int]:
+    def row_counts(self, tables: Sequence[str] | None = None) -> dict[str, int]:
         """The number of rows of each of ``tables`` (default: every table :meth:`copy_into` copies)."""
         names = self.TABLES if tables is None else tables
         unknown = set(names) - set(self.TABLES)
@@ -109,7 +110,7 @@ class Transfer(StoreCore):
             raise ValueError(f"not a store table: {sorted(unknown)}")
         return {t: self.conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in names}
 
-    def copy_into(self: SqlStore, dst: SqlStore, batch: int = 2000,
+    def copy_into(self, dst: SqlStore, batch: int = 2000,
                   progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
         """Copy every row of every table into the empty store ``dst`` (any backend) in one of its
         transactions, keeping ids, versions, audit sequence numbers and hashes; returns row counts.

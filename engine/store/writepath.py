@@ -10,24 +10,21 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import InputError, WriteRefused
 from ..repair.artifacts import SERVABLE_STATES, Artifact
 from ..repair.writes import Write, canonical_json, prepare
 from .connection import retrying
-from .core import StoreCore
-
-if TYPE_CHECKING:
-    from .sqlstore import SqlStore
+from .repairlog import Transitions
 
 __all__ = ["Writes"]
 
 
-class Writes(StoreCore):
+class Writes(Transitions):
     """Recording artifacts (single writes and batches)."""
 
-    def record(self: SqlStore, artifact: Artifact | Mapping[str, Any], inputs: Sequence[str] = (),
+    def record(self, artifact: Artifact | Mapping[str, Any], inputs: Sequence[str] = (),
                semantic: Sequence[str] = ()) -> Artifact:
         """Append one artifact version with its provenance, in one transaction (the write path).
 
@@ -60,7 +57,7 @@ class Writes(StoreCore):
         return self.record_many([prepare(artifact, inputs, semantic, file=self.path)])[0]
 
     @retrying
-    def record_many(self: SqlStore, writes: Sequence[Write | Mapping[str, Any]]) -> list[Artifact]:
+    def record_many(self, writes: Sequence[Write | Mapping[str, Any]]) -> list[Artifact]:
         """Record a batch of writes in ONE transaction: all of them, or (on any refusal) none.
 
         Each item is a :class:`~memsteward.repair.writes.Write` or a ``store put`` object
@@ -88,7 +85,7 @@ class Writes(StoreCore):
             raise refused
         return out
 
-    def _apply_writes(self: SqlStore, batch: Sequence[Write]) -> list[Artifact]:
+    def _apply_writes(self, batch: Sequence[Write]) -> list[Artifact]:
         named = sorted({w.artifact.id for w in batch} | {i for w in batch for i in (*w.inputs, *w.semantic)})
         known = {i: (k, a, st) for i, k, a, st in self.conn.execute(
             "SELECT id, kind, arch, state FROM artifacts WHERE id IN (SELECT value FROM json_each(?))",
@@ -156,6 +153,6 @@ class Writes(StoreCore):
             self._audit("record", detail={"artifacts": len(batch), "manifest_sha256": manifest.hexdigest()})
         return out
 
-    def _refusal_audit(self: SqlStore, ident: str, detail: Mapping[str, Any]) -> None:
+    def _refusal_audit(self, ident: str, detail: Mapping[str, Any]) -> None:
         """Audit a refused write. The batch's own rows are not written yet, so only this row commits."""
         self._audit("refuse", ident, detail=detail)
