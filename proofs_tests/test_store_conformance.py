@@ -1,5 +1,5 @@
 """One conformance suite for every store backend (STYLE.md §4): the typed interface
-(``memsteward.repair.store_api``) is what the engine calls, and each backend behaves as the
+(``memsteward.store.api``) is what the engine calls, and each backend behaves as the
 reference — an in-memory SQLite store given the same calls.
 
 * every backend's store is a :class:`RepairLog` and a :class:`Reader`, with the Protocol's signatures;

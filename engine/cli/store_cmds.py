@@ -13,10 +13,10 @@ from ..errors import InputError
 from ..jsonio import parse_json, read_text, source_name
 from ..redaction import shown_location
 from ..repair.artifacts import parse_store_document, read_json
-from ..store.connection import is_postgres_url
-from ..store.api import Storage
-from ..store.opening import open_store
 from ..repair.writes import MAX_CONTENT_BYTES, parse_put
+from ..store.api import Storage
+from ..store.connection import is_postgres_url
+from ..store.opening import open_store
 from .common import emit_json, emit_json_stream, handle_errors, progress_flag, step_progress, terminal
 from .paths import check_store
 

@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING
 
 from ..lazyexports import lazy_exports
 
+# name → the module (relative to this package) that defines it
 _EXPORTS: dict[str, str] = {
-    "Store": ".sqlstore",
     "SqlStore": ".sqlstore",
+    "Store": ".sqlstore",
     "content_digest": "..repair.writes",
     "db_errors": ".connection",
     "digest": ".core",
@@ -22,15 +23,16 @@ _EXPORTS: dict[str, str] = {
     "redact": ".connection",
 }
 
-__all__ = sorted(_EXPORTS)
-
+__all__ = ["SqlStore", "Store", "content_digest", "db_errors", "digest", "open_store", "redact"]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals(), __all__)
 
 
-if TYPE_CHECKING:
-    from ..repair.writes import content_digest
-    from .connection import db_errors, redact
-    from .core import digest
-    from .opening import open_store
-    from .sqlstore import SqlStore, Store
+if TYPE_CHECKING:  # static analysers see the eager imports, re-exported explicitly (`X as X`)
+    from ..repair.writes import content_digest as content_digest
+    from .connection import db_errors as db_errors
+    from .connection import redact as redact
+    from .core import digest as digest
+    from .opening import open_store as open_store
+    from .sqlstore import SqlStore as SqlStore
+    from .sqlstore import Store as Store
