@@ -158,6 +158,19 @@ def test_dry_run_never_touches_the_store(scenario):
 
 @settings(max_examples=15)
 @given(scenarios())
+def test_dry_run_reports_what_the_run_does(scenario):
+    """The dry run executes on a copy of what the event reads only (C(F), its parents and their
+    artifacts: ``copy_scope``), not of the whole store; its plan — steps, outcomes, republished and
+    withdrawn sets — is the one the real run produces on the whole store."""
+    doc, event_doc, selector = scenario
+    store, event = _setup(doc, event_doc)
+    dry = dry_run(store, policy(), event, selector, "ortools")
+    real = run_event(store, policy(), event, selector, "ortools")
+    assert dry.to_json() == real.to_json()
+
+
+@settings(max_examples=15)
+@given(scenarios())
 def test_no_action_leaves_store_unchanged_and_leaks(scenario):
     doc, event_doc, _ = scenario
     store, event = _setup(doc, event_doc)

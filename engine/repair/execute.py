@@ -430,13 +430,21 @@ def _publish(store: RepairLog, event_id: int, plan: TransitionPlan, results: lis
 def dry_run(store: RepairLog, policy: Policy, event: Event, selector: str = "mincut", backend: str = "networkx",
             operators: OperatorRegistry | None = None, oracles: OracleRegistry | None = None,
             executor: Executor | str | None = None, progress: Progress | None = None) -> TransitionPlan:
-    """Plan and execute on an in-memory copy: the full report, the real store untouched. The
-    copy lives in this process only, so a Ray executor runs as a local pool of its size."""
+    """Plan on the store (a pure read), execute on an in-memory copy of what the execution reads
+    (C(F), the influence parents of its members and their artifacts: :meth:`RepairLog.copy_scope`):
+    the full report, the real store untouched, at a cost that grows with the cascade, not with the
+    store. The copy lives in this process only, so a Ray executor runs as a local pool of its size."""
     runner = executor_from(executor)
     if runner.name == "ray":
         runner = LocalPool(runner.workers)
-    copy = store.copy_in_memory()
+    if store.unfinished_event() is not None:
+        raise InputError("the store has an unfinished event; run `memsteward recover` first", file=store.path)
+    operators = operators or operators_for(policy)
+    plan = compute_plan(policy, store, event, selector, backend, operators)
+    if plan.selector == "no_action":
+        return plan.replace(status="done", withdrawn=(), republished=())
+    copy = store.copy_scope(plan.cascade)
     try:
-        return run_event(copy, policy, event, selector, backend, operators, oracles, runner, progress)
+        return execute(copy, policy, plan, operators, oracles, None, runner, progress)
     finally:
         copy.close()

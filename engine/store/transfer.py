@@ -8,7 +8,7 @@ verifies the chain on both sides).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
@@ -86,6 +86,22 @@ class Transfer(Erasure):
             out[table] = sorted(map(tuple, self.conn.execute(f"SELECT * FROM {table}")), key=repr)
         out["audit"] = [tuple(r) for r in self.conn.execute("SELECT seq, event_id, action, artifact_id FROM audit")]
         return out
+
+    def copy_scope(self, cascade: Collection[str]) -> SqlStore:
+        """An in-memory store holding only what executing an event over ``cascade`` reads: C(F), the
+        influence parents of its members, their artifacts at their current versions and the influence
+        edges into C(F) (:func:`~memsteward.repair.scope.neighbourhood`). The dry run's copy: its cost
+        grows with the cascade, not with the store (a whole-store copy grew with the store)."""
+        from ..repair.scope import neighbourhood
+        from .sqlstore import SqlStore
+
+        mem = SqlStore()
+        try:
+            mem.import_snapshot(neighbourhood(self, cascade), file=self.path)
+        except BaseException:
+            mem.close()
+            raise
+        return mem
 
     def copy_in_memory(self) -> SqlStore:
         """An in-memory copy (used by ``--dry-run``: the real store is never touched)."""
