@@ -24,7 +24,7 @@ from typing import Any, Literal, NamedTuple, Protocol, Self, TypedDict, runtime_
 
 from ..repair.artifacts import Artifact, Snapshot
 
-__all__ = ["ADMIN", "JSON", "READER", "REPAIR_LOG", "WRITE_PATH", "Admin", "AuditRow", "BarrierSpec", "Document",
+__all__ = ["ADMIN", "JSON", "OPTIONAL", "capabilities", "READER", "REPAIR_LOG", "WRITE_PATH", "Admin", "AuditRow", "BarrierSpec", "Document",
            "ErasureReport", "EventRecord", "Locator", "Provenance", "PublishSpec", "Reader", "RepairLog",
            "StepRecord", "StepStatus", "Storage", "WritePath"]
 
@@ -229,6 +229,17 @@ class Admin(Protocol):
 @runtime_checkable
 class Storage(RepairLog, Reader, WritePath, Admin, Protocol):
     """Every role at once: what ``open_store`` returns and the command line hands around."""
+
+
+OPTIONAL = frozenset({"physical-erasure-proof", "lineage-index", "copy"})
+"""Optional capabilities a store may declare (its ``capabilities()``): a scan of its files proving the
+erased bytes gone; the lineage index behind ``shingle_candidates``; ``copy_into`` another store."""
+
+
+def capabilities(store: object) -> frozenset[str]:
+    """The optional capabilities ``store`` declares (none when it declares nothing)."""
+    declared = getattr(store, "capabilities", None)
+    return frozenset(declared()) & OPTIONAL if callable(declared) else frozenset()
 
 
 def _members(proto: type) -> frozenset[str]:

@@ -36,6 +36,12 @@ class SqlStore(Writes):
     ['a']
     """
 
+    def capabilities(self) -> frozenset[str]:
+        """Optional capabilities (:data:`~memsteward.store.api.OPTIONAL`): the lineage index and copy on
+        every backend; a proof of physical erasure (a scan of the files) on a SQLite file."""
+        proof = {"physical-erasure-proof"} if self.backend == "sqlite" and self.path != ":memory:" else set()
+        return frozenset({"lineage-index", "copy"} | proof)
+
     @staticmethod
     def open(path: str, create: bool = False, migrate: bool = False) -> SqlStore:
         """:func:`memsteward.store.opening.open_store` (a path or URL: see there)."""

@@ -1,0 +1,279 @@
+"""The audit chain and the repair log of :class:`MemoryStore` (see :mod:`.memory`): the same rows as
+the SQL store's ``audit.py``, ``repairlog.py``, ``leases.py`` and ``erasure.py``, kept in dicts."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import secrets
+import socket
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
+
+from ..errors import EventHeld, InputError
+from ..repair.artifacts import Snapshot
+from ..repair.auditchain import GENESIS, row_hash, seal, signing_key
+from ..repair.writes import content_digest
+from .api import BarrierSpec, ErasureReport, EventRecord, Locator, OracleReport, PublishSpec, StepRecord, StepStatus
+from .core import _dump, _erase_wait, _now, digest
+from .memory import MemoryReads
+from .planstore import plan_text as stored_plan
+from .planstore import read_fields, read_plan
+
+__all__ = ["MemoryStore"]
+
+_PENDING = StepRecord("pending", None, None)
+
+
+class MemoryStore(MemoryReads):
+    """Every protocol of :mod:`.api` over plain dicts (the reference the SQL backends are compared with).
+
+    >>> from memsteward.store.memory_log import MemoryStore
+    >>> s = MemoryStore()
+    >>> s.record({"id": "a", "kind": "record", "content": "x"}).version
+    1
+    >>> s.servable(["b", "a"]), s.audit_log()[0]["action"]
+    (['a'], 'record')
+    """
+
+    def __init__(self, path: str = ":memory:") -> None:
+        super().__init__(path)
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(6)}"
+        self.erase_wait = _erase_wait()
+        self._key = signing_key()
+        self.checkpoints = 0
+
+    def capabilities(self) -> frozenset[str]:
+        """The lineage index only: no files to scan, no copy into another store."""
+        return frozenset({"lineage-index"})
+
+    # ------------------------------------------------------------------ the audit chain
+
+    def _audit(self, action: str, artifact_id: str | None = None, event_id: int | None = None,
+               detail: Mapping[str, Any] | None = None) -> None:
+        seq, prev = self.t.audit_head[:2] if self.t.audit_head else (0, GENESIS)
+        seq += 1
+        at, text = _now(), _dump(detail or {})
+        head = row_hash(prev, seq, at, event_id, action, artifact_id, text)
+        self.t.audit.append((seq, at, event_id, action, artifact_id, text, head))
+        self.t.audit_head = (seq, head, None if self._key is None else seal(self._key, seq, head))
+
+    def audit_head(self) -> tuple[int, str] | None:
+        return None if self.t.audit_head is None else (self.t.audit_head[0], self.t.audit_head[1])
+
+    def audit_seal(self) -> str | None:
+        return None if self.t.audit_head is None else self.t.audit_head[2]
+
+    def audit_rows(self) -> list[tuple[int, str, int | None, str, str | None, str, str | None]]:
+        return list(self.t.audit)
+
+    def audit_log(self) -> list[dict[str, Any]]:
+        return [{"seq": s, "at": at, "event_id": ev, "action": a, "artifact_id": art, "detail": json.loads(d)}
+                for s, at, ev, a, art, d, _h in self.t.audit]
+
+    def audit_log_stream(self) -> Any:
+        return iter(self.audit_log())
+
+    def generation(self) -> int:
+        return self.t.audit[-1][0] if self.t.audit else 0
+
+    # ------------------------------------------------------------------ events
+
+    def unfinished_event(self) -> EventRecord | None:
+        open_ = sorted(i for i, r in self.t.events.items() if r[4] != "done")
+        if not open_:
+            return None
+        _t, ev, pol, plan, _s, _c = self.t.events[open_[0]]
+        return EventRecord(open_[0], json.loads(ev), json.loads(pol), read_plan(plan))
+
+    def event(self, event_id: int | None = None) -> dict[str, Any] | None:
+        if not self.t.events:
+            return None
+        i = max(self.t.events) if event_id is None else event_id
+        if i not in self.t.events:
+            return None
+        t, ev, pol, plan, status, created = self.t.events[i]
+        return {"id": i, "type": t, "event": json.loads(ev), "policy": json.loads(pol), "plan": read_plan(plan),
+                "status": status, "created": created,
+                "sha256": {"event": digest(ev), "policy": digest(pol), "plan": digest(plan)}}
+
+    def event_ids(self) -> list[int]:
+        return sorted(self.t.events)
+
+    # ------------------------------------------------------------------ leases
+
+    def _lease(self, event_id: int) -> None:
+        self.t.event_lease[event_id] = (self.owner, socket.gethostname(), os.getpid(), None, _now(), None)
+
+    def _check_lease(self, event_id: int) -> None:
+        row = self.t.event_lease.get(event_id)
+        if row is not None and row[0] != self.owner:
+            raise EventHeld(f"event {event_id} was taken over by process {row[2]} on {row[1]} at {row[4]}",
+                            {"event": event_id, "host": row[1], "pid": row[2], "since": row[4]}, file=self.path)
+
+    def take_event(self, event_id: int) -> bool:
+        """One process holds a memory store: any lease of another owner is of a store object gone."""
+        row = self.t.events.get(event_id)
+        if row is None or row[4] == "done":
+            return False
+        with self.transaction():
+            self._lease(event_id)
+        return True
+
+    def act_for(self, owner: str) -> None:
+        self.owner = owner
+
+    def locator(self) -> Locator | None:
+        return None  # only this process holds it
+
+    # ------------------------------------------------------------------ the repair log
+
+    def barrier(self, spec: BarrierSpec) -> int:
+        if self.unfinished_event() is not None:
+            raise InputError("the store has an unfinished event; run `memsteward recover` first", file=self.path)
+        if spec.generation is not None and self.generation() != spec.generation:
+            raise InputError("the store changed while the event was being planned; run it again", file=self.path)
+        barrier, plan = spec.barrier, spec.plan
+        event_text, policy_text = _dump(plan["event"]), _dump(spec.policy)
+        with self.transaction() as t:
+            for i in barrier:
+                row = t.artifacts.get(i)
+                if row is not None and row[3] != "erased":
+                    row[3], row[4] = "withdrawn", None
+            plan_text = stored_plan(plan)
+            event_id = max(t.events, default=0) + 1
+            t.events[event_id] = [plan["event"]["type"], event_text, policy_text, plan_text, "barrier", _now()]
+            self._lease(event_id)
+            for root, art in sorted(spec.staged_roots.items()):
+                self._insert_version(event_id, root, art.content, dict(art.meta))
+            self._audit("barrier", event_id=event_id,
+                        detail={"type": plan["event"]["type"], "roots": plan["event"]["roots"],
+                                "event_sha256": digest(event_text), "policy_sha256": digest(policy_text),
+                                "plan_sha256": digest(plan_text), "withdrawn": len(barrier)})
+            for i in barrier:
+                self._audit("withdraw", i, event_id)
+        return event_id
+
+    def _insert_version(self, event_id: int, ident: str, content: Any, meta: Mapping[str, Any]) -> int:
+        version = max(v for (i, v) in self.t.versions if i == ident) + 1
+        self.t.versions[(ident, version)] = [_dump(content), _dump(dict(meta)), event_id, 0, None]
+        self.t.artifacts[ident][4] = version
+        return version
+
+    def staged(self, ident: str) -> Any:
+        row = self.t.artifacts.get(ident)
+        return None if row is None or row[4] is None else self.version_of(ident, int(row[4]))
+
+    def _step_keys(self, event_id: int) -> dict[str, tuple[int, str]]:
+        if event_id not in self.t.events:
+            raise InputError(f"no event {event_id} in the store", file=self.path)
+        fields = read_fields(self.t.events[event_id][3], ("order", "modes"))
+        return {i: (k, fields["modes"][i]) for k, i in enumerate(fields["order"])}
+
+    def steps(self, event_id: int) -> dict[str, StepRecord]:
+        recorded = {r[0]: StepRecord(r[2], r[3], None if r[4] is None else json.loads(r[4]))
+                    for (e, _s), r in self.t.plan_steps.items() if e == event_id}
+        return {i: recorded.get(i, _PENDING) for i in self._step_keys(event_id)}
+
+    def _record(self, event_id: int, ident: str, status: str, column: int, value: Any) -> None:
+        seq, mode = self._step_keys(event_id)[ident]
+        row = self.t.plan_steps.setdefault((event_id, seq), [ident, mode, status, None, None])
+        row[2], row[column] = status, value
+
+    def stage(self, event_id: int, ident: str, content: Any, meta: Mapping[str, Any],
+              support: Sequence[Mapping[str, Any]] = (), forget: Sequence[Mapping[str, Any]] = ()) -> int:
+        with self.transaction() as t:
+            self._check_lease(event_id)
+            version = self._insert_version(event_id, ident, content, meta)
+            t.artifacts[ident][3] = "staged"
+            self._record(event_id, ident, "staged", 3, version)
+            self._audit("stage", ident, event_id, {"version": version, "support": list(support), "forget": list(forget)})
+        return version
+
+    def record_step(self, event_id: int, ident: str, status: StepStatus, report: OracleReport) -> None:
+        with self.transaction() as t:
+            self._check_lease(event_id)
+            self._record(event_id, ident, status, 4, _dump(report))
+            if status != "validated":
+                t.artifacts[ident][3] = "withdrawn"
+            self._audit(status, ident, event_id, {"report": report} if status != "validated" else {})
+
+    def publish(self, spec: PublishSpec) -> list[Any]:
+        event_id = spec.event_id
+        targets: dict[str, int | None] = dict(spec.scrub)
+        targets.update({r: None for r in spec.erase})
+        with self.transaction() as t:
+            self._check_lease(event_id)
+            t.event_lease.pop(event_id, None)
+            for ident in spec.republish:
+                row = t.artifacts.get(ident)
+                if row is not None and row[4] is not None:
+                    row[2], row[3], row[4] = row[4], "republished", None
+                cur = self._artifact(ident)
+                self._audit("republish", ident, event_id, {} if cur is None else {
+                    "version": cur.version, "sha256": content_digest(cur.content)})
+            gone = self._erase_versions(event_id, targets, frozenset(spec.tombstone) | frozenset(spec.erase))
+            for ident in spec.erase:
+                t.artifacts[ident][3], t.artifacts[ident][4] = "erased", None
+            for row in t.artifacts.values():
+                if row[3] == "staged":
+                    row[3] = "withdrawn"
+                if row[3] == "withdrawn":
+                    row[4] = None
+            self._reindex(set(spec.republish) | set(targets))
+            final = stored_plan(spec.plan)
+            t.events[event_id][3], t.events[event_id][4] = final, "done"
+            self._audit("publish", event_id=event_id, detail={"republished": len(spec.republish),
+                                                               "plan_sha256": digest(final)})
+        return gone
+
+    def _erase_versions(self, event_id: int, targets: Mapping[str, int | None], tombstone: frozenset[str]) -> list[Any]:
+        gone: list[Any] = []
+        for ident in sorted(targets):
+            erased = []
+            for (i, version), row in sorted(self.t.versions.items()):
+                limit = targets[ident]
+                if i != ident or row[3] or (limit is not None and version > limit):
+                    continue
+                value = None if row[0] is None else json.loads(row[0])
+                sha = content_digest(value)
+                if value is not None:
+                    gone.append(value)
+                erased.append({"version": version, "sha256": sha})
+                if ident in tombstone and row[0] is not None:
+                    self.t.tombstones.setdefault(sha, (ident, event_id))
+                row[0], row[1], row[3], row[4] = None, "{}", 1, sha
+            if erased:
+                self._audit("erase", ident, event_id, {"versions": erased})
+        return gone
+
+    def erase_physically(self, event_id: int, needles: Sequence[bytes], scanned: bool = True) -> ErasureReport:
+        """Nothing outside the process holds a byte of a memory store: the step only records that."""
+        detail: ErasureReport = {"wait_seconds": self.erase_wait, "complete": True, "file": False}
+        with self.transaction():
+            self._audit("physical-erasure", event_id=event_id, detail=detail)
+        return detail
+
+    def pending_physical_erasure(self) -> list[int]:
+        erased = {r[2] for r in self.t.audit if r[3] == "erase"}
+        done = {r[2] for r in self.t.audit if r[3] == "physical-erasure"}
+        return sorted(int(e) for e in erased - done if e is not None)
+
+    # ------------------------------------------------------------------ copies
+
+    def copy_in_memory(self) -> MemoryStore:
+        mem = MemoryStore()
+        mem.t = copy.deepcopy(self.t)
+        return mem
+
+    def copy_scope(self, cascade: Collection[str]) -> MemoryStore:
+        from ..repair.scope import neighbourhood
+
+        mem = MemoryStore()
+        snap: Snapshot = neighbourhood(self, cascade)
+        mem.import_snapshot(snap, file=self.path)
+        return mem
+
+    def copy_into(self, dst: Any, batch: int = 2000, progress: Any = None) -> dict[str, int]:
+        raise NotImplementedError("copy is an optional capability the memory store does not have")
