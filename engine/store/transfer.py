@@ -19,6 +19,7 @@ from .core import _dump
 from .erasure import Erasure
 
 if TYPE_CHECKING:
+    from .memory_log import MemoryStore
     from .sqlstore import SqlStore
 
 __all__ = ["Transfer"]
@@ -87,20 +88,17 @@ class Transfer(Erasure):
         out["audit"] = [tuple(r) for r in self.conn.execute("SELECT seq, event_id, action, artifact_id FROM audit")]
         return out
 
-    def copy_scope(self, cascade: Collection[str]) -> SqlStore:
-        """An in-memory store holding only what executing an event over ``cascade`` reads: C(F), the
-        influence parents of its members, their artifacts at their current versions and the influence
-        edges into C(F) (:func:`~memsteward.repair.scope.neighbourhood`). The dry run's copy: its cost
-        grows with the cascade, not with the store (a whole-store copy grew with the store)."""
+    def copy_scope(self, cascade: Collection[str]) -> MemoryStore:
+        """A :class:`~memsteward.store.memory_log.MemoryStore` holding only what executing an event over
+        ``cascade`` reads: C(F), the influence parents of its members, their artifacts at their current
+        versions and the influence edges into C(F) (:func:`~memsteward.repair.scope.neighbourhood`).
+        The dry run's copy: its cost grows with the cascade, not with the store (a whole-store copy
+        grew with the store)."""
         from ..repair.scope import neighbourhood
-        from .sqlstore import SqlStore
+        from .memory_log import MemoryStore
 
-        mem = SqlStore()
-        try:
-            mem.import_snapshot(neighbourhood(self, cascade), file=self.path)
-        except BaseException:
-            mem.close()
-            raise
+        mem = MemoryStore()
+        mem.import_snapshot(neighbourhood(self, cascade), file=self.path)
         return mem
 
     def copy_in_memory(self) -> SqlStore:
