@@ -17,12 +17,15 @@ point ``event.roots`` elsewhere; remove helpful memories after deleting ``harm_t
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .certificates import Clause, _clause
 
+if TYPE_CHECKING:
+    from memsteward.store.api import Reader, Storage
 
-def check_transition_source(doc: Mapping[str, Any], store: Any, policy_doc: Mapping[str, Any] | None) -> list[Clause]:
+
+def check_transition_source(doc: Mapping[str, Any], store: Storage, policy_doc: Mapping[str, Any] | None) -> list[Clause]:
     """Clauses of a TransitionPlan against a store (:class:`memsteward.store.api.Reader`)."""
     roots = list(doc["event"]["roots"])
     states = store.states()
@@ -54,7 +57,7 @@ def check_transition_source(doc: Mapping[str, Any], store: Any, policy_doc: Mapp
     return out
 
 
-def _recorded_policy(store: Any, doc: Mapping[str, Any]) -> dict[str, Any] | None:
+def _recorded_policy(store: Reader, doc: Mapping[str, Any]) -> dict[str, Any] | None:
     """The policy the store recorded with the event this plan describes (same event document)."""
     import json
 

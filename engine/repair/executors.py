@@ -59,7 +59,7 @@ class Shared:
 
     fn: Callable[[Any, Any, Any], Any]
     payload: Any
-    store: Any
+    store: RepairLog
     locator: tuple[str, str] | None
 
 
@@ -99,11 +99,12 @@ class Serialized:
     """A store shared by threads: each call holds one lock (a SQLite or psycopg connection is
     not safe to use from two threads at once, and a transaction must not interleave)."""
 
-    def __init__(self, store: Any, lock: threading.RLock | None = None) -> None:
-        if isinstance(store, Serialized):  # already shared: keep its one lock
-            store, lock = store._store, store._lock  # type: ignore[has-type]
-        self._store = store
-        self._lock = lock or threading.RLock()
+    def __init__(self, store: RepairLog, lock: threading.RLock | None = None) -> None:
+        shared: Serialized | None = store if isinstance(store, Serialized) else None
+        if shared is not None:  # already shared: keep its one lock
+            store, lock = shared._store, shared._lock
+        self._store: RepairLog = store
+        self._lock: threading.RLock = lock or threading.RLock()
 
     def __getattr__(self, name: str) -> Any:
         value = getattr(self._store, name)
