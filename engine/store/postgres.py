@@ -315,6 +315,7 @@ def connect_postgres(url: str, create: bool = True, migrate: bool = False) -> Pg
     shown = redact(url)
     try:
         import psycopg
+        from psycopg import sql
     except ImportError:
         raise InputError("PostgreSQL stores need psycopg 3: pip install 'memsteward[postgres]'", file=shown) from None
     # psycopg logs the pipeline it abandons on a lost connection ("error ignored terminating …"); the
@@ -328,6 +329,7 @@ def connect_postgres(url: str, create: bool = True, migrate: bool = False) -> Pg
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InputError(f"cannot connect to PostgreSQL: {first[:200]}", file=shown) from None
     conn = PgConnection(raw, schema)
+    name = sql.Identifier(schema)  # quoted by psycopg, never by hand
     try:
         tables = {r[0] for r in raw.execute("SELECT table_name FROM information_schema.tables "
                                             "WHERE table_schema = %s", (schema,))}
@@ -338,13 +340,13 @@ def connect_postgres(url: str, create: bool = True, migrate: bool = False) -> Pg
             raise InputError(f"no memsteward store in schema {schema!r} (create one with `memsteward store import`)",
                              file=shown)
         if "memsteward_schema" in tables:  # an existing store: read its version, take no lock
-            row = raw.execute(f'SELECT version FROM "{schema}".memsteward_schema WHERE one = 1').fetchone()
+            row = raw.execute(sql.SQL("SELECT version FROM {}.memsteward_schema WHERE one = 1").format(name)).fetchone()
             version = 1 if row is None else int(row[0])
             check_version(version, f"schema {schema!r}", shown, migrate)
             if version < SCHEMA_VERSION:  # `store migrate`: every step in one transaction, under the write lock
                 raw.execute("BEGIN")
                 raw.execute("SELECT pg_advisory_xact_lock(%s)", (conn.lock_key,))
-                raw.execute(f'SET LOCAL search_path TO "{schema}"')
+                raw.execute(sql.SQL("SET LOCAL search_path TO {}").format(name))
                 (version,) = raw.execute("SELECT version FROM memsteward_schema WHERE one = 1").fetchone() or (1,)
                 for step in MIGRATIONS["postgresql"][int(version) - 1:]:
                     raw.execute(step(raw))
@@ -354,13 +356,13 @@ def connect_postgres(url: str, create: bool = True, migrate: bool = False) -> Pg
         else:  # a new store: the schema is created under the store's lock (concurrent creators wait)
             raw.execute("BEGIN")
             raw.execute("SELECT pg_advisory_xact_lock(%s)", (conn.lock_key,))
-            raw.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
-            raw.execute(f'SET LOCAL search_path TO "{schema}"')
+            raw.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(name))
+            raw.execute(sql.SQL("SET LOCAL search_path TO {}").format(name))
             raw.execute(PG_SCHEMA)
             raw.execute("INSERT INTO memsteward_schema(one, version) VALUES (1, %s) ON CONFLICT DO NOTHING",
                         (SCHEMA_VERSION,))
             raw.execute("COMMIT")
-        raw.execute(f'SET search_path TO "{schema}"')
+        raw.execute(sql.SQL("SET search_path TO {}").format(name))
     except BaseException:
         if not raw.closed:
             try:
