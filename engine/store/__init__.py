@@ -14,6 +14,7 @@ from ..lazyexports import lazy_exports
 
 # name → the module (relative to this package) that defines it
 _EXPORTS: dict[str, str] = {
+    "MemoryStore": ".memory_log",
     "SqlStore": ".sqlstore",
     "Store": ".sqlstore",
     "content_digest": "..repair.writes",
@@ -23,7 +24,7 @@ _EXPORTS: dict[str, str] = {
     "redact": ".connection",
 }
 
-__all__ = ["SqlStore", "Store", "content_digest", "db_errors", "digest", "open_store", "redact"]
+__all__ = ["MemoryStore", "SqlStore", "Store", "content_digest", "db_errors", "digest", "open_store", "redact"]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals(), __all__)
 
@@ -33,6 +34,7 @@ if TYPE_CHECKING:  # static analysers see the eager imports, re-exported explici
     from .connection import db_errors as db_errors
     from .connection import redact as redact
     from .core import digest as digest
+    from .memory_log import MemoryStore as MemoryStore
     from .opening import open_store as open_store
     from .sqlstore import SqlStore as SqlStore
     from .sqlstore import Store as Store
