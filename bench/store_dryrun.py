@@ -91,7 +91,9 @@ def measure(n: int, folder: str, repeats: int) -> dict[str, Any]:
     return {**row, "new_s": new_s, "old_s": old_s}
 
 
-def run(sizes: list[int] = SIZES, repeats: int = 3) -> str:
+def run(sizes: list[int] = SIZES, repeats: int = 3, quick: bool = False) -> str:
+    if quick:
+        sizes, repeats = sizes[:2], 1
     rows = []
     with tempfile.TemporaryDirectory(prefix="memsteward-dryrun-") as folder:
         for n in sizes:

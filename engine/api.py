@@ -17,13 +17,14 @@ from .repair.events import Event, parse_event
 from .repair.plan import TransitionPlan
 from .store.api import Storage
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the public signatures name the SQL store class (``memsteward.Store``)
     from memsteward.specs.certificates import Clause
 
     from .clearance.case import Case
     from .clearance.plan import ClearancePlan
     from .policy.findings import Finding
     from .repair.executors import Executor
+    from .store.sqlstore import SqlStore
 
 __all__ = ["apply_event", "attest", "bundled_path", "check_policy", "clear_context", "load_policy",
            "open_store", "recover_event", "verify_plan"]
@@ -83,7 +84,7 @@ def check_policy(path: str | Path) -> list[Finding]:
     return list(analyze(src))
 
 
-def open_store(path: str | Path = ":memory:", create: bool = True) -> Storage:
+def open_store(path: str | Path = ":memory:", create: bool = True) -> SqlStore:
     """Open a store: a SQLite file (created when missing and ``create``), ``":memory:"``, or a
     ``.json`` export (read into memory, never written back).
 

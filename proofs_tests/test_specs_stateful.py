@@ -25,6 +25,7 @@ import os
 import shutil
 import tempfile
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -496,8 +497,8 @@ def _withdraw_after_repair(monkeypatch):
     """The barrier records the event but withdraws nothing (withdrawal only at publication)."""
     real = Store.barrier
 
-    def barrier(self, plan_doc, policy_doc, staged_roots, generation=None):
-        return real(self, {**plan_doc, "barrier": []}, policy_doc, staged_roots, generation)
+    def barrier(self, spec):
+        return real(self, replace(spec, plan={**spec.plan, "barrier": []}))
     monkeypatch.setattr(Store, "barrier", barrier)
 
 
