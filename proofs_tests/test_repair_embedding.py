@@ -24,7 +24,7 @@ from memsteward.repair.events import parse_event
 from memsteward.repair.execute import run_event
 from memsteward.repair.operators import RegenText, RepairContext, Successor
 from memsteward.repair.oracles import OracleInput, check_embedding
-from memsteward.repair.store import Store
+from memsteward.store import Store
 
 STORE = {
     "artifacts": [

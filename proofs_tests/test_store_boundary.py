@@ -29,7 +29,11 @@ CONCRETE = frozenset({"SqlStore", "Store", "StoreCore"})
 #   signatures: imports of it under ``if TYPE_CHECKING:`` there are for type checkers only;
 # * the key stores of crypto-shredding (issue 27) keep the data keys in their own SQLite file or PostgreSQL
 #   schema, apart from the data by design (a backup of the data must not hold its keys).
-EXEMPT = {ROOT / "engine" / "shred" / "keyfile.py", ROOT / "engine" / "shred" / "pgkeys.py"}
+# * the LangGraph adapter's scrub and TTL sweep open the *wrapped LangGraph store's* SQLite file (its own
+#   VACUUM and expiry), not a memsteward store.
+EXEMPT = {ROOT / "engine" / "shred" / "keyfile.py", ROOT / "engine" / "shred" / "pgkeys.py",
+          ROOT / "engine" / "integrations" / "langgraph" / "physical.py",
+          ROOT / "engine" / "integrations" / "langgraph" / "ttl.py"}
 FRONT_DOOR = {ROOT / "engine" / "__init__.py", ROOT / "engine" / "api.py"}
 
 

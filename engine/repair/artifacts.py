@@ -12,7 +12,7 @@ from collections import deque
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeGuard
 
 from ..errors import InputError
 from ..jsonio import parse_json, read_text, source_name
@@ -165,7 +165,7 @@ def read_json(path: str) -> tuple[Any, str]:
 _KIND = re.compile(KIND_PATTERN)
 
 
-def is_kind_name(kind: Any) -> bool:
+def is_kind_name(kind: Any) -> TypeGuard[str]:
     """A paper kind, or a name a policy may declare (an identifier of at most MAX_KIND_CHARS)."""
     return isinstance(kind, str) and len(kind) <= MAX_KIND_CHARS and _KIND.fullmatch(kind) is not None
 

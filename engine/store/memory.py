@@ -23,6 +23,7 @@ from typing import Any
 from ..errors import InputError, WriteRefused
 from ..repair.artifacts import ABSENT, SERVABLE_STATES, Artifact, Edge, Snapshot
 from ..repair.lineage import candidates, index_hashes
+from ..repair.reingest import verdict as reingest_verdict
 from ..repair.writes import Write, canonical_json, parse_put, prepare
 from .core import _dump, _load
 
@@ -111,6 +112,19 @@ class MemoryReads:
 
     def get(self, ident: str) -> Artifact | None:
         return self._artifact(ident)
+
+    def last_with_prefix(self, prefixes: Sequence[str]) -> dict[str, tuple[str, str]]:
+        out = {}
+        for p in prefixes:
+            ids = [i for i in self.t.artifacts if p <= i < p + "~"]
+            if ids:
+                top = max(ids, key=lambda i: i.encode("utf-8"))
+                out[p] = (top, self.t.artifacts[top][3])
+        return out
+
+    def ids_with_prefix(self, prefix: str, limit: int) -> list[tuple[str, str]]:
+        ids = sorted((i for i in self.t.artifacts if prefix <= i < prefix + "~"), key=lambda i: i.encode("utf-8"))
+        return [(i, self.t.artifacts[i][3]) for i in ids[:limit]]
 
     def version_of(self, ident: str, version: int) -> Artifact | None:
         return self._artifact(ident, version)
@@ -240,10 +254,10 @@ class MemoryReads:
     # ------------------------------------------------------------------ the write path
 
     def record(self, artifact: Artifact | Mapping[str, Any], inputs: Sequence[str] = (),
-               semantic: Sequence[str] = ()) -> Artifact:
-        return self.record_many([prepare(artifact, inputs, semantic, file=self.path)])[0]
+               semantic: Sequence[str] = (), *, reingest: str = "refuse") -> Artifact:
+        return self.record_many([prepare(artifact, inputs, semantic, file=self.path)], reingest=reingest)[0]
 
-    def record_many(self, writes: Sequence[Write | Mapping[str, Any]]) -> list[Artifact]:
+    def record_many(self, writes: Sequence[Write | Mapping[str, Any]], *, reingest: str = "refuse") -> list[Artifact]:
         batch = [w if isinstance(w, Write) else parse_put(w, self.path, f"writes[{k}].") for k, w in enumerate(writes)]
         if self.unfinished_event() is not None:
             raise WriteRefused("the store has an unfinished event; writes wait until it is published "
@@ -251,7 +265,7 @@ class MemoryReads:
         self._refusal: tuple[str, dict[str, Any]] | None = None
         try:
             with self.transaction():
-                return self._apply_writes(batch)
+                return self._apply_writes(batch, reingest)
         except WriteRefused:
             if self._refusal is not None:  # fenced or tombstoned: the refusal's audit row commits, nothing else
                 with self.transaction():
@@ -262,7 +276,7 @@ class MemoryReads:
         self._refusal = (ident, dict(detail))
         return exc
 
-    def _apply_writes(self, batch: Sequence[Write]) -> list[Artifact]:
+    def _apply_writes(self, batch: Sequence[Write], reingest: str = "refuse") -> list[Artifact]:
         t = self.t
         known = {i: (r[0], r[1], r[3]) for i, r in t.artifacts.items()}
         out: list[Artifact] = []
@@ -282,7 +296,7 @@ class MemoryReads:
                 raise self._refuse(a.id, {"reason": "fenced", "inputs": {x: s for _, x, s in fenced}}, WriteRefused(
                     f"write of {a.id!r} refused: input {i!r} is {st} (under repair or deleted); "
                     "new memory may derive only from servable artifacts", "fenced", self.path, f"{where}inputs[{j}]"))
-            if w.digest in t.tombstones:
+            if w.digest in t.tombstones and reingest_verdict(reingest, not w.inputs, True) == "refuse":
                 raise self._refuse(a.id, {"reason": "tombstone", "sha256": w.digest}, WriteRefused(
                     f"write of {a.id!r} refused: its content was erased by a delete event "
                     f"(tombstone of {t.tombstones[w.digest][0]!r}); deleted content is not ingested again",

@@ -66,6 +66,26 @@ class Reads(AuditChain):
             f"SELECT j.value, coalesce(a.state, '{ABSENT}') FROM json_each(?) j LEFT JOIN artifacts a "
             f"ON a.id = j.value WHERE a.state IS NULL OR a.state NOT IN ({_SERVABLE_SQL})", (_id_list(ids),)))
 
+    def last_with_prefix(self, prefixes: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """For each prefix p: (id, state) of the greatest id in [p, p + "~"), for prefixes that have one.
+
+        One index probe per prefix (an ``ORDER BY id DESC LIMIT 1`` range over the primary key), so
+        an adapter finds an item's latest incarnation in O(log n), whatever the number of incarnations
+        (ids are compared bytewise: collation "C" on PostgreSQL). Meant for ASCII id schemes."""
+        if not prefixes:
+            return {}
+        rows = self.conn.execute(
+            "SELECT j.value, a.id, a.state FROM json_each(?) j JOIN artifacts a ON a.id = "
+            "(SELECT x.id FROM artifacts x WHERE x.id >= j.value AND x.id < j.value || '~' "
+            "ORDER BY x.id DESC LIMIT 1)", (_id_list(prefixes),)).fetchall()
+        return {p: (i, st) for p, i, st in rows}
+
+    def ids_with_prefix(self, prefix: str, limit: int) -> list[tuple[str, str]]:
+        """(id, state) of the ids in [prefix, prefix + "~"), in id order, at most ``limit`` (> 0)."""
+        return [(i, st) for i, st in self.conn.execute(
+            "SELECT id, state FROM artifacts WHERE id >= ? AND id < ? ORDER BY id LIMIT ?",
+            (prefix, prefix + "~", int(limit)))]
+
     def get(self, ident: str) -> Artifact | None:
         rows = self._rows("WHERE a.id = ?", (ident,))
         return rows[0] if rows else None

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..errors import InputError, WriteRefused
 from ..repair.artifacts import SERVABLE_STATES, Artifact
+from ..repair.reingest import verdict as reingest_verdict
 from ..repair.writes import Write, canonical_json, prepare
 from .connection import retrying
 from .repairlog import Transitions
@@ -25,7 +26,7 @@ class Writes(Transitions):
     """Recording artifacts (single writes and batches)."""
 
     def record(self, artifact: Artifact | Mapping[str, Any], inputs: Sequence[str] = (),
-               semantic: Sequence[str] = ()) -> Artifact:
+               semantic: Sequence[str] = (), *, reingest: str = "refuse") -> Artifact:
         """Append one artifact version with its provenance, in one transaction (the write path).
 
         ``inputs`` are the artifacts it was produced from (influence edges ``input → artifact``,
@@ -40,7 +41,9 @@ class Writes(Transitions):
             bad input (unknown ids, non-JSON or oversized content, kind change), store unchanged.
         WriteRefused
             write fencing: an input is withdrawn, staged or erased, the id itself is not servable,
-            the content is a tombstoned (erased) content, or an event is unfinished. Fenced and
+            the content is a tombstoned (erased) content that ``reingest`` refuses
+            (:func:`memsteward.repair.reingest.verdict`: a derived write always, a first-hand one
+            under ``refuse``, the default here), or an event is unfinished. Fenced and
             tombstoned refusals append a ``refuse`` audit row; nothing else changes.
 
         Examples
@@ -54,10 +57,10 @@ class Writes(Transitions):
         >>> s.record({"id": "n1", "kind": "record", "content": "Alice likes coffee"}).version
         2
         """
-        return self.record_many([prepare(artifact, inputs, semantic, file=self.path)])[0]
+        return self.record_many([prepare(artifact, inputs, semantic, file=self.path)], reingest=reingest)[0]
 
     @retrying
-    def record_many(self, writes: Sequence[Write | Mapping[str, Any]]) -> list[Artifact]:
+    def record_many(self, writes: Sequence[Write | Mapping[str, Any]], *, reingest: str = "refuse") -> list[Artifact]:
         """Record a batch of writes in ONE transaction: all of them, or (on any refusal) none.
 
         Each item is a :class:`~memsteward.repair.writes.Write` or a ``store put`` object
@@ -75,7 +78,7 @@ class Writes(Transitions):
                 raise WriteRefused("the store has an unfinished event; writes wait until it is published "
                                    "(run `memsteward recover`)", "unfinished-event", self.path)
             try:
-                out = self._apply_writes(batch)
+                out = self._apply_writes(batch, reingest)
             except WriteRefused as exc:
                 if exc.reason in ("fenced", "tombstone"):
                     refused = exc  # committed below: the refusal's audit row, nothing else
@@ -85,7 +88,7 @@ class Writes(Transitions):
             raise refused
         return out
 
-    def _apply_writes(self, batch: Sequence[Write]) -> list[Artifact]:
+    def _apply_writes(self, batch: Sequence[Write], reingest: str = "refuse") -> list[Artifact]:
         named = sorted({w.artifact.id for w in batch} | {i for w in batch for i in (*w.inputs, *w.semantic)})
         known = {i: (k, a, st) for i, k, a, st in self.conn.execute(
             "SELECT id, kind, arch, state FROM artifacts WHERE id IN (SELECT value FROM json_each(?))",
@@ -114,7 +117,7 @@ class Writes(Transitions):
                 raise WriteRefused(f"write of {a.id!r} refused: input {i!r} is {st} (under repair or deleted); "
                                    "new memory may derive only from servable artifacts", "fenced", self.path,
                                    f"{where}inputs[{j}]")
-            if w.digest in dead:
+            if w.digest in dead and reingest_verdict(reingest, not w.inputs, True) == "refuse":
                 self._refusal_audit(a.id, {"reason": "tombstone", "sha256": w.digest})
                 raise WriteRefused(f"write of {a.id!r} refused: its content was erased by a delete event "
                                    f"(tombstone of {dead[w.digest]!r}); deleted content is not ingested again",

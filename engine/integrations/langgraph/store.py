@@ -38,8 +38,8 @@ from ...repair.operators import OperatorRegistry, operators_for
 from ...repair.oracles import OracleRegistry
 from ...repair.plan import TransitionPlan
 from ...repair.reingest import REINGEST_RULES, verdict
-from ...repair.store import Store
 from ...repair.writes import content_digest
+from ...store.api import Storage
 from .errors import GovernedWriteRefused
 from .identity import MAX_INCARNATIONS, ItemIds
 from .physical import scrub
@@ -92,7 +92,7 @@ class GovernedStore(BaseStore):
     (True, {'content': 'Alice likes tea', 'derived_from': [[['mem'], 'n2']]})
     """
 
-    def __init__(self, inner: BaseStore, store: Store, policy: Policy, *, fields: Sequence[str] | None = None,
+    def __init__(self, inner: BaseStore, store: Storage, policy: Policy, *, fields: Sequence[str] | None = None,
                  provenance_field: str = "derived_from", meta_field: str = "meta", reingest: str = "allow",
                  erase_corrected: bool = True, scrub_files: bool = True, id_key: bytes | str | None = None,
                  operators: OperatorRegistry | None = None, oracles: OracleRegistry | None = None) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 
 from ...repair.artifacts import Artifact
 from ...repair.plan import TransitionPlan
-from ...repair.store import Store
+from ...store.api import Storage
 from .values import ADDRESS_KEY
 
 __all__ = ["Address", "Rewrite", "address_of", "addresses", "addresses_in", "write_back"]
@@ -47,7 +47,7 @@ def address_of(meta: Mapping[str, Any] | None) -> Address | None:
     return tuple(ns), key
 
 
-def addresses(store: Store, ids: Collection[str]) -> dict[str, Address]:
+def addresses(store: Storage, ids: Collection[str]) -> dict[str, Address]:
     """id → address of the adapter items among ``ids`` (read before an event nulls erased metadata)."""
     return addresses_in(store.artifacts_of(set(ids), content=False))
 
@@ -62,7 +62,7 @@ def addresses_in(arts: Mapping[str, Artifact]) -> dict[str, Address]:
     return out
 
 
-def write_back(store: Store, plan: TransitionPlan, known: Mapping[str, Address],
+def write_back(store: Storage, plan: TransitionPlan, known: Mapping[str, Address],
                latest: Callable[[Sequence[Address]], Mapping[Address, str]], skip: Collection[str] = ()) -> list[Rewrite]:
     """The wrapped-store changes a published ``plan`` implies (``skip``: ids the caller writes itself,
     e.g. a corrected root, whose new value is the put that caused the event)."""
