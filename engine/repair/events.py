@@ -138,7 +138,8 @@ def migrate_problem(root: Artifact, iface: Mapping[str, Any]) -> tuple[str, str]
         return "", f"the root is a {root.kind}, not a record (a tool interface is a record; derived artifacts are repaired)"
     found = root.content.get("tools") if isinstance(root.content, dict) else None
     old = found if isinstance(found, dict) else {}
-    new = iface.get("tools") if isinstance(iface.get("tools"), dict) else old
+    tools = iface.get("tools")
+    new: dict[str, Any] = tools if isinstance(tools, dict) else old
     renames = iface.get("renames") or {}
     for src, dst in renames.items():
         if src not in old and dst not in old:  # (dst already in old: the rename was applied before)

@@ -12,7 +12,8 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from ..repair.auditchain import GENESIS, chain_same, chain_same_bytes, row_hash, seal
+from ..errors import InputError
+from ..repair.auditchain import GENESIS, chain_same, chain_same_bytes, row_hash, seal, sealed_head_problem
 from .api import AuditRow
 from .core import StoreCore, _done, _dump, _now
 
@@ -87,11 +88,29 @@ class AuditChain(StoreCore):
             self._write_head(out[-1][0], out[-1][6])
 
     def _write_head(self, seq: int, head: str) -> None:
-        """Record (and, with the key, seal) the chain's head in the transaction that appended it."""
+        """Record (and, with the key, seal) the chain's head in the transaction that appended it.
+
+        A keyed writer first checks the head it extends (:func:`~memsteward.repair.auditchain.sealed_head_problem`):
+        a log rewritten and re-chained by someone without the key is refused (InputError, the write
+        rolled back), never sealed over."""
+        if self._audit_key is not None:
+            self._check_sealed_head(self._audit_key)
         sealed = None if self._audit_key is None else seal(self._audit_key, seq, head)
         self.conn.execute("INSERT INTO audit_head(one, seq, hash, seal) VALUES (1, ?, ?, ?) ON CONFLICT(one) "
                           "DO UPDATE SET seq = excluded.seq, hash = excluded.hash, seal = excluded.seal",
                           (seq, head, sealed))
+
+    def _check_sealed_head(self, key: bytes) -> None:
+        """Before sealing: the previous head must carry a valid seal and be the row this transaction's
+        first appended row links to (rows appended since are this transaction's own)."""
+        old = self.conn.execute("SELECT seq, hash, seal FROM audit_head WHERE one = 1").fetchone()
+        rows = self.conn.execute("SELECT seq, at, event_id, action, artifact_id, detail, hash FROM audit "
+                                 "WHERE seq >= ? ORDER BY seq LIMIT 2", (int(old[0]) if old else 0,)).fetchall()
+        problem = sealed_head_problem(key, None if old is None else (int(old[0]), old[1], old[2]),
+                                      [tuple(r) for r in rows])
+        if problem is not None:
+            raise InputError(f"refusing to write: {problem}; nothing was written. Run `memsteward audit --check "
+                             f"--store {self.path}` and restore the store from a trusted copy", file=self.path)
 
     def audit_head(self) -> tuple[int, str] | None:
         """(seq, hash) of the last row, as recorded in the same transaction as the row."""
