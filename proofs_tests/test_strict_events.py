@@ -20,7 +20,7 @@ from click.testing import CliRunner
 
 from memsteward.cli import main
 from memsteward.repair.artifacts import parse_store_document
-from memsteward.repair.store import Store
+from memsteward.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "engine" / "data" / "repair"
