@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..repair.writes import content_digest
+from ..textnorm import text_digests
 from .api import ErasureReport
 from .connection import db_errors
 from .core import _dump, _now
@@ -51,6 +52,7 @@ class Erasure(Leases):
             updates.append((sha, ident, version))
             if ident in tombstone and content is not None:
                 stones.append((sha, ident, event_id))
+                stones += [(d, ident, event_id) for d in sorted(text_digests(value))]  # normalised (issue 25)
         self.conn.executemany("UPDATE versions SET content = NULL, meta = '{}', erased = 1, sha256 = ? "
                               "WHERE id = ? AND version = ?", updates)
         self.conn.executemany("INSERT OR IGNORE INTO tombstones(digest, root, event_id) VALUES (?,?,?)", stones)

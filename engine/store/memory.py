@@ -25,6 +25,7 @@ from ..repair.artifacts import ABSENT, SERVABLE_STATES, Artifact, Edge, Snapshot
 from ..repair.lineage import candidates, index_hashes
 from ..repair.reingest import verdict as reingest_verdict
 from ..repair.writes import Write, canonical_json, parse_put, prepare
+from ..textnorm import text_digests
 from .core import _dump, _load
 
 __all__ = ["MemoryTables", "MemoryReads"]
@@ -296,10 +297,12 @@ class MemoryReads:
                 raise self._refuse(a.id, {"reason": "fenced", "inputs": {x: s for _, x, s in fenced}}, WriteRefused(
                     f"write of {a.id!r} refused: input {i!r} is {st} (under repair or deleted); "
                     "new memory may derive only from servable artifacts", "fenced", self.path, f"{where}inputs[{j}]"))
-            if w.digest in t.tombstones and reingest_verdict(reingest, not w.inputs, True) == "refuse":
-                raise self._refuse(a.id, {"reason": "tombstone", "sha256": w.digest}, WriteRefused(
+            said = {w.digest} | text_digests(a.content, a.meta)
+            hit = next((d for d in sorted(said) if d in t.tombstones), None)
+            if hit is not None and reingest_verdict(reingest, not w.inputs, True) == "refuse":
+                raise self._refuse(a.id, {"reason": "tombstone", "sha256": hit}, WriteRefused(
                     f"write of {a.id!r} refused: its content was erased by a delete event "
-                    f"(tombstone of {t.tombstones[w.digest][0]!r}); deleted content is not ingested again",
+                    f"(tombstone of {t.tombstones[hit][0]!r}); deleted content is not ingested again",
                     "tombstone", self.path, f"{where}content"))
             prev = known.get(a.id)
             if prev is not None:

@@ -15,6 +15,7 @@ from ..errors import EventHeld, InputError
 from ..repair.artifacts import Snapshot
 from ..repair.auditchain import GENESIS, row_hash, seal, signing_key
 from ..repair.writes import content_digest
+from ..textnorm import text_digests
 from .api import BarrierSpec, ErasureReport, EventRecord, Locator, OracleReport, PublishSpec, StepRecord, StepStatus
 from .core import _dump, _erase_wait, _now, digest
 from .memory import MemoryReads
@@ -243,6 +244,8 @@ class MemoryStore(MemoryReads):
                 erased.append({"version": version, "sha256": sha})
                 if ident in tombstone and row[0] is not None:
                     self.t.tombstones.setdefault(sha, (ident, event_id))
+                    for d in sorted(text_digests(value)):  # normalised text (issue 25)
+                        self.t.tombstones.setdefault(d, (ident, event_id))
                 row[0], row[1], row[3], row[4] = None, "{}", 1, sha
             if erased:
                 self._audit("erase", ident, event_id, {"versions": erased})

@@ -16,10 +16,18 @@ from ..errors import InputError, WriteRefused
 from ..repair.artifacts import SERVABLE_STATES, Artifact
 from ..repair.reingest import verdict as reingest_verdict
 from ..repair.writes import Write, canonical_json, prepare
+from ..textnorm import text_digests
 from .connection import retrying
 from .repairlog import Transitions
 
-__all__ = ["Writes"]
+__all__ = ["Writes", "tombstone_hit"]
+
+
+def tombstone_hit(digests: set[str], dead: Mapping[str, str]) -> str | None:
+    """The first (sorted) of a write's digests — exact content, normalised text of content and meta
+    (:func:`memsteward.textnorm.text_digests`) — that a tombstone holds, else None. The one tombstone
+    test of the write path (the ``reingest`` rule is applied through ``_apply_writes``)."""
+    return next((d for d in sorted(digests) if d in dead), None)
 
 
 class Writes(Transitions):
@@ -96,9 +104,10 @@ class Writes(Transitions):
         top = dict(self.conn.execute("SELECT id, MAX(version) FROM versions WHERE id IN "
                                      "(SELECT value FROM json_each(?)) GROUP BY id",
                                      (json.dumps([w.artifact.id for w in batch]),)).fetchall())
+        said = [{w.digest} | text_digests(w.artifact.content, w.artifact.meta) for w in batch]
         dead = dict(self.conn.execute("SELECT digest, root FROM tombstones WHERE digest IN "
                                       "(SELECT value FROM json_each(?))",
-                                      (json.dumps([w.digest for w in batch]),)).fetchall())
+                                      (json.dumps(sorted(set().union(*said))),)).fetchall())
         versions, edges, arts, out = [], [], [], []
         existed = {w.artifact.id for w in batch if w.artifact.id in known}  # their index rows are replaced
         manifest = hashlib.sha256()
@@ -117,10 +126,11 @@ class Writes(Transitions):
                 raise WriteRefused(f"write of {a.id!r} refused: input {i!r} is {st} (under repair or deleted); "
                                    "new memory may derive only from servable artifacts", "fenced", self.path,
                                    f"{where}inputs[{j}]")
-            if w.digest in dead and reingest_verdict(reingest, not w.inputs, True) == "refuse":
-                self._refusal_audit(a.id, {"reason": "tombstone", "sha256": w.digest})
+            hit = tombstone_hit(said[k], dead)
+            if hit is not None and reingest_verdict(reingest, not w.inputs, True) == "refuse":
+                self._refusal_audit(a.id, {"reason": "tombstone", "sha256": hit})
                 raise WriteRefused(f"write of {a.id!r} refused: its content was erased by a delete event "
-                                   f"(tombstone of {dead[w.digest]!r}); deleted content is not ingested again",
+                                   f"(tombstone of {dead[hit]!r}); deleted content is not ingested again",
                                    "tombstone", self.path, f"{where}content")
             prev = known.get(a.id)
             if prev is not None:
