@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+LG_SUITE := $(VENV)/langgraph-suite
 
 .PHONY: dist demo demo-llm llm-server bench-llm test bench check mutate clean fuzz langgraph-suite
 
@@ -49,7 +50,6 @@ test: $(STAMP) $(LG_SUITE)/.ready
 # LangGraph's own store test suite (tests/test_store.py of the installed langgraph-checkpoint version,
 # taken from that version's source distribution on PyPI with pip; never committed here), run against
 # GovernedStore(InMemoryStore(...)) by proofs_tests/langgraph_suite_plugin.py (docs/langgraph.md).
-LG_SUITE := $(VENV)/langgraph-suite
 $(LG_SUITE)/.ready: $(STAMP)
 	rm -rf $(LG_SUITE) && mkdir -p $(LG_SUITE)
 	v=$$($(BIN)/python -c 'import importlib.metadata as m; print(m.version("langgraph-checkpoint"))') && \
