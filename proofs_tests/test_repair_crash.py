@@ -1,5 +1,5 @@
 """Crash safety (G5 under failure), on both backends (SQLite file, PostgreSQL schema): a real child process running `repair` is SIGKILLed at a
-randomised point (MEMSTEWARD_CRASH_AT=N makes it kill itself at its N-th store checkpoint — before,
+randomised point (a CrashingStore(store, crash_at=N) kills it at its N-th store checkpoint — before,
 inside or after a transaction — or the parent kills it after a random delay). Afterwards no
 artifact of C(F) is servable at its invalidated version, no version is lost, and
 `memsteward recover` rolls the event forward to exactly the state of an uninterrupted run."""
@@ -28,6 +28,9 @@ from memsteward.repair.events import load_event
 from memsteward.repair.execute import run_event
 from memsteward.store import Store
 store = Store.open(sys.argv[1])
+if len(sys.argv) > 4:  # fault injection: killed at this checkpoint
+    from memsteward.store.crashing import CrashingStore
+    store = CrashingStore(store, crash_at=int(sys.argv[4]))
 policy = load_policy_source(sys.argv[2]).policy
 run_event(store, policy, load_event(sys.argv[3], store.snapshot()), "mincut", "ortools")
 """
@@ -41,10 +44,10 @@ def _checkpoints(event: str) -> int:
     from memsteward.repair.execute import run_event
 
     store = Store.open(str(DATA / "store.json"))
-    start = store._checkpoints
+    start = store.checkpoints
     run_event(store, load_policy(str(ROOT / "policies" / "default.yaml")),
               load_event(str(DATA / f"event-{event}.json"), store.snapshot()), "mincut", "ortools")
-    n = store._checkpoints - start
+    n = store.checkpoints - start
     store.close()
     return n
 
@@ -58,10 +61,9 @@ def _fresh_db(store_at, name: str) -> str:
 
 def _child(db: str, event: str, crash_at: int | None) -> subprocess.Popen:
     env = dict(os.environ)
-    if crash_at:
-        env["MEMSTEWARD_CRASH_AT"] = str(crash_at)
+    crash = [str(crash_at)] if crash_at else []
     return subprocess.Popen([sys.executable, "-c", CHILD, str(db), str(ROOT / "policies" / "default.yaml"),
-                             str(DATA / f"event-{event}.json")], cwd=ROOT, env=env,
+                             str(DATA / f"event-{event}.json"), *crash], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 

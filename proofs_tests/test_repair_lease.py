@@ -35,8 +35,8 @@ def _crashed_store(store_at) -> str:
     db = store_at("m")
     subprocess.run([CLI, "store", "import", "--store", str(db), str(DATA / "store.json")], check=True,
                    capture_output=True, cwd=ROOT)
-    env = {**os.environ, "MEMSTEWARD_CRASH_AT": "6"}  # after the barrier, while staging successors
-    r = subprocess.run([CLI, "repair", "--policy", "policies/default.yaml", "--store", str(db),
+    env = dict(os.environ)  # killed at checkpoint 6: after the barrier, while staging successors
+    r = subprocess.run([sys.executable, "-m", "memsteward.testing.crash", "6", "repair", "--policy", "policies/default.yaml", "--store", str(db),
                         "--event", str(DATA / "event-delete.json")], capture_output=True, cwd=ROOT, env=env)
     assert r.returncode < 0, r.stderr  # killed
     s = Store.open(str(db))

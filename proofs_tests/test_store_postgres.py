@@ -278,15 +278,17 @@ from memsteward.repair.events import load_event
 from memsteward.repair.execute import run_event
 from memsteward.store import Store
 store = Store.open(sys.argv[1])
+if len(sys.argv) > 4:  # fault injection: killed at this checkpoint
+    from memsteward.store.crashing import CrashingStore
+    store = CrashingStore(store, crash_at=int(sys.argv[4]))
 run_event(store, load_policy_source(sys.argv[2]).policy, load_event(sys.argv[3], store.snapshot()), "mincut", "networkx")
 """
 
 
 def _child(url: str, crash_at: int | None) -> subprocess.Popen:
     env = dict(os.environ)
-    if crash_at:
-        env["MEMSTEWARD_CRASH_AT"] = str(crash_at)
-    return subprocess.Popen([sys.executable, "-c", CHILD, url, POLICY, str(DATA / "event-delete.json")], cwd=ROOT,
+    crash = [str(crash_at)] if crash_at else []
+    return subprocess.Popen([sys.executable, "-c", CHILD, url, POLICY, str(DATA / "event-delete.json"), *crash], cwd=ROOT,
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 

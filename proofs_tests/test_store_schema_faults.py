@@ -39,6 +39,12 @@ def _run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([CLI, *args], capture_output=True, text=True, cwd=ROOT, timeout=300, env=env)
 
 
+def _crash_run(at: int, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """The command line whose stores are killed at their ``at``-th checkpoint (memsteward.testing.crash)."""
+    return subprocess.run([sys.executable, "-m", "memsteward.testing.crash", str(at), *args], capture_output=True,
+                          text=True, cwd=ROOT, timeout=300, env=env)
+
+
 def _sql(loc: str, *statements: str) -> list:
     """Run statements on the store's database behind the engine's back; the last one's rows."""
     rows: list = []
@@ -235,8 +241,8 @@ def test_terminated_session_mid_event_exits_2_and_is_recoverable(pg_schemas):
 
 def _crashed(loc: str) -> str:
     _imported(loc)
-    env = {**os.environ, "MEMSTEWARD_CRASH_AT": "6"}  # after the barrier, while staging successors
-    r = _run("repair", "--policy", POLICY, "--store", loc, "--event", str(DATA / "event-delete.json"), env=env)
+    env = dict(os.environ)  # killed at checkpoint 6: after the barrier, while staging successors
+    r = _crash_run(6, "repair", "--policy", POLICY, "--store", loc, "--event", str(DATA / "event-delete.json"), env=env)
     assert r.returncode < 0, r.stderr
     return loc
 

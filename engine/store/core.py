@@ -13,7 +13,6 @@ import hashlib
 import json
 import os
 import secrets
-import signal
 import socket
 import threading
 import weakref
@@ -28,9 +27,8 @@ from .connection import redact
 from .postgres import PgConnection
 from .sqlite import connect_sqlite, setup_sqlite
 
-__all__ = ["CRASH_ENV", "ERASE_WAIT_ENV", "StoreCore", "digest"]
+__all__ = ["ERASE_WAIT_ENV", "StoreCore", "digest"]
 
-CRASH_ENV = "MEMSTEWARD_CRASH_AT"
 ERASE_WAIT_ENV = "MEMSTEWARD_ERASE_WAIT"
 ERASE_WAIT_DEFAULT, ERASE_WAIT_MAX = 10.0, 600.0
 
@@ -86,6 +84,8 @@ def _load(text: str | None) -> Any:
 class StoreCore:
     """The connection and its transactions; every method of a store runs on them."""
 
+    on_checkpoint: Callable[[int], None] | None = None  # fault injection only (memsteward.store.crashing)
+
     def __init__(self, path: str = ":memory:", conn: PgConnection | None = None, migrate: bool = False) -> None:
         """A SQLite store at ``path``; or, with ``conn``, a PostgreSQL store (use :meth:`open`).
         ``migrate``: bring a store of an older schema version to this release's (else InputError)."""
@@ -104,11 +104,10 @@ class StoreCore:
                 raise
             self.conn = lite
         self._audit_key = signing_key()
-        self._crash_at = int(os.environ.get(CRASH_ENV, "0") or 0)
         self.erase_wait = _erase_wait()
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(6)}"
         _OPEN[self.owner] = self
-        self._checkpoints = 0
+        self.checkpoints = 0  # checkpoints passed since opening (the crash tests count them)
         self._reading = False  # inside read_snapshot
         # the latest event's plan steps: (event id, order, modes) as the barrier had them, or
         # (event id, {id: (seq, mode)}) once read; an event's order never changes once committed
@@ -137,10 +136,12 @@ class StoreCore:
         self.checkpoint()
 
     def checkpoint(self) -> None:
-        """Crash-test hook: with MEMSTEWARD_CRASH_AT=N the process SIGKILLs itself at checkpoint N."""
-        self._checkpoints += 1
-        if self._crash_at and self._checkpoints == self._crash_at:
-            os.kill(os.getpid(), signal.SIGKILL)
+        """A point on either side of every COMMIT (and inside the longest transactions) where a crash
+        test may end the process: :class:`~memsteward.store.crashing.CrashingStore` sets
+        ``on_checkpoint``, which is called with the checkpoint's number (from 1, since opening)."""
+        self.checkpoints += 1
+        if self.on_checkpoint is not None:
+            self.on_checkpoint(self.checkpoints)
 
     @contextmanager
     def read_snapshot(self) -> Iterator[None]:
