@@ -122,7 +122,7 @@ BAD_IMPORTS = {
                         "edges[47].dst"),
     "edge-from-missing": (lambda d: d["edges"].insert(0, {"src": "ghost", "dst": "p1"}), "edges[0].src"),
     "bad-edge-type": (lambda d: d["edges"][0].update(type="causal"), "edges[0].type"),
-    "bad-kind": (lambda d: d["artifacts"][0].update(kind="note"), "artifacts[0].kind"),
+    "bad-kind": (lambda d: d["artifacts"][0].update(kind="no-te!"), "artifacts[0].kind"),  # not an identifier
     "skill-without-arch": (lambda d: d["artifacts"][-1].update(kind="skill"), "artifacts[31].arch"),
     "extra-field": (lambda d: d["artifacts"][0].update(owner="me"), "artifacts[0].owner"),
     "meta-not-object": (lambda d: d["artifacts"][0].update(meta=[1]), "artifacts[0].meta"),
