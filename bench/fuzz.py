@@ -260,7 +260,7 @@ class Targets:
     def reingest(self, transforms: list[str]) -> None:
         """Erased text, re-written in any form normalisation folds (case, spacing, trailing punctuation,
         zero-width, fullwidth, homoglyphs, wrapped in an object or put in meta), is refused."""
-        from memsteward.repair.store import WriteRefused
+        from memsteward.errors import WriteRefused
 
         self.executions += 1
         if self.erased is None:

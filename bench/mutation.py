@@ -44,7 +44,7 @@ CORE: dict[str, list[str]] = {
     "engine/repair/closure.py": ["test_repair_closure.py", *_REPAIR],
     "engine/repair/execute.py": [*_REPAIR, "test_repair_erasure_versions.py", "test_repair_erasure.py",
                                  "test_repair_scope.py", "test_mutation_survivors.py", _MACHINE],
-    "engine/repair/store.py": ["test_store_sqlite.py", "test_store_write_path.py", "test_repair_erasure_versions.py",
+    "engine/store/writepath.py": ["test_store_sqlite.py", "test_store_write_path.py", "test_repair_erasure_versions.py",
                                "test_repair_erasure.py", "test_specs_audit.py", "test_specs_audit_chain.py", *_REPAIR,
                                _MACHINE],
     "engine/repair/auditchain.py": ["test_specs_audit.py", "test_specs_audit_chain.py"],

@@ -31,7 +31,9 @@ CONCRETE = frozenset({"SqlStore", "Store", "StoreCore"})
 #   schema, apart from the data by design (a backup of the data must not hold its keys).
 # * the LangGraph adapter's scrub and TTL sweep open the *wrapped LangGraph store's* SQLite file (its own
 #   VACUUM and expiry), not a memsteward store.
-EXEMPT = {ROOT / "engine" / "shred" / "keyfile.py", ROOT / "engine" / "shred" / "pgkeys.py",
+# * the crash harness (``python -m memsteward.testing.crash``) wraps a store in ``CrashingStore`` for the
+#   kill -9 tests: fault injection sits beside the store, as SQLite's crash layer sits beside its VFS.
+EXEMPT = {ROOT / "engine" / "testing" / "crash.py", ROOT / "engine" / "shred" / "keyfile.py", ROOT / "engine" / "shred" / "pgkeys.py",
           ROOT / "engine" / "integrations" / "langgraph" / "physical.py",
           ROOT / "engine" / "integrations" / "langgraph" / "ttl.py"}
 FRONT_DOOR = {ROOT / "engine" / "__init__.py", ROOT / "engine" / "api.py"}
