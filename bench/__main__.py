@@ -17,7 +17,7 @@ from .common import assemble
 ORDER = ["verify_scaling", "check_scaling", "g5_machine", "meclear_cohort", "meclear_calls", "meclear_locomo",
          "meclear_llm", "meclear_overhead", "meclear_budget", "repair_policies", "repair_frontier", "repair_scale",
          "repair_lineage", "write_path", "cli_startup", "lineage_scale", "store_backends", "repair_executors",
-         "mcp_roundtrip", "langgraph_adapter", "store_dryrun", "store_split", "shred_scale"]
+         "mcp_roundtrip", "langgraph_adapter", "store_dryrun", "store_split"]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -49,7 +49,6 @@ BROKEN = [
     ("G5 crash loses the barrier", lambda: g5_barrier.prove(3, 6, variant="broken-crash-loses-barrier")),
     ("G6 erase the roots only", lambda: g6_erasure.prove(4, variant="broken-roots-only")),
     ("G6 no content scan", lambda: g6_erasure.prove(4, variant="broken-no-scan")),
-    ("G6 a DEK kept for one erased version", lambda: g6_erasure.prove(4, variant="broken-kept-dek")),
 ]
 
 

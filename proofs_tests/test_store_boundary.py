@@ -19,9 +19,8 @@ ROOT = Path(__file__).resolve().parent.parent
 STORE = ROOT / "engine" / "store"
 DRIVERS = frozenset({"sqlite3", "psycopg"})
 # what a module outside the store may import from it: the protocols and records, the opening edge,
-# the URL helpers and the error tuple, the schema version (``store migrate`` prints it), and the fault
-# injection wrapper (``memsteward.testing.crash`` wraps every store a child process opens)
-ALLOWED = frozenset({"api", "opening", "connection", "schema", "planstore", "crashing"})
+# the URL helpers and the error tuple, the schema version (``store migrate`` prints it)
+ALLOWED = frozenset({"api", "opening", "connection", "schema", "planstore"})
 CONCRETE = frozenset({"SqlStore", "Store", "StoreCore"})
 
 

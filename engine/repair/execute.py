@@ -22,6 +22,7 @@ from ..store.api import BarrierSpec, OracleReport, PublishSpec, RepairLog, StepR
 from ..store.connection import db_errors
 from .artifacts import SERVABLE_STATES, Artifact, Snapshot, artifact_field_problem
 from .candidates import Candidate
+from .erasure import fingerprints
 from .events import Event
 from .executors import Executor, LocalPool, Serialized, Shared, executor_from, prepare
 from .operators import OperatorError, OperatorRegistry, RepairContext, Successor, operators_for
@@ -176,7 +177,7 @@ def recover(store: RepairLog, operators: OperatorRegistry | None = None,
         prepare(executor)
     if found is None:
         for event_id in store.pending_physical_erasure():  # killed between publication and the file step
-            store.erase_physically(event_id)
+            store.erase_physically(event_id, [], scanned=False)
         return None
     event_id, _event, policy_doc, plan_doc = found
     if not store.take_event(event_id):  # one writer per event: a live holder makes this raise EventHeld
@@ -422,7 +423,7 @@ def _publish(store: RepairLog, event_id: int, plan: TransitionPlan, results: lis
                          withdrawn=tuple(i for i in plan.barrier if i not in published), status="done")
     gone = store.publish(PublishSpec(event_id, republished + root_updates, erase, final.to_json(), scrub, tombstone))
     if erase or scrub:
-        store.erase_physically(event_id, gone)
+        store.erase_physically(event_id, fingerprints(gone))
     return final
 
 

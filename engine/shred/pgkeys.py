@@ -152,14 +152,6 @@ class PgKeyStore:
         self._wrapper = fresh
         return len(rows)
 
-    def adopt_index_key(self, key: bytes) -> None:
-        """Take another store's index key (``store copy``: its keyed digests stay valid); only while empty."""
-        if self.count():
-            raise KeyStoreError("the key store already holds keys: its index key stays", file=self.path)
-        self.conn.execute(self._q("UPDATE K.keyfile SET index_key = %s WHERE store_id = %s"),
-                          (self._wrapper.wrap_index(key), self.store_id))
-        self._index = key
-
     def count(self) -> int:
         return int(self.conn.execute(self._q("SELECT COUNT(*) FROM K.deks WHERE store_id = %s"),
                                      (self.store_id,)).fetchone()[0])

@@ -15,15 +15,14 @@ from typing import Any
 from ..errors import InputError
 from ..repair.auditchain import GENESIS, chain_same, chain_same_bytes, row_hash, seal, sealed_head_problem
 from .api import AuditRow
-from .core import _done, _dump, _now
-from .sealing import Sealing
+from .core import StoreCore, _done, _dump, _now
 
 __all__ = ["WITHDRAW_PART", "AuditChain"]
 
 WITHDRAW_PART = 25_000  # withdraw rows per INSERT of a barrier; larger barriers write while they pack and hash
 
 
-class AuditChain(Sealing):
+class AuditChain(StoreCore):
     """Appending to the hash-chained ``audit`` table and reading it back."""
 
     def _audit(self, action: str, artifact_id: str | None = None, event_id: int | None = None,

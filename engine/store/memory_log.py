@@ -79,10 +79,6 @@ class MemoryStore(MemoryReads):
     def generation(self) -> int:
         return self.t.audit[-1][0] if self.t.audit else 0
 
-    def keys_alive(self, refs: Sequence[tuple[str, int]]) -> list[tuple[str, int]]:
-        """No data key exists: nothing outside the process ever held a byte of a memory store."""
-        return []
-
     # ------------------------------------------------------------------ events
 
     def unfinished_event(self) -> EventRecord | None:
@@ -162,7 +158,7 @@ class MemoryStore(MemoryReads):
 
     def _insert_version(self, event_id: int, ident: str, content: Any, meta: Mapping[str, Any]) -> int:
         version = max(v for (i, v) in self.t.versions if i == ident) + 1
-        self.t.versions[(ident, version)] = [_dump(content), _dump(dict(meta)), event_id, 0, content_digest(content)]
+        self.t.versions[(ident, version)] = [_dump(content), _dump(dict(meta)), event_id, 0, None]
         self.t.artifacts[ident][4] = version
         return version
 
@@ -204,7 +200,7 @@ class MemoryStore(MemoryReads):
                 t.artifacts[ident][3] = "withdrawn"
             self._audit(status, ident, event_id, {"report": report} if status != "validated" else {})
 
-    def publish(self, spec: PublishSpec) -> list[tuple[str, int]]:
+    def publish(self, spec: PublishSpec) -> list[Any]:
         event_id = spec.event_id
         targets: dict[str, int | None] = dict(spec.scrub)
         targets.update({r: None for r in spec.erase})
@@ -233,9 +229,8 @@ class MemoryStore(MemoryReads):
                                                                "plan_sha256": digest(final)})
         return gone
 
-    def _erase_versions(self, event_id: int, targets: Mapping[str, int | None],
-                        tombstone: frozenset[str]) -> list[tuple[str, int]]:
-        gone: list[tuple[str, int]] = []
+    def _erase_versions(self, event_id: int, targets: Mapping[str, int | None], tombstone: frozenset[str]) -> list[Any]:
+        gone: list[Any] = []
         for ident in sorted(targets):
             erased = []
             for (i, version), row in sorted(self.t.versions.items()):
@@ -244,7 +239,8 @@ class MemoryStore(MemoryReads):
                     continue
                 value = None if row[0] is None else json.loads(row[0])
                 sha = content_digest(value)
-                gone.append((ident, version))
+                if value is not None:
+                    gone.append(value)
                 erased.append({"version": version, "sha256": sha})
                 if ident in tombstone and row[0] is not None:
                     self.t.tombstones.setdefault(sha, (ident, event_id))
@@ -255,7 +251,7 @@ class MemoryStore(MemoryReads):
                 self._audit("erase", ident, event_id, {"versions": erased})
         return gone
 
-    def erase_physically(self, event_id: int, refs: Sequence[tuple[str, int]] | None = None) -> ErasureReport:
+    def erase_physically(self, event_id: int, needles: Sequence[bytes], scanned: bool = True) -> ErasureReport:
         """Nothing outside the process holds a byte of a memory store: the step only records that."""
         detail: ErasureReport = {"wait_seconds": self.erase_wait, "complete": True, "file": False}
         with self.transaction():

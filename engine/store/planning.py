@@ -61,14 +61,13 @@ class PlanningReads(Reads):
         """(id, content) of the servable artifacts that may share an n-word run with one of ``roots``'
         contents: :func:`memsteward.repair.lineage.candidates` over the ``shingles`` index (the
         rarest trigram's posting list per window), then one read of those artifacts."""
-        ids = candidates(roots, n, self._posting, self._keyed)
+        ids = candidates(roots, n, self._posting)
         if not ids:
             return []
-        q = ("SELECT a.id, a.version, v.content FROM json_each(?) j CROSS JOIN artifacts a ON a.id = j.value "
+        q = ("SELECT a.id, v.content FROM json_each(?) j CROSS JOIN artifacts a ON a.id = j.value "
              "JOIN versions v ON v.id = a.id AND v.version = a.version "
              "WHERE a.state IN ('servable', 'republished') AND v.content IS NOT NULL ORDER BY a.id")
-        rows = self.conn.execute(q, (json.dumps(sorted(ids)),)).fetchall()
-        return list(zip([r[0] for r in rows], self._open_content(rows), strict=True))
+        return [(i, json.loads(c)) for i, c in self.conn.execute(q, (json.dumps(sorted(ids)),))]
 
     def _posting(self, h: int, limit: int | None) -> list[str]:
         """Ids whose current content holds the trigram of hash ``h`` (at most ``limit``), by the index key."""
@@ -83,7 +82,7 @@ class PlanningReads(Reads):
         if replace:
             self.conn.execute("DELETE FROM shingles WHERE id IN (SELECT value FROM json_each(?))",
                               (json.dumps(sorted(replace)),))
-        rows = sorted({(h, i) for i, c in contents.items() if c is not None for h in index_hashes(c, self._keyed)})
+        rows = sorted({(h, i) for i, c in contents.items() if c is not None for h in index_hashes(c)})
         for start in range(0, len(rows), 50_000):
             self.conn.executemany("INSERT INTO shingles(h, id) VALUES (?, ?)", rows[start:start + 50_000])
 
@@ -91,8 +90,8 @@ class PlanningReads(Reads):
         """Re-index ``ids`` from their current versions as stored (republished, erased, …)."""
         if not ids:
             return
-        q = ("SELECT a.id, a.version, v.content FROM json_each(?) j CROSS JOIN artifacts a ON a.id = j.value "
+        q = ("SELECT a.id, v.content FROM json_each(?) j CROSS JOIN artifacts a ON a.id = j.value "
              "JOIN versions v ON v.id = a.id AND v.version = a.version")
-        rows = self.conn.execute(q, (json.dumps(sorted(set(ids))),)).fetchall()
-        current = dict(zip([r[0] for r in rows], self._open_content(rows), strict=True))
+        current = {i: None if c is None else json.loads(c)
+                   for i, c in self.conn.execute(q, (json.dumps(sorted(set(ids))),))}
         self._index(current, replace=ids)

@@ -14,9 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
 from ..repair.artifacts import Edge, Snapshot
-from ..shred.keystores import open_keys
-from ..shred.overlay import OverlayKeyStore
-from ..shred.vault import Vault
 from .connection import retrying
 from .core import _dump
 from .erasure import Erasure
@@ -51,12 +48,9 @@ class Transfer(Erasure):
         with self.transaction() as c:
             c.executemany("INSERT INTO artifacts(id, kind, arch, version, state) VALUES (?,?,?,?,?)",
                           [(a.id, a.kind, a.arch, a.version, a.state) for a in snap.artifacts.values()])
-            live = [a for a in snap.artifacts.values() if a.state != "erased"]
-            sealed = self.vault.seal([(a.id, a.version, _dump(a.content), _dump(dict(a.meta))) for a in live])
-            c.executemany("INSERT INTO versions(id, version, content, meta, erased, sha256) VALUES (?,?,?,?,0,?)",
-                          [(i, v, ct, m, self.digest_of(a.content)) for (i, v, ct, m), a in zip(sealed, live, strict=True)])
-            c.executemany("INSERT INTO versions(id, version, content, meta, erased) VALUES (?,?,NULL,?,1)",
-                          [(a.id, a.version, "{}") for a in snap.artifacts.values() if a.state == "erased"])
+            c.executemany("INSERT INTO versions(id, version, content, meta, erased) VALUES (?,?,?,?,?)",
+                          [(a.id, a.version, _dump(a.content) if a.state != "erased" else None,
+                            _dump(dict(a.meta)), int(a.state == "erased")) for a in snap.artifacts.values()])
             c.executemany("INSERT OR IGNORE INTO edges(src, dst, type) VALUES (?,?,?)",
                           [(e.src, e.dst, e.type) for e in snap.edges])
             self._index({a.id: a.content for a in snap.artifacts.values() if a.state != "erased"})
@@ -91,11 +85,6 @@ class Transfer(Erasure):
         out = {}
         for table in ("artifacts", "versions", "edges", "events", "plan_steps"):
             out[table] = sorted(map(tuple, self.conn.execute(f"SELECT * FROM {table}")), key=repr)
-        # versions as their plaintext (ciphertext differs run to run: fresh DEKs and nonces) and whether
-        # a digest is kept (a keyed digest differs store to store: its own index key)
-        opened = self.vault.open([(r[0], int(r[1]), r[2], r[3]) for r in out["versions"]])
-        out["versions"] = [(*r[:2], c, m, *r[4:6], r[6] is not None)
-                           for r, (c, m) in zip(out["versions"], opened, strict=True)]
         out["audit"] = [tuple(r) for r in self.conn.execute("SELECT seq, event_id, action, artifact_id FROM audit")]
         return out
 
@@ -121,24 +110,8 @@ class Transfer(Erasure):
         if self.backend == "sqlite":
             self.conn.backup(mem.conn)  # the fast path: SQLite's page copy
         else:
-            self.copy_into(mem, reseal=False)
-            mem.conn.execute("UPDATE store_keys SET store_id = ?, sealed = ?", (self.vault.store_id, int(self.sealed)))
-        mem.vault.close()  # the copy reads this store's keys and destroys none of them (OverlayKeyStore)
-        if self.path == ":memory:":
-            mem.vault = Vault(OverlayKeyStore(self.vault.keys))
-        else:  # its own handle on the key store: the copy outlives this store's closing
-            mem.vault = Vault(OverlayKeyStore(open_keys(self.url, self._schema(), self.vault.store_id, create=False),
-                                              owns=True))
-        mem.sealed = self.sealed
+            self.copy_into(mem)
         return mem
-
-    def _resealed(self, dst: SqlStore, part: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-        """``versions`` rows (id, version, content, meta, …) opened here and sealed under ``dst``'s vault;
-        an erased row (no content) is copied as it is."""
-        live = [r for r in part if r[2] is not None]
-        opened = self.vault.open([(r[0], int(r[1]), r[2], r[3]) for r in live])
-        sealed = iter(dst.vault.seal([(r[0], int(r[1]), c, m) for r, (c, m) in zip(live, opened, strict=True)]))
-        return [(*next(sealed), *r[4:]) if r[2] is not None else r for r in part]
 
     TABLES = ("artifacts", "versions", "edges", "events", "plan_steps", "audit", "audit_head", "tombstones",
               "shingles")
@@ -152,23 +125,14 @@ class Transfer(Erasure):
         return {t: self.conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in names}
 
     def copy_into(self, dst: SqlStore, batch: int = 2000,
-                  progress: Callable[[int, int], None] | None = None, reseal: bool = True) -> dict[str, int]:
+                  progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
         """Copy every row of every table into the empty store ``dst`` (any backend) in one of its
         transactions, keeping ids, versions, audit sequence numbers and hashes; returns row counts.
         The caller verifies the audit chain on both sides (``memsteward store copy``).
-        ``progress(done, total)`` is called after each batch (rows of every table).
-        Sealed versions are opened here and sealed again under ``dst``'s own DEKs and store id; ``dst``
-        takes this store's index key first, so every keyed digest (tombstones, lineage index, erase
-        rows) means the same there. ``reseal=False`` copies the ciphertext as it is (a dry run's copy,
-        which reads this store's key store)."""
+        ``progress(done, total)`` is called after each batch (rows of every table)."""
         if dst.conn.execute("SELECT COUNT(*) FROM audit").fetchone()[0] or \
                 dst.conn.execute("SELECT COUNT(*) FROM artifacts").fetchone()[0]:
             raise InputError("the destination store is not empty", file=dst.path)
-        if reseal:
-            dst.vault.keys.adopt_index_key(self.vault.keys.index_key())  # type: ignore[attr-defined]
-            dst.vault = Vault(dst.vault.keys)
-            dst.sealed = self.sealed
-            dst.conn.execute("UPDATE store_keys SET sealed = ?", (int(self.sealed),))
         counts: dict[str, int] = {}
         with self.read_snapshot(), dst.transaction() as c:  # every table from one state of the source
             total = sum(self.row_counts().values()) if progress is not None else 0
@@ -176,8 +140,6 @@ class Transfer(Erasure):
                 counts[table] = 0
                 rows = self._stream(f"SELECT * FROM {table}")  # read as written: memory stays flat
                 while part := [tuple(r) for r in islice(rows, batch)]:
-                    if table == "versions" and reseal:
-                        part = self._resealed(dst, part)
                     c.executemany(f"INSERT INTO {table} VALUES ({','.join('?' * len(part[0]))})", part)
                     counts[table] += len(part)
                     if dst.backend == "postgresql":

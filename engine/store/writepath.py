@@ -104,15 +104,11 @@ class Writes(Transitions):
         top = dict(self.conn.execute("SELECT id, MAX(version) FROM versions WHERE id IN "
                                      "(SELECT value FROM json_each(?)) GROUP BY id",
                                      (json.dumps([w.artifact.id for w in batch]),)).fetchall())
-        keyed = {w.digest: self._digest_text(w.content_text) for w in batch}  # a sealed store's tombstones are keyed
-        # each write's digests in every form a tombstone may hold: exact and normalised (issue 25), keyed
-        # (a sealed store's) and plain (tombstones written before it was sealed)
-        said = [{w.digest, keyed[w.digest]} | self._tomb_digests(text_digests(w.artifact.content, w.artifact.meta))
-                for w in batch]
+        said = [{w.digest} | text_digests(w.artifact.content, w.artifact.meta) for w in batch]
         dead = dict(self.conn.execute("SELECT digest, root FROM tombstones WHERE digest IN "
                                       "(SELECT value FROM json_each(?))",
                                       (json.dumps(sorted(set().union(*said))),)).fetchall())
-        versions, edges, arts, out, digests = [], [], [], [], []
+        versions, edges, arts, out = [], [], [], []
         existed = {w.artifact.id for w in batch if w.artifact.id in known}  # their index rows are replaced
         manifest = hashlib.sha256()
         for k, w in enumerate(batch):
@@ -149,14 +145,12 @@ class Writes(Transitions):
             top[a.id] = version
             known[a.id] = (a.kind, a.arch, "servable")
             versions.append((a.id, version, w.content_text, w.meta_text))
-            digests.append(keyed[w.digest])
             arts.append((a.id, a.kind, a.arch, version))
             edges += [(i, a.id, "influence") for i in w.inputs] + [(i, a.id, "semantic") for i in w.semantic]
-            manifest.update(canonical_json([a.id, version, keyed[w.digest], w.inputs]).encode("utf-8") + b"\n")
+            manifest.update(canonical_json([a.id, version, w.digest, w.inputs]).encode("utf-8") + b"\n")
             out.append(Artifact(a.id, a.kind, a.arch, version, a.content, dict(a.meta), "servable"))
         c = self.conn
-        c.executemany("INSERT INTO versions(id, version, content, meta, sha256) VALUES (?,?,?,?,?)",
-                      [(*row, d) for row, d in zip(self.vault.seal(versions), digests, strict=True)])
+        c.executemany("INSERT INTO versions(id, version, content, meta) VALUES (?,?,?,?)", versions)
         c.executemany("INSERT INTO artifacts(id, kind, arch, version, state) VALUES (?,?,?,?,'servable') "
                       "ON CONFLICT(id) DO UPDATE SET version = excluded.version, state = 'servable', "
                       "staged_version = NULL", arts)
@@ -166,7 +160,7 @@ class Writes(Transitions):
         # (SHA-256 over [id, version, content sha256, inputs] lines, in order)
         if len(batch) == 1:
             w = batch[0]
-            self._audit("record", w.artifact.id, detail={"version": out[0].version, "sha256": keyed[w.digest],
+            self._audit("record", w.artifact.id, detail={"version": out[0].version, "sha256": w.digest,
                                                          "inputs": list(w.inputs), "semantic": list(w.semantic)})
         elif batch:
             self._audit("record", detail={"artifacts": len(batch), "manifest_sha256": manifest.hexdigest()})
