@@ -36,6 +36,7 @@ demo-llm: llm-server
 
 # Opt-in: the LoCoMo cohort (bench/meclear_llm.py) played by the local model: its own section of RESULTS.md;
 # replies kept in .venv/llm-archive (LLM_ARCHIVE=…), so a killed run resumes without repeating a call.
+# The LoCoMo conversations are read from MEMSTEWARD_LOCOMO_DIR (no default: without it the run stops, exit 2).
 bench-llm: llm-server
 	$(BIN)/python -m pip install --quiet -e '.[test,langgraph,bench,shapiq]'
 	MEMSTEWARD_BENCH_LLM_ARCHIVE=$(LLM_ARCHIVE) $(BIN)/python -m memsteward.clearance.llm_demo --policy policies/llm-local.yaml --port $(PORT) --bench $(LLM_CASES) $(if $(LLM_THREADS),--threads $(LLM_THREADS))

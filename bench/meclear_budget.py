@@ -21,6 +21,7 @@ import statistics
 import time
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 
 from memsteward.clearance.case import Case, case_evaluator, case_game, parse_case
 from memsteward.clearance.cohort import synthetic_cohort
@@ -205,7 +206,7 @@ def overhead(n: int, repeats: int) -> str:
                   "≤ 1 ms / call"], body)
 
 
-def text_cohorts(quick: bool) -> str:
+def text_cohorts(quick: bool, data: str | Path | None = None) -> str:
     from .meclear_paraphrase import builder_rows, paraphrase_rows
 
     md = []
@@ -213,13 +214,13 @@ def text_cohorts(quick: bool) -> str:
                       ("Paraphrase cohort from a different generator (K = 10, offline agent, via `clear --cohort`)",
                        paraphrase_rows)):
         try:
-            md.append(f"**{title}**\n\n" + fn(12 if quick else 60))
+            md.append(f"**{title}**\n\n" + fn(12 if quick else 60, data=data))
         except FileNotFoundError as exc:
             md.append(f"**{title}**: skipped ({exc})")
     return "\n\n".join(md)
 
 
-def run(quick: bool = False) -> str:
+def run(quick: bool = False, data: str | Path | None = None) -> str:
     """Each step rewrites the section, so a late failure keeps what finished."""
     start = time.perf_counter()
     sizes = {k: max(8, n // 4) if quick else n for k, n in CASES.items()}
@@ -227,7 +228,7 @@ def run(quick: bool = False) -> str:
     parts: list[str] = []
     notes: list[str] = []
     over = overhead(4 if quick else 10, 2 if quick else 3)
-    text = text_cohorts(quick)
+    text = text_cohorts(quick, data)
     md = ""
     for k, n in sizes.items():
         cases = [parse_case(c) for c in synthetic_cohort(n, seed=100 + k, k=k, noise=0.02)]

@@ -37,7 +37,7 @@ from memsteward.policy.model import Evaluator as EvaluatorSpec
 
 from .common import SECTIONS, table, write_section
 from .meclear_common import paired_vs, paper_spec
-from .meclear_locomo import cohort_report, data_dir
+from .meclear_locomo import MissingData, cohort_report, require_data
 
 NAME = "meclear_llm"
 DEFAULT_ARCHIVE = ".venv/llm-archive"
@@ -113,9 +113,11 @@ def run(quick: bool = False, data: str | Path | None = None, env: Mapping[str, s
     weights = env.get("MEMSTEWARD_BENCH_LLM_MODEL_FILE", ep.model)
     start = time.perf_counter()
     try:
-        body, out = cohort_report(data_dir(data), llm, evaluator, limit, reps,
+        body, out = cohort_report(require_data(data, env), llm, evaluator, limit, reps,
                                   f"Cohort ({limit} verified cases requested, {donors} wrong answers tried per "
                                   "clean-correct QA)", "meclear_llm", donors=donors)
+    except MissingData as exc:
+        body, out = f"**Skipped:** {exc}.", {}
     except InputError as exc:
         body, out = f"**Failed:** {exc}", {}
     seconds = time.perf_counter() - start
@@ -169,7 +171,11 @@ if __name__ == "__main__":
     import argparse
 
     ap = argparse.ArgumentParser(prog="python -m bench.meclear_llm")
-    ap.add_argument("--data", default=None)
+    ap.add_argument("--data", default=None, help="LoCoMo directory (or $MEMSTEWARD_LOCOMO_DIR)")
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args()
+    try:
+        require_data(args.data)
+    except MissingData as exc:
+        ap.error(str(exc))
     run(quick=args.quick, data=args.data)

@@ -1,9 +1,10 @@
 """MeClear benchmark 3: the LoCoMo fault-injection cohort (paper App. D.1), every method.
 
 The cohort is built from LoCoMo conversations read in place (never copied into the project):
-the directory is an argument, by default ``/work/shared/data/locomo`` (override with
-``MEMSTEWARD_LOCOMO_DIR`` or ``python -m bench.meclear_locomo --data PATH``). Without it the section
-says so and skips the table.
+the directory is given with ``--data PATH`` (``python -m bench --data PATH`` or
+``python -m bench.meclear_locomo --data PATH``) or the ``MEMSTEWARD_LOCOMO_DIR`` environment variable; there
+is no default. Named on its own without it, the benchmark stops with a message saying how to give it
+(exit 2); in a full ``make bench`` its section says it was skipped.
 
 * Offline: the deterministic offline agent + lexical judge builds and plays the cohort.
 * The same cohort played by a real model is ``bench.meclear_llm`` (``make bench-llm``).
@@ -41,7 +42,9 @@ from .meclear_common import (
 )
 
 NAME = "meclear_locomo"
-DEFAULT_DATA = "/work/shared/data/locomo"
+DATA_ENV = "MEMSTEWARD_LOCOMO_DIR"
+DATA_HINT = ("pass --data PATH (python -m bench --data PATH ...) or set MEMSTEWARD_LOCOMO_DIR; the directory holds "
+             "the conv-*.json files of snap-research/locomo data/locomo10.zip")
 # Paper Table 3, Panel A (ten conversations, Kimi-k2.6 agent, Qwen3.6-Flash judge).
 PAPER_FUNNEL = {"qa": 1540, "clean_correct": 624, "proposals": 7986, "verified": 1178, "selected": 747,
                 "final": 745, "direct": 375, "redundant": 285, "joint": 85}
@@ -50,8 +53,24 @@ PAPER_FUNNEL = {"qa": 1540, "clean_correct": 624, "proposals": 7986, "verified":
 EVALUATOR_LABEL = "**Evaluator: offline agent + lexical judge** (deterministic, `memsteward.clearance.evaluators.offline`) on LoCoMo text — no language model. The offline agent takes its candidate answers only from memories that share a content word with the query; a memory that shares none still supports an answer it restates (since issue 13: before, a second paraphrase worded apart from the query was ignored and the redundancy never formed). It is still a lexical rule: an independent evaluation on 438 LoCoMo cases not built by our builder (reported in issue 13, before that change) found the clean context already wrong in 364 of them and MeClear's gain over LOO at +4–7 pp. Read these figures as a test of the pipeline, not of MeClear's quality with a real agent (see the LLM evaluator section)."
 
 
-def data_dir(data: str | Path | None = None) -> Path:
-    return Path(data or os.environ.get("MEMSTEWARD_LOCOMO_DIR") or DEFAULT_DATA)
+class MissingData(FileNotFoundError):
+    """The LoCoMo directory was not given, or does not exist (the message says how to give it)."""
+
+
+def data_dir(data: str | Path | None = None, env: Mapping[str, str] = os.environ) -> Path | None:
+    """The LoCoMo directory from ``--data`` or ``MEMSTEWARD_LOCOMO_DIR`` (None when neither is set)."""
+    given = data or env.get(DATA_ENV)
+    return Path(given) if given else None
+
+
+def require_data(data: str | Path | None = None, env: Mapping[str, str] = os.environ) -> Path:
+    """The LoCoMo directory, or :class:`MissingData` naming what is missing and how to give it."""
+    path = data_dir(data, env)
+    if path is None:
+        raise MissingData(f"no LoCoMo directory given: {DATA_HINT}")
+    if not path.is_dir():
+        raise MissingData(f"the LoCoMo directory {str(path)!r} does not exist: {DATA_HINT}")
+    return path
 
 
 def funnel_table(funnel: Mapping[str, int], cases: int) -> str:
@@ -161,18 +180,17 @@ def conclusions(off: dict) -> str:
 def run(quick: bool = False, data: str | Path | None = None) -> str:
     start = time.perf_counter()
     reps = 300 if quick else 2000
-    path = data_dir(data)
     spec = paper_spec()
     head = (f"## MeClear: LoCoMo fault-injection cohort\n\n{EVALUATOR_LABEL}\n\n`python -m bench meclear_locomo` — the paper's "
-            "construction (App. D.1) on the LoCoMo conversations at "
-            f"`{path}` (read in place, never copied): observations as memories, BM25 top-K = 5 "
+            "construction (App. D.1) on the LoCoMo conversations given by `--data` or `MEMSTEWARD_LOCOMO_DIR` "
+            "(read in place, never copied): observations as memories, BM25 top-K = 5 "
             "clean context, faults asserting another QA's answer injected as one paraphrase (direct), "
             "two paraphrases (redundant) or two weak statements (joint), each kept only after the "
             "behavioural verification (`memsteward.clearance.locomo`). Policy `policies/meclear-paper.yaml`.\n")
-    if not path.exists():
-        md = head + (f"\n**Skipped:** the LoCoMo directory `{path}` does not exist. Pass it with "
-                     "`MEMSTEWARD_LOCOMO_DIR=/path/to/locomo python -m bench meclear_locomo` (the directory "
-                     "holds `conv-*.json` from snap-research/locomo `data/locomo10.zip`).\n")
+    try:
+        path = require_data(data)
+    except MissingData as exc:
+        md = head + f"\n**Skipped:** {exc}.\n"
         write_section(NAME, md)
         return md
     try:
@@ -198,7 +216,11 @@ if __name__ == "__main__":
     import argparse
 
     ap = argparse.ArgumentParser(prog="python -m bench.meclear_locomo")
-    ap.add_argument("--data", default=None, help=f"LoCoMo directory (default {DEFAULT_DATA})")
+    ap.add_argument("--data", default=None, help=f"LoCoMo directory (or ${DATA_ENV})")
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args()
+    try:
+        require_data(args.data)
+    except MissingData as exc:
+        ap.error(str(exc))
     run(quick=args.quick, data=args.data)

@@ -33,7 +33,7 @@ from memsteward.clearance.locomo import conversation_files, load_conversation
 from memsteward.cli import main
 
 from .common import table
-from .meclear_locomo import data_dir
+from .meclear_locomo import require_data
 
 FRAMES = (
     "From what I remember about {words}, it was {wrong}.",
@@ -135,19 +135,15 @@ def cli_rows(cases: list[dict[str, Any]], k: int, label: str) -> str:
                   "removed / case", "calls / case"], body)
 
 
-def paraphrase_rows(n: int, k: int = 10) -> str:
-    data = data_dir()
-    if not data.exists():
-        raise FileNotFoundError(f"no LoCoMo data at {data}")
+def paraphrase_rows(n: int, k: int = 10, data: str | Path | None = None) -> str:
+    data = require_data(data)
     return cli_rows(paraphrase_cohort(data, k, n), k, "paraphrase (other generator)")
 
 
-def builder_rows(n: int, k: int = 10) -> str:
+def builder_rows(n: int, k: int = 10, data: str | Path | None = None) -> str:
     from memsteward.clearance.evaluators import OfflineEvaluator
     from memsteward.clearance.locomo import build_locomo_cohort
 
-    data = data_dir()
-    if not data.exists():
-        raise FileNotFoundError(f"no LoCoMo data at {data}")
+    data = require_data(data)
     cases, _ = build_locomo_cohort(data, OfflineEvaluator(), trials=2, seed=0, k=k, limit=n)
     return cli_rows(cases, k, "LoCoMo builder")
