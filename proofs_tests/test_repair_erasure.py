@@ -257,7 +257,7 @@ def _delete_marker_root(db: Path) -> Store:
     return store
 
 
-def _assert_marker_gone(db: Path, store: Store) -> None:
+def _assert_marker_gone(db: Path, store: Store, root_deleted: bool = True) -> None:
     needle = MARKER.encode()
     assert needle not in _file_bytes(db), "marker still in the database file or WAL"
     assert needle[:24] not in _file_bytes(db) and needle[-24:] not in _file_bytes(db)
@@ -267,7 +267,8 @@ def _assert_marker_gone(db: Path, store: Store) -> None:
 
     keys = index_hashes(MARKER)
     assert keys and not keys & {int(h) for (h,) in store.conn.execute("SELECT h FROM shingles")}
-    assert store.conn.execute("SELECT COUNT(*) FROM shingles WHERE id = 'r-secret'").fetchone() == (0,)
+    if root_deleted:  # a corrected root is indexed again, by its new text
+        assert store.conn.execute("SELECT COUNT(*) FROM shingles WHERE id = 'r-secret'").fetchone() == (0,)
     raw = _file_bytes(db)
     assert not [h for h in keys if h.to_bytes(8, "big", signed=True) in raw], "index keys of the erased text on disk"
     assert MARKER not in json.dumps(store.export()) and MARKER not in json.dumps([a.as_dict() for a in store.serve()])
@@ -282,6 +283,20 @@ def test_marker_gone_from_database_file_and_wal(tmp_path: Path):
     db = tmp_path / "m.db"
     store = _delete_marker_root(db)
     _assert_marker_gone(db, store)
+    row = [r for r in store.audit_log() if r["action"] == "physical-erasure"][-1]["detail"]
+    assert row["complete"] and row["scan"]["needles"] > 0 and row["scan"]["found"] == {}
+
+
+def test_privacy_correction_marker_gone_from_database_file_and_wal(tmp_path: Path):
+    """Issue 33 gap: a correction marked ``privacy`` erases the old text physically too (its root
+    is replaced, not erased: only the scrubbed versions call for the file step)."""
+    db = tmp_path / "m.db"
+    store = marker_store(str(db))
+    fixed = {"id": "r-secret", "kind": "record", "content": {"text": "The user moved away.", "label": "home"}}
+    ev = {"type": "correct", "roots": ["r-secret"], "replacements": [fixed], "privacy": True}
+    run_event(store, load_policy("policies/default.yaml"), parse_event(ev, store.snapshot()))
+    assert store.get("r-secret").content == fixed["content"]
+    _assert_marker_gone(db, store, root_deleted=False)
     row = [r for r in store.audit_log() if r["action"] == "physical-erasure"][-1]["detail"]
     assert row["complete"] and row["scan"]["needles"] > 0 and row["scan"]["found"] == {}
 

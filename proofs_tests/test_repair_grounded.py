@@ -61,6 +61,17 @@ def test_rejects_ungrounded_and_empty_text():
     assert any("not grounded" in p for p in problems("!!! ???"))
 
 
+def test_one_ungrounded_sentence_among_grounded_ones_fails():
+    """Issue 33 gap: each sentence is scored against the retained support on its own. Pooling the
+    words of the whole text lets the grounded sentences carry an invented one (here 10 of 12 content
+    words are supported overall, 83 % ≥ 75 %, yet sentence 2 has none)."""
+    text = ("The user prefers vegetarian meals and cooks tofu often. Motorcycles thrill. "
+            "The user lives in Berlin and bikes to work.")
+    found = problems(text)
+    assert found == ["1 of 3 sentence(s) not grounded in retained support (sentence 2)"]
+    assert problems(text.replace(" Motorcycles thrill.", "")) == []
+
+
 def test_accepts_grounded_text_and_paraphrase_within_the_threshold():
     assert problems("The user prefers vegetarian meals. Lives in Berlin; bikes to work.") == []
     assert problems("Vegetarian who cooks tofu and bikes in Berlin.") == []

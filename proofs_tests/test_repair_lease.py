@@ -116,3 +116,37 @@ def test_lease_of_a_killed_process_is_taken_over(store_at):
     assert pid != os.getpid()
     r = subprocess.run([CLI, "recover", "--store", str(db), "--json"], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0 and json.loads(r.stdout)["recovered"] is True
+
+
+LATE_TAKER = """
+import sys
+from memsteward.store import Store
+s = Store.open(sys.argv[1])
+event_id = s.unfinished_event()[0]  # read before the other process published
+print("ready", flush=True)
+sys.stdin.readline()
+print("took" if s.take_event(event_id) else "done", flush=True)
+s.close()
+"""
+
+
+def test_an_event_another_process_published_cannot_be_taken_again(store_at):
+    """Issue 33 gap: a process that saw the event unfinished, then lost the race to a recover that
+    published it and exited, must not take it again (the lease row is gone with the publication and
+    the publisher is dead: only the event's status says it is done). Taking it would publish twice."""
+    db = _crashed_store(store_at)
+    late = subprocess.Popen([sys.executable, "-c", LATE_TAKER, str(db)], cwd=ROOT, text=True,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert late.stdout.readline().strip() == "ready"
+        r = subprocess.run([CLI, "recover", "--store", str(db), "--json"], capture_output=True, text=True, cwd=ROOT)
+        assert r.returncode == 0 and json.loads(r.stdout)["recovered"] is True, r.stderr
+        out, err = late.communicate("go\n", timeout=120)
+    finally:
+        late.kill()
+    assert late.returncode == 0, err
+    assert out.strip() == "done"
+    s = Store.open(str(db))
+    assert s.conn.execute("SELECT COUNT(*) FROM event_lease").fetchone() == (0,)
+    assert sum(1 for r in s.audit_log() if r["action"] == "publish") == 1
+    s.close()
