@@ -77,3 +77,66 @@ def test_normalise_folds_forms():
     for form in ("NFD", "NFKD", "NFKC"):
         assert normalise(unicodedata.normalize(form, "Crème brûlée at Zoë's.")) == base
     assert normalise("CRÈME  BRÛLÉE\u200b at zoë's") == base
+
+
+def _state(db: str) -> dict:
+    from memsteward.store import Store
+
+    store = Store.open(db)
+    try:
+        return store.dump_state()
+    finally:
+        store.close()
+
+
+def test_store_import_refuses_erased_text(erased: str, tmp_path: Path):
+    """`store import` checked no tombstone: the erased text came back in a bulk import (issue 25)."""
+    doc = tmp_path / "again.json"
+    doc.write_text(json.dumps({"artifacts": [
+        {"id": "fine", "kind": "record", "content": {"text": "The user likes green tea.", "label": "tea"}, "meta": {}},
+        {"id": "back", "kind": "record", "content": {"text": TEXT.lower() + "  ", "label": "allergy"}, "meta": {}},
+    ], "edges": []}))
+    before = _state(erased)
+    r = CliRunner().invoke(main, ["store", "import", "--store", erased, str(doc)])
+    assert r.exit_code == 2 and "tombstone" in r.output and "'back'" in r.output, r.output
+    assert "Traceback" not in r.output
+    after = _state(erased)
+    assert {k: v for k, v in before.items() if k != "audit"} == {k: v for k, v in after.items() if k != "audit"}
+
+
+def test_correct_replacement_of_another_root_refuses_erased_text(erased: str, tmp_path: Path):
+    """A `correct` replacement of another root carried the erased text back into a servable root."""
+    ev = tmp_path / "correct.json"
+    ev.write_text(json.dumps({"type": "correct", "roots": ["p2"], "replacements": [
+        {"id": "p2", "kind": "record", "content": {"text": TEXT.upper(), "label": "allergy"}, "meta": {}}]}))
+    before = _state(erased)
+    r = CliRunner().invoke(main, ["repair", "--policy", POLICY, "--store", erased, "--event", str(ev)])
+    assert r.exit_code == 2 and "tombstone" in r.output and "'p2'" in r.output, r.output
+    after = _state(erased)
+    assert {k: v for k, v in before.items() if k != "audit"} == {k: v for k, v in after.items() if k != "audit"}
+
+
+def test_store_import_waits_for_an_unfinished_event(tmp_path: Path):
+    """`store import` wrote into a store whose event was unfinished; it is fenced like `put`."""
+    from memsteward.policy.loader import load_policy_source
+    from memsteward.repair.events import parse_event
+    from memsteward.repair.execute import policy_document
+    from memsteward.repair.plan import compute_plan
+    from memsteward.store import Store
+    from memsteward.store.api import BarrierSpec
+
+    db = str(tmp_path / "s.db")
+    assert CliRunner().invoke(main, ["store", "import", "--store", db, str(DATA / "store.json")]).exit_code == 0
+    store = Store.open(db)
+    policy = load_policy_source(POLICY).policy
+    plan = compute_plan(policy, store.snapshot(), parse_event({"type": "delete", "roots": ["p1"]}, store.snapshot()))
+    store.barrier(BarrierSpec(plan.to_json(), policy_document(policy), {}))
+    store.close()
+    doc = tmp_path / "more.json"
+    doc.write_text(json.dumps({"artifacts": [{"id": "x", "kind": "record", "content": {"text": "hello there",
+                                                                                     "label": "x"}, "meta": {}}],
+                               "edges": []}))
+    before = _state(db)
+    r = CliRunner().invoke(main, ["store", "import", "--store", db, str(doc)])
+    assert r.exit_code == 2 and "unfinished event" in r.output, r.output
+    assert _state(db) == before

@@ -27,6 +27,7 @@ from ..repair.reingest import verdict as reingest_verdict
 from ..repair.writes import Write, canonical_json, parse_put, prepare
 from ..textnorm import text_digests
 from .core import _dump, _load
+from .tombstoned import first_tombstoned, refusal
 
 __all__ = ["MemoryTables", "MemoryReads"]
 
@@ -146,6 +147,12 @@ class MemoryReads:
     def is_tombstoned(self, digest: str) -> bool:
         return digest in self.t.tombstones
 
+    def has_tombstones(self) -> bool:
+        return bool(self.t.tombstones)
+
+    def tombstones_of(self, digests: Collection[str]) -> dict[str, str]:
+        return {d: self.t.tombstones[d][0] for d in digests if d in self.t.tombstones}
+
     def artifacts_of(self, ids: Collection[str], content: bool = True) -> dict[str, Artifact]:
         out = {i: self._artifact(i, content=content) for i in set(ids)}
         return {i: a for i, a in out.items() if a is not None}
@@ -204,6 +211,15 @@ class MemoryReads:
             for end in (e.src, e.dst):
                 if end not in known:
                     raise InputError(f"edge names a missing artifact {end!r}", file=file, field=f"edges[{k}]")
+        if self.unfinished_event() is not None:
+            raise WriteRefused("the store has an unfinished event; imports wait until it is published "
+                               "(run `memsteward recover`)", "unfinished-event", self.path)
+        hit = first_tombstoned(((a.id, a.content, a.meta) for a in snap.artifacts.values() if a.state != "erased"),
+                               self.tombstones_of) if self.has_tombstones() else None
+        if hit is not None:
+            with self.transaction():
+                self._audit("refuse", hit[0], detail={"reason": "tombstone", "sha256": hit[1], "file": file})
+            raise refusal(hit[0], hit[2], file, "import")
         with self.transaction() as t:
             for a in snap.artifacts.values():
                 t.artifacts[a.id] = [a.kind, a.arch, a.version, a.state, None]

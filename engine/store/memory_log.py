@@ -21,6 +21,7 @@ from .core import _dump, _erase_wait, _now, digest
 from .memory import MemoryReads
 from .planstore import plan_text as stored_plan
 from .planstore import read_fields, read_plan
+from .tombstoned import refuse_tombstoned_successors
 
 __all__ = ["MemoryStore"]
 
@@ -135,6 +136,7 @@ class MemoryStore(MemoryReads):
             raise InputError("the store has an unfinished event; run `memsteward recover` first", file=self.path)
         if spec.generation is not None and self.generation() != spec.generation:
             raise InputError("the store changed while the event was being planned; run it again", file=self.path)
+        refuse_tombstoned_successors(self, spec.staged_roots)
         barrier, plan = spec.barrier, spec.plan
         event_text, policy_text = _dump(plan["event"]), _dump(spec.policy)
         with self.transaction() as t:

@@ -22,6 +22,7 @@ from .connection import retrying
 from .core import _dump, _now, digest
 from .planstore import plan_text as stored_plan
 from .planstore import read_fields, read_plan
+from .tombstoned import refuse_tombstoned_successors
 from .transfer import Transfer
 
 __all__ = ["Transitions"]
@@ -65,6 +66,7 @@ class Transitions(Transfer):
             if generation is not None and self.generation() != generation:
                 raise InputError("the store changed while the event was being planned; run it again",
                                  file=self.path)
+            refuse_tombstoned_successors(self, staged_roots)
             # SQLite withdraws C(F) while this thread packs the plan (planstore: ~6x smaller at
             # |C(F)| = 10^5): the sqlite3 module lets go of the GIL while a statement runs
             withdrawn = self._concurrently(len(barrier) > audit.WITHDRAW_PART, self._withdraw, ids_text)

@@ -12,11 +12,12 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InputError
+from ..errors import InputError, WriteRefused
 from ..repair.artifacts import Edge, Snapshot
 from .connection import retrying
 from .core import _dump
 from .erasure import Erasure
+from .tombstoned import first_tombstoned, refusal
 
 if TYPE_CHECKING:
     from .memory_log import MemoryStore
@@ -46,16 +47,49 @@ class Transfer(Erasure):
                 if end not in known:
                     raise InputError(f"edge names a missing artifact {end!r}", file=file, field=f"edges[{k}]")
         with self.transaction() as c:
-            c.executemany("INSERT INTO artifacts(id, kind, arch, version, state) VALUES (?,?,?,?,?)",
-                          [(a.id, a.kind, a.arch, a.version, a.state) for a in snap.artifacts.values()])
-            c.executemany("INSERT INTO versions(id, version, content, meta, erased) VALUES (?,?,?,?,?)",
-                          [(a.id, a.version, _dump(a.content) if a.state != "erased" else None,
-                            _dump(dict(a.meta)), int(a.state == "erased")) for a in snap.artifacts.values()])
-            c.executemany("INSERT OR IGNORE INTO edges(src, dst, type) VALUES (?,?,?)",
-                          [(e.src, e.dst, e.type) for e in snap.edges])
-            self._index({a.id: a.content for a in snap.artifacts.values() if a.state != "erased"})
-            self._audit("import", detail={"file": file, "artifacts": len(snap.artifacts),
-                                          "edges": len(snap.edges)})
+            refused = self._import_refusal(snap, file)
+            if refused is None:
+                self._insert_snapshot(c, snap, file)
+        if refused is not None:
+            raise refused  # after its audit row committed
+
+    def _insert_snapshot(self, c: Any, snap: Snapshot, file: str) -> None:
+        c.executemany("INSERT INTO artifacts(id, kind, arch, version, state) VALUES (?,?,?,?,?)",
+                      [(a.id, a.kind, a.arch, a.version, a.state) for a in snap.artifacts.values()])
+        c.executemany("INSERT INTO versions(id, version, content, meta, erased) VALUES (?,?,?,?,?)",
+                      [(a.id, a.version, _dump(a.content) if a.state != "erased" else None,
+                        _dump(dict(a.meta)), int(a.state == "erased")) for a in snap.artifacts.values()])
+        c.executemany("INSERT OR IGNORE INTO edges(src, dst, type) VALUES (?,?,?)",
+                      [(e.src, e.dst, e.type) for e in snap.edges])
+        self._index({a.id: a.content for a in snap.artifacts.values() if a.state != "erased"})
+        self._audit("import", detail={"file": file, "artifacts": len(snap.artifacts),
+                                      "edges": len(snap.edges)})
+
+    def _import_refusal(self, snap: Snapshot, file: str) -> WriteRefused | None:
+        """Inside the import's transaction: refused while an event is unfinished (like ``put``), or
+        when an artifact says erased text again (audited, like a tombstoned ``put``)."""
+        if self.unfinished_event() is not None:
+            raise WriteRefused("the store has an unfinished event; imports wait until it is published "
+                               "(run `memsteward recover`)", "unfinished-event", self.path)
+        hit = first_tombstoned(((a.id, a.content, a.meta) for a in snap.artifacts.values() if a.state != "erased"),
+                               self.tombstones_of) if self.has_tombstones() else None
+        if hit is None:
+            return None
+        self._audit("refuse", hit[0], detail={"reason": "tombstone", "sha256": hit[1], "file": file})
+        return refusal(hit[0], hit[2], file, "import")
+
+    def unfinished_event(self) -> Any:
+        """Provided by :class:`~memsteward.store.repairlog.Transitions`."""
+        raise NotImplementedError
+
+    def has_tombstones(self) -> bool:
+        """Whether any content was tombstoned (a fresh store's imports skip the digests)."""
+        return self.conn.execute("SELECT 1 FROM tombstones LIMIT 1").fetchone() is not None
+
+    def tombstones_of(self, digests: Collection[str]) -> dict[str, str]:
+        """The tombstoned ones among ``digests``: digest → the erased root it is of."""
+        return dict(self.conn.execute("SELECT digest, root FROM tombstones WHERE digest IN "
+                                      "(SELECT value FROM json_each(?))", (json.dumps(sorted(digests)),)).fetchall())
 
     def export(self) -> dict[str, Any]:
         """The JSON exchange document of the current versions (round-trips through import)."""
