@@ -36,7 +36,8 @@ __all__ = ["attest", "stale_vectors"]
 
 
 def _check(name: str, ok: bool, detail: str) -> dict[str, Any]:
-    return {"name": name, "ok": ok, "detail": detail}
+    """One check, in the shape of :func:`memsteward.attest`'s (``check``, ``ok``, ``status``, ``detail``)."""
+    return {"check": name, "ok": ok, "status": "pass" if ok else "fail", "detail": detail}
 
 
 def _paths(value: Any, fields: Sequence[str]) -> set[str]:
@@ -70,6 +71,23 @@ def stale_vectors(gs: GovernedStore) -> list[tuple[tuple[str, ...], str, str]]:
     return out
 
 
+def _files_check(gs: GovernedStore, eid: int, needles: Sequence[bytes]) -> dict[str, Any]:
+    """``wrapped-files``: the scan of the wrapped store's files (no CHECKPOINT when a clean
+    ``VACUUM FULL`` ran after this event: :func:`.physical.files`)."""
+    fresh = gs.clean_through is not None and gs.clean_through >= eid
+    paths = files(gs.inner, checkpoint=not fresh)
+    result = scan(paths, needles) if paths and needles else {"found": 0}
+    found_in = result.get("found") or {}
+    hits = sum(found_in.values()) if isinstance(found_in, dict) else int(found_in)
+    detail = f"{len(paths)} file(s) scanned; {hits} fingerprint hit(s)"
+    held = gs.last_scrub.get("held_by")
+    if hits and held:
+        detail += (f"; VACUUM FULL had to keep deleted rows: {len(held)} session(s) of the database (pid "
+                   f"{', '.join(map(str, held[:5]))}; 0: a replication slot) held a snapshot older than the "
+                   "deletes; once they end, scrub() and attest again")
+    return _check("wrapped-files", hits == 0, detail)
+
+
 def attest(gs: GovernedStore, event_id: int | None = None, needles: Sequence[bytes] | None = None) -> dict[str, Any]:
     """memsteward's attestation of the event plus the three wrapped-store checks; ``ok`` is all of them."""
     out = store_attest(gs.store, event_id)
@@ -84,11 +102,7 @@ def attest(gs: GovernedStore, event_id: int | None = None, needles: Sequence[byt
         hits = sum(1 for t in texts for n in found if n.decode("utf-8", "ignore") in t)
         checks.append(_check("wrapped-values", hits == 0,
                              f"{len(texts)} values read around the adapter; {hits} fingerprint hit(s)"))
-        paths = files(gs.inner)
-        result = scan(paths, found) if paths and found else {"found": 0}
-        found_in = result.get("found") or {}
-        hits = sum(found_in.values()) if isinstance(found_in, dict) else int(found_in)
-        checks.append(_check("wrapped-files", hits == 0, f"{len(paths)} file(s) scanned; {hits} fingerprint hit(s)"))
+        checks.append(_files_check(gs, eid, found))
     stale = stale_vectors(gs)
     checks.append(_check("wrapped-vectors", not stale, f"{len(stale)} stale vector(s)"))
     out["checks"] = list(out["checks"]) + checks

@@ -24,9 +24,13 @@ import hmac
 import json
 import os
 from dataclasses import dataclass
+from functools import lru_cache
 
 __all__ = ["DEFAULT_ID_KEY", "MAX_INCARNATIONS", "ItemIds"]
 
+CACHED = 65_536
+"""Addresses whose id prefixes an adapter keeps computed (an id is a pure function of key and
+address, so the cache is never stale; bounded, least recently used dropped)."""
 DEFAULT_ID_KEY = b"memsteward-langgraph-ids"
 """The key used when neither ``id_key`` nor ``MEMSTEWARD_ID_KEY`` is given (ids are then plain
 hashes: set a secret in production)."""
@@ -57,17 +61,13 @@ class ItemIds:
             return cls()
         return cls(raw.encode("utf-8") if isinstance(raw, str) else bytes(raw))
 
-    def _h(self, parts: list[str]) -> str:
-        msg = json.dumps(parts, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-        return hmac.new(self.key, msg, hashlib.sha256).hexdigest()[:16]
-
     def prefix(self, namespace: tuple[str, ...]) -> str:
         """The id prefix shared by every item whose namespace starts with ``namespace``."""
-        return "lg" + "".join(self._h(list(namespace[:d])) for d in range(1, len(namespace) + 1))
+        return _prefix(self.key, tuple(namespace))
 
     def base(self, namespace: tuple[str, ...], key: str) -> str:
         """The id prefix shared by every incarnation of one item."""
-        return f"{self.prefix(namespace)}k{self._h([*namespace, key])}i"
+        return _base(self.key, tuple(namespace), key)
 
     def of(self, namespace: tuple[str, ...], key: str, incarnation: int = 1) -> str:
         if not 1 <= incarnation <= MAX_INCARNATIONS:
@@ -77,3 +77,20 @@ class ItemIds:
     @staticmethod
     def incarnation(ident: str) -> int:
         return int(ident[-_WIDTH:])
+
+
+def _h(secret: bytes, parts: list[str]) -> str:
+    msg = json.dumps(parts, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return hmac.new(secret, msg, hashlib.sha256).hexdigest()[:16]
+
+
+@lru_cache(maxsize=CACHED)
+def _prefix(secret: bytes, namespace: tuple[str, ...]) -> str:
+    if not namespace:
+        return "lg"
+    return _prefix(secret, namespace[:-1]) + _h(secret, list(namespace))
+
+
+@lru_cache(maxsize=CACHED)
+def _base(secret: bytes, namespace: tuple[str, ...], key: str) -> str:
+    return f"{_prefix(secret, namespace)}k{_h(secret, [*namespace, key])}i"

@@ -3,22 +3,35 @@
 ``SqliteStore`` keeps a deleted row's bytes in free pages and the WAL until they are overwritten;
 ``PostgresStore`` keeps them in dead tuples until a vacuum. :func:`scrub` rewrites them away
 (SQLite: WAL checkpoint, ``VACUUM``, checkpoint; PostgreSQL: ``VACUUM FULL`` of ``store`` and
-``store_vectors``, which writes new relation files). :func:`raw_texts` and :func:`files` give what
-an attestation reads: every value (read around the adapter), every vector row, and the files of
-the tables. PostgreSQL's WAL segments and backups live on the server and are not covered.
+``store_vectors``, which writes new relation files, TOAST and indexes included).
+
+PostgreSQL's ``VACUUM FULL`` copies a deleted row into the new file when some snapshot taken before
+the delete is still open anywhere in the database ("recently dead": another session's ``REPEATABLE
+READ`` transaction, a long query, an idle-in-transaction connection, a replication slot's xmin).
+Such a snapshot may still read the row, so the server keeps it, and the scan finds the erased text
+in the new file. :func:`scrub` therefore first waits (at most :data:`SNAPSHOT_WAIT` seconds) until
+no session of the database holds a snapshot older than the deletes, then rewrites; the backends
+still holding one when the wait ends are reported (``held_by``), and the attestation names them.
+
+:func:`raw_items` and :func:`files` give what an attestation reads: every value (read around the
+adapter), every vector row, and the files of the tables. PostgreSQL's WAL segments and backups live
+on the server and are not covered.
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["files", "raw_items", "scrub", "vector_rows"]
+__all__ = ["SNAPSHOT_WAIT", "files", "raw_items", "scrub", "snapshot_holders", "vector_rows"]
 
 PAGE = 500
 MAX_ITEMS = 1_000_000
+SNAPSHOT_WAIT = 10.0
+"""Seconds :func:`scrub` waits for older snapshots of the database to end before ``VACUUM FULL``."""
 
 
 def _sqlite(inner: Any) -> sqlite3.Connection | None:
@@ -30,8 +43,9 @@ def _pg(inner: Any) -> bool:
     return type(inner).__name__ in ("PostgresStore",) and callable(getattr(inner, "_cursor", None))
 
 
-def scrub(inner: Any) -> dict[str, Any]:
-    """Rewrite the wrapped store's files without its deleted rows (a no-op for in-memory stores)."""
+def scrub(inner: Any, wait: float = SNAPSHOT_WAIT) -> dict[str, Any]:
+    """Rewrite the wrapped store's files without its deleted rows (a no-op for in-memory stores);
+    on PostgreSQL, after waiting up to ``wait`` seconds for older snapshots (module docstring)."""
     conn = _sqlite(inner)
     if conn is not None:
         lock = getattr(inner, "lock", None)
@@ -41,10 +55,41 @@ def scrub(inner: Any) -> dict[str, Any]:
         return _scrub_sqlite(conn)
     if _pg(inner):
         with inner._cursor() as cur:
+            held = _await_horizon(cur, wait)
             cur.execute("VACUUM FULL store")
             cur.execute("VACUUM FULL store_vectors") if _has_vectors(cur) else None
-        return {"backend": "postgresql", "vacuum": True}
+        return {"backend": "postgresql", "vacuum": True, "held_by": held}
     return {"backend": type(inner).__name__, "vacuum": False}
+
+
+def _await_horizon(cur: Any, wait: float) -> list[int]:
+    """Wait until no other backend of the database holds a snapshot older than now (every delete
+    this process committed is older); returns the pids still holding one when ``wait`` ran out."""
+    cur.execute("SELECT pg_current_xact_id()::text AS x")  # a fresh xid, newer than every committed delete
+    row = cur.fetchone()
+    mark = int(row["x"] if isinstance(row, dict) else row[0])
+    deadline, pause = time.monotonic() + max(0.0, wait), 0.02
+    while True:
+        held = snapshot_holders(cur, mark)
+        if not held or time.monotonic() >= deadline:
+            return held
+        time.sleep(pause)
+        pause = min(2 * pause, 0.5)
+
+
+def snapshot_holders(cur: Any, mark: int) -> list[int]:
+    """Backends of the current database (and replication slots, as pid 0) whose snapshot or
+    transaction is older than the transaction id ``mark``: what keeps a row deleted before ``mark``
+    "recently dead" through ``VACUUM FULL``. Autovacuum workers are left out (their lazy vacuum
+    holds back no horizon)."""
+    cur.execute(
+        "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() "
+        "AND backend_type <> 'autovacuum worker' AND ((backend_xmin IS NOT NULL AND "
+        "age(backend_xmin) > age(xid(%(m)s::text::xid8))) OR (backend_xid IS NOT NULL AND "
+        "age(backend_xid) > age(xid(%(m)s::text::xid8)))) "
+        "UNION ALL SELECT 0 FROM pg_replication_slots WHERE (database IS NULL OR database = current_database()) "
+        "AND xmin IS NOT NULL AND age(xmin) > age(xid(%(m)s::text::xid8))", {"m": str(mark)})
+    return sorted(int(r["pid"] if isinstance(r, dict) else r[0]) for r in cur.fetchall())
 
 
 def _scrub_sqlite(conn: sqlite3.Connection) -> dict[str, Any]:
@@ -94,10 +139,24 @@ def vector_rows(inner: Any) -> list[tuple[tuple[str, ...], str, str]]:
     return []
 
 
-def files(inner: Any) -> list[str]:
+_RELATIONS = (
+    "WITH t AS (SELECT c.oid, c.reltoastrelid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+    "WHERE n.nspname = current_schema() AND c.relkind = 'r' AND c.relname IN ('store', 'store_vectors')), "
+    "r AS (SELECT oid FROM t UNION SELECT reltoastrelid FROM t WHERE reltoastrelid <> 0), "
+    "i AS (SELECT oid FROM r UNION SELECT indexrelid FROM pg_index WHERE indrelid IN (SELECT oid FROM r)) "
+    "SELECT pg_relation_filepath(oid) AS p FROM i WHERE pg_relation_filepath(oid) IS NOT NULL")
+"""The relations of the store's tables: the tables, their TOAST tables, and every index of either."""
+
+
+def files(inner: Any, checkpoint: bool = True) -> list[str]:
     """The files holding the wrapped store's tables: the SQLite database and its WAL, or (on a
     local PostgreSQL server whose data directory this process can read) the relation files of
-    ``store`` and ``store_vectors`` and their indexes."""
+    ``store`` and ``store_vectors``, their indexes, TOAST tables and TOAST indexes.
+
+    ``checkpoint``: first write the server's shared buffers to the files (``CHECKPOINT``, which
+    flushes the whole cluster: seconds on a busy server). Not needed right after :func:`scrub`:
+    ``VACUUM FULL`` writes its new files directly, not through the buffers, and whatever is
+    written after it is newer than any erasure."""
     conn = _sqlite(inner)
     if conn is not None:
         path = conn.execute("PRAGMA database_list").fetchone()[2]
@@ -106,15 +165,14 @@ def files(inner: Any) -> list[str]:
         return []
     out: list[str] = []
     with inner._cursor() as cur:
-        try:
-            cur.execute("CHECKPOINT")  # shared buffers to the files, so a scan reads what the server holds
-        except Exception:  # noqa: BLE001 - not a superuser: the files may lag the buffers
-            pass
+        if checkpoint:
+            try:
+                cur.execute("CHECKPOINT")  # shared buffers to the files, so a scan reads what the server holds
+            except Exception:  # noqa: BLE001 - not a superuser: the files may lag the buffers
+                pass
         cur.execute("SELECT current_setting('data_directory') AS d")
         base = cur.fetchone()["d"]
-        cur.execute("SELECT pg_relation_filepath(c.oid) AS p FROM pg_class c JOIN pg_namespace n "
-                    "ON n.oid = c.relnamespace WHERE n.nspname = current_schema() AND c.relname LIKE 'store%' "
-                    "AND pg_relation_filepath(c.oid) IS NOT NULL")
+        cur.execute(_RELATIONS)
         rels = [r["p"] for r in cur.fetchall()]
     for rel in rels:
         path = os.path.join(base, rel)

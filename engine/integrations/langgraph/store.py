@@ -42,7 +42,7 @@ from ...repair.writes import content_digest
 from ...store.api import Storage
 from .errors import GovernedWriteRefused
 from .identity import MAX_INCARNATIONS, ItemIds
-from .physical import scrub
+from .physical import SNAPSHOT_WAIT, scrub
 from .sync import Address, Rewrite, addresses_in, write_back
 from .values import ADDRESS_KEY, ValueSpec, artifact_content, rebuilt, split_meta
 
@@ -74,6 +74,8 @@ class GovernedStore(BaseStore):
     reingest : ``"allow"`` (default), ``"refuse"`` or ``"review"`` (:mod:`memsteward.repair.reingest`).
     erase_corrected : a correction erases the superseded content (a privacy correct event).
     scrub_files : after each event, rewrite the wrapped store's files without the deleted rows.
+    snapshot_wait : seconds a PostgreSQL scrub waits for older snapshots of the database to end
+        (:mod:`.physical`: a snapshot older than a delete keeps its rows through ``VACUUM FULL``).
     id_key : the key of the opaque ids (:mod:`.identity`; default ``MEMSTEWARD_ID_KEY``).
     operators, oracles : repair-operator and validation-oracle registries (the policy's by default).
 
@@ -94,7 +96,8 @@ class GovernedStore(BaseStore):
 
     def __init__(self, inner: BaseStore, store: Storage, policy: Policy, *, fields: Sequence[str] | None = None,
                  provenance_field: str = "derived_from", meta_field: str = "meta", reingest: str = "allow",
-                 erase_corrected: bool = True, scrub_files: bool = True, id_key: bytes | str | None = None,
+                 erase_corrected: bool = True, scrub_files: bool = True, snapshot_wait: float = SNAPSHOT_WAIT,
+                 id_key: bytes | str | None = None,
                  operators: OperatorRegistry | None = None, oracles: OracleRegistry | None = None) -> None:
         if reingest not in REINGEST_RULES:
             raise InputError(f"reingest must be one of {', '.join(REINGEST_RULES)}", file="<GovernedStore>",
@@ -106,12 +109,16 @@ class GovernedStore(BaseStore):
         self.reingest = reingest
         self.erase_corrected = erase_corrected
         self.scrub_files = scrub_files
+        self.snapshot_wait = snapshot_wait
         self.fingerprints: dict[int, list[bytes]] = {}
         self.ids = ItemIds.from_env(id_key)
         self.operators = operators
         self.oracles = oracles
         self.declared_meta = _declared_meta(policy)
         self.last_plan: TransitionPlan | None = None
+        self.last_event_id: int | None = None
+        self.last_scrub: dict[str, Any] = {}
+        self.clean_through: int | None = None  # files rewritten, no older snapshot held, after this event
         self.supports_ttl = inner.supports_ttl
         self.ttl_config = inner.ttl_config
 
@@ -265,6 +272,7 @@ class GovernedStore(BaseStore):
         event = self.store.event()
         if event is None:
             return
+        self.last_event_id = int(event["id"])
         gone = self.store.unservable_of(list(before))
         erased = [a.content for i, a in before.items() if gone.get(i) == "erased"]
         if corrected and self.erase_corrected:
@@ -274,7 +282,11 @@ class GovernedStore(BaseStore):
 
     def scrub(self) -> dict[str, Any]:
         """Rewrite the wrapped store's files without deleted rows (:func:`.physical.scrub`)."""
-        return scrub(self.inner) if self.scrub_files else {"vacuum": False}
+        out = scrub(self.inner, self.snapshot_wait) if self.scrub_files else {"vacuum": False}
+        clean = out.get("backend") == "postgresql" and out.get("vacuum") and not out.get("held_by")
+        self.clean_through = self.last_event_id if clean else None
+        self.last_scrub = out
+        return out
 
     def attest(self, event_id: int | None = None) -> dict[str, Any]:
         """The event's attestation, extended to the wrapped store (:func:`.attest.attest`)."""
