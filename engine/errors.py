@@ -59,15 +59,22 @@ def printable(text: str) -> str:
 
 
 class WriteRefused(InputError):
-    """A write the store refuses on purpose (write fencing, a tombstoned content, an unfinished
-    event): exit code 2 like other bad input; fenced and tombstoned refusals are audited."""
+    """A write the store refuses on purpose (write fencing, a tombstoned content, a write that has to
+    wait for a running event): exit code 2 like other bad input; fenced and tombstoned refusals are
+    audited. ``reason == "busy"`` is the one retryable refusal: the write is ordered after the
+    running event's publication, and ``retry_after`` (seconds) says when to try again."""
 
-    def __init__(self, message: str, reason: str, file: str = "<store>", field: str = "") -> None:
+    def __init__(self, message: str, reason: str, file: str = "<store>", field: str = "",
+                 retry_after: float | None = None) -> None:
         super().__init__(message, file=file, field=field)
         self.reason = reason
+        self.retry_after = retry_after
 
     def as_dict(self) -> dict:
-        return {**super().as_dict(), "code": "write-refused", "reason": self.reason}
+        out = {**super().as_dict(), "code": "write-refused", "reason": self.reason}
+        if self.retry_after is not None:
+            out["retry_after"] = self.retry_after
+        return out
 
 
 class EventHeld(InputError):

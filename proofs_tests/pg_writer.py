@@ -49,7 +49,7 @@ def main() -> None:
                     report["events"].append(["correct", f"n{t}a", list(plan.barrier)])
                 break
             except WriteRefused as exc:
-                if exc.reason != "unfinished-event":
+                if exc.reason != "busy":
                     raise
             except InputError as exc:
                 text = str(exc)

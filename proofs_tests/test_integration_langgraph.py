@@ -92,7 +92,7 @@ def test_delete_hides_repairs_and_removes(backend):
 def test_barrier_hides_the_cascade_from_other_readers_during_the_event(tmp_path):
     """While the delete event validates its successors (after the barrier, before publication), a
     second adapter on the same provenance database and wrapped store sees none of the cascade,
-    although the wrapped store still holds it, and cannot derive from it."""
+    although the wrapped store still holds it, and cannot derive from it; its unrelated writes go on."""
     inner = _sqlite_store_at(str(tmp_path / "lg.db"))
     seen: list[dict] = []
 
@@ -101,13 +101,14 @@ def test_barrier_hides_the_cascade_from_other_readers_during_the_event(tmp_path)
                                memsteward.open_store(str(tmp_path / "prov.db")), POLICY)
         keys = ("n1", "n2", "s1", "s2")
         try:
-            reader.put(NS, "late", {"content": "late", "derived_from": [[list(NS), "n2"]]})
+            reader.put(NS, "late", {"content": "late", "derived_from": [[list(NS), "s1"]]})
             refused = None
         except WriteRefused as exc:
             refused = exc.reason
         seen.append({"get": {k: reader.get(NS, k) is not None for k in keys},
-                     "search": sorted(it.key for it in reader.search(NS)),
+                     "search": sorted(it.key for it in reader.search(NS) if it.key != "other"),
                      "held": {k: reader.inner.get(NS, k) is not None for k in keys}, "refused": refused})
+        reader.put(NS, "other", {"content": "Bob likes jazz", "derived_from": [[list(NS), "n2"]]})
         reader.store.close()
         return ORACLES["schema"](spec, x)
 
@@ -125,8 +126,8 @@ def test_barrier_hides_the_cascade_from_other_readers_during_the_event(tmp_path)
         assert view["get"] == {"n1": False, "n2": True, "s1": False, "s2": False}
         assert view["search"] == ["n2"]
         assert all(view["held"].values())       # hidden by the barrier, not yet removed
-        assert view["refused"] == "unfinished-event"
-    assert {it.key for it in gs.search(NS)} == {"n2", "s1", "s2"}
+        assert view["refused"] == "fenced"
+    assert {it.key for it in gs.search(NS)} == {"n2", "s1", "s2", "other"}
 
 
 def _sqlite_store_at(path: str) -> SqliteStore:

@@ -91,9 +91,13 @@ def test_fenced_writes_are_refused_and_audited():
     ev = parse_event({"type": "delete", "roots": ["n4"]}, s.snapshot())
     plan = compute_plan(policy, s.snapshot(), ev)
     s.barrier(BarrierSpec(plan.to_json(), policy_document(policy), {}))
-    with pytest.raises(WriteRefused) as exc:
-        s.record({"id": "x", "kind": "summary", "content": "about Bob"}, inputs=["n3"])
-    assert exc.value.reason == "unfinished-event"
+    # the write rule during an event: unrelated writes go on, held ids and erased content wait
+    assert s.record({"id": "x", "kind": "summary", "content": "about Bob"}, inputs=["n3"]).version == 1
+    for write in ({"id": "t", "kind": "summary", "content": "other"}, {"id": "y", "kind": "record",
+                                                                       "content": "Alice owns a cat"}):
+        with pytest.raises(WriteRefused) as exc:
+            s.record(write, wait=0)
+        assert exc.value.reason == "busy" and exc.value.retry_after is not None
     recover(s)
     assert s.states()["n4"][0] == "erased"
     withdrawn = [i for i, (st_, _) in s.states().items() if st_ == "withdrawn"]

@@ -18,7 +18,7 @@ from ..errors import InputError, StoreError, printable
 from ..jsonio import tree_problem
 from ..policy.model import Policy
 from ..policy.plugins import manifest
-from ..store.api import BarrierSpec, OracleReport, PublishSpec, RepairLog, StepRecord, StepStatus
+from ..store.api import BarrierSpec, OracleReport, Provenance, PublishSpec, RepairLog, StepRecord, StepStatus
 from ..store.connection import db_errors
 from .artifacts import SERVABLE_STATES, Artifact, Snapshot, artifact_field_problem
 from .candidates import Candidate
@@ -27,7 +27,7 @@ from .events import Event
 from .executors import Executor, LocalPool, Serialized, Shared, executor_from, prepare
 from .operators import OperatorError, OperatorRegistry, RepairContext, Successor, operators_for
 from .oracles import OracleInput, OracleRegistry, validate
-from .plan import StepResult, TransitionPlan, compute_plan, paused_gc
+from .plan import StepResult, TransitionPlan, compute_plan, event_scope, paused_gc
 from .schemas import interface_problem
 from .scope import is_retained, neighbourhood
 
@@ -149,18 +149,36 @@ def execute(store: RepairLog, policy: Policy, plan: TransitionPlan, operators: O
         raise InputError("the ray executor needs a store its workers can open (a SQLite file or "
                          "postgresql://…), not an in-memory store", file=store.path, field="executor")
     prepare(executor)
-    event_id = barrier(store, policy, plan, generation)
+    event_id = barrier(store, policy, plan, generation, operators)
     return resume(store, event_id, policy, plan, operators, oracles, executor, progress)
 
 
-def barrier(store: RepairLog, policy: Policy, plan: TransitionPlan, generation: int | None = None) -> int:
+def barrier(store: RepairLog, policy: Policy, plan: TransitionPlan, generation: int | None = None,
+            operators: OperatorRegistry | None = None) -> int:
     """Alg. 1 line 2, B_ρ ← C(F), as :func:`execute` runs it: the plan handed over column by column
     (:meth:`TransitionPlan.to_columns`: no object per candidate), then :meth:`RepairLog.barrier`'s one
-    transaction — with the collector paused throughout (10^5-element lists, nothing cyclic)."""
+    transaction — with the collector paused throughout (10^5-element lists, nothing cyclic). Agent
+    writes since ``generation`` void the plan only if they changed its scope (:func:`scope_unchanged`)."""
     roots = Snapshot(store.artifacts_of(plan.event.roots), ())
     with paused_gc():
         return store.barrier(BarrierSpec(plan.to_columns(), policy_document(policy),
-                                         root_successors(plan.event, roots), generation))
+                                         root_successors(plan.event, roots), generation,
+                                         scope_unchanged(policy, plan, operators)))
+
+
+def scope_unchanged(policy: Policy, plan: TransitionPlan,
+                    operators: OperatorRegistry | None = None) -> Callable[[Provenance], bool]:
+    """Whether ``plan`` still holds on a store agents wrote to since it was planned: its event's
+    scope read again (C(F), grown by untracked copies as planning grows it) has the same members at
+    the same versions. A write outside C(F) changes neither; a new version of a member, a new
+    derivation from one or a new copy of a root's content does (the barrier refuses, run again)."""
+    def unchanged(source: Provenance) -> bool:
+        scope = event_scope(policy, source, plan.event, operators)
+        if scope.cascade != frozenset(plan.cascade):
+            return False
+        versions = {i: a.version for i, a in scope.artifacts.items() if i in scope.cascade}
+        return versions == {i: plan.base_versions.get(i) for i in scope.cascade}
+    return unchanged
 
 
 def recover(store: RepairLog, operators: OperatorRegistry | None = None,

@@ -73,12 +73,17 @@ class Locator(NamedTuple):
 class BarrierSpec:
     """B_ρ ← C(F) (MemoRepair §2.2, Alg. 1 line 2): the plan (a TransitionPlan document, or its
     columns, :meth:`~memsteward.repair.plan.TransitionPlan.to_columns`), the policy document, the
-    roots' staged replacements, and the store generation at planning time (None: not checked)."""
+    roots' staged replacements, and the store generation at planning time (None: not checked).
+
+    ``unchanged`` (None: any change voids the plan) tells, read inside the barrier's transaction,
+    whether the plan still holds for the store as it is: when only agent writes happened since
+    ``generation``, the barrier goes on if it answers True (the write rule, :mod:`~memsteward.store.live`)."""
 
     plan: Mapping[str, Any]
     policy: Mapping[str, Any]
     staged_roots: Mapping[str, Artifact] = field(default_factory=dict)
     generation: int | None = None
+    unchanged: Callable[[Provenance], bool] | None = None
 
     @property
     def barrier(self) -> list[str]:
@@ -202,8 +207,9 @@ class WritePath(Protocol):
     """The agent's writes: one transaction each, fenced against what is under repair or erased."""
 
     def record(self, artifact: Artifact | Mapping[str, Any], inputs: Sequence[str] = (),
-               semantic: Sequence[str] = (), *, reingest: str = "refuse") -> Artifact: ...
-    def record_many(self, writes: Sequence[Any], *, reingest: str = "refuse") -> list[Artifact]: ...
+               semantic: Sequence[str] = (), *, reingest: str = "refuse", wait: float | None = None) -> Artifact: ...
+    def record_many(self, writes: Sequence[Any], *, reingest: str = "refuse",
+                    wait: float | None = None) -> list[Artifact]: ...
     def is_tombstoned(self, digest: str) -> bool: ...
 
 

@@ -18,6 +18,7 @@ import hashlib
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from ..errors import InputError, WriteRefused
@@ -27,6 +28,8 @@ from ..repair.reingest import verdict as reingest_verdict
 from ..repair.writes import Write, canonical_json, parse_put, prepare
 from ..textnorm import text_digests
 from .core import _dump, _load
+from .live import LiveEvent, ordered_after, pending_tombstones, retry_busy
+from .planstore import read_fields
 from .tombstoned import first_tombstoned, refusal
 
 __all__ = ["MemoryTables", "MemoryReads"]
@@ -271,18 +274,32 @@ class MemoryReads:
     # ------------------------------------------------------------------ the write path
 
     def record(self, artifact: Artifact | Mapping[str, Any], inputs: Sequence[str] = (),
-               semantic: Sequence[str] = (), *, reingest: str = "refuse") -> Artifact:
-        return self.record_many([prepare(artifact, inputs, semantic, file=self.path)], reingest=reingest)[0]
+               semantic: Sequence[str] = (), *, reingest: str = "refuse", wait: float | None = None) -> Artifact:
+        return self.record_many([prepare(artifact, inputs, semantic, file=self.path)], reingest=reingest,
+                                wait=wait)[0]
 
-    def record_many(self, writes: Sequence[Write | Mapping[str, Any]], *, reingest: str = "refuse") -> list[Artifact]:
+    def record_many(self, writes: Sequence[Write | Mapping[str, Any]], *, reingest: str = "refuse",
+                    wait: float | None = None) -> list[Artifact]:
         batch = [w if isinstance(w, Write) else parse_put(w, self.path, f"writes[{k}].") for k, w in enumerate(writes)]
-        if self.unfinished_event() is not None:
-            raise WriteRefused("the store has an unfinished event; writes wait until it is published "
-                               "(run `memsteward recover`)", "unfinished-event", self.path)
+        return retry_busy(lambda: self._record_once(batch, reingest), wait)
+
+    def _live_event(self) -> LiveEvent | None:
+        open_ = sorted(i for i, r in self.t.events.items() if r[4] != "done")
+        return LiveEvent.of(open_[0], self.t.events[open_[0]][1]) if open_ else None
+
+    def _held(self, live: LiveEvent) -> frozenset[str]:
+        return frozenset(read_fields(self.t.events[live.id][3], ("barrier",)).get("barrier", ()))
+
+    def _pending_dead(self, live: LiveEvent) -> dict[str, str]:
+        t = self.t
+        return pending_tombstones((i, _load(r[0])) for (i, v), r in sorted(t.versions.items())
+                                  if i in live.roots and not r[3] and r[2] != live.id)
+
+    def _record_once(self, batch: Sequence[Write], reingest: str) -> list[Artifact]:
         self._refusal: tuple[str, dict[str, Any]] | None = None
         try:
             with self.transaction():
-                return self._apply_writes(batch, reingest)
+                return self._apply_writes(batch, reingest, self._live_event())
         except WriteRefused:
             if self._refusal is not None:  # fenced or tombstoned: the refusal's audit row commits, nothing else
                 with self.transaction():
@@ -293,7 +310,8 @@ class MemoryReads:
         self._refusal = (ident, dict(detail))
         return exc
 
-    def _apply_writes(self, batch: Sequence[Write], reingest: str = "refuse") -> list[Artifact]:
+    def _apply_writes(self, batch: Sequence[Write], reingest: str = "refuse",
+                      live: LiveEvent | None = None) -> list[Artifact]:
         t = self.t
         known = {i: (r[0], r[1], r[3]) for i, r in t.artifacts.items()}
         out: list[Artifact] = []
@@ -321,6 +339,11 @@ class MemoryReads:
                     f"(tombstone of {t.tombstones[hit][0]!r}); deleted content is not ingested again",
                     "tombstone", self.path, f"{where}content"))
             prev = known.get(a.id)
+            if live is not None:
+                waits = ordered_after(live, a.id, None if prev is None else prev[2], said, not w.inputs, reingest,
+                                      partial(self._held, live), partial(self._pending_dead, live), self.path, where)
+                if waits is not None:
+                    raise waits
             if prev is not None:
                 if (prev[0], prev[1]) != (a.kind, a.arch):
                     raise InputError(f"artifact {a.id!r} is a {prev[0]}{'/' + prev[1] if prev[1] else ''}; "

@@ -134,7 +134,7 @@ class MemoryStore(MemoryReads):
     def barrier(self, spec: BarrierSpec) -> int:
         if self.unfinished_event() is not None:
             raise InputError("the store has an unfinished event; run `memsteward recover` first", file=self.path)
-        if spec.generation is not None and self.generation() != spec.generation:
+        if not self._planned_on_this(spec):
             raise InputError("the store changed while the event was being planned; run it again", file=self.path)
         refuse_tombstoned_successors(self, spec.staged_roots)
         barrier, plan = spec.barrier, spec.plan
@@ -157,6 +157,13 @@ class MemoryStore(MemoryReads):
             for i in barrier:
                 self._audit("withdraw", i, event_id)
         return event_id
+
+    def _planned_on_this(self, spec: BarrierSpec) -> bool:
+        """As the SQL store's: nothing changed since planning, or only agent writes that left the scope."""
+        if spec.generation is None or self.generation() == spec.generation:
+            return True
+        since = [row[3] for row in self.t.audit if row[0] > spec.generation]
+        return spec.unchanged is not None and set(since) <= {"record", "refuse"} and spec.unchanged(self)
 
     def _insert_version(self, event_id: int, ident: str, content: Any, meta: Mapping[str, Any]) -> int:
         version = max(v for (i, v) in self.t.versions if i == ident) + 1

@@ -10,14 +10,14 @@ and :meth:`Transitions.unfinished_event` lets ``memsteward recover`` roll the ev
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..errors import InputError
 from ..repair.artifacts import Artifact
 from ..repair.writes import content_digest
 from . import audit
-from .api import BarrierSpec, EventRecord, OracleReport, PublishSpec, StepRecord, StepStatus
+from .api import BarrierSpec, EventRecord, OracleReport, Provenance, PublishSpec, StepRecord, StepStatus
 from .connection import retrying
 from .core import _dump, _now, digest
 from .planstore import plan_text as stored_plan
@@ -48,22 +48,36 @@ class Transitions(Transfer):
         are pending from here on without a row each (:meth:`steps` reads them from the stored order).
 
         ``spec.generation`` is :meth:`generation` at planning time: if another process changed the
-        store since, or left an event unfinished, nothing is written (InputError).
+        store since (beyond agent writes that leave the plan's scope as it was: ``spec.unchanged``),
+        or left an event unfinished, nothing is written (InputError).
         """
         from ..repair.plan import paused_gc  # imported by every caller already (execute.py)
 
         with paused_gc():  # 10^5 rows of new objects, none cyclic: no collector passes over the heap
-            return self._barrier(spec.plan, spec.policy, spec.staged_roots, spec.generation)
+            return self._barrier(spec.plan, spec.policy, spec.staged_roots, spec.generation, spec.unchanged)
+
+    def _planned_on_this(self, generation: int | None, unchanged: Callable[[Provenance], bool] | None) -> bool:
+        """Whether a plan computed at ``generation`` still holds (inside the barrier's transaction):
+        nothing changed since, or only agent writes (``record``/``refuse`` audit rows) that left
+        its scope as it was (``unchanged``)."""
+        if generation is None or self.generation() == generation:
+            return True
+        if unchanged is None or self.conn.execute(
+                "SELECT 1 FROM audit WHERE seq > ? AND action NOT IN ('record', 'refuse') LIMIT 1",
+                (generation,)).fetchone() is not None:
+            return False
+        return unchanged(self)
 
     def _barrier(self, plan_doc: Mapping[str, Any], policy_doc: Mapping[str, Any],
-                 staged_roots: Mapping[str, Artifact], generation: int | None) -> int:
+                 staged_roots: Mapping[str, Artifact], generation: int | None,
+                 unchanged: Callable[[Provenance], bool] | None = None) -> int:
         barrier = list(plan_doc["barrier"])
         event_text, policy_text = _dump(plan_doc["event"]), _dump(policy_doc)
         ids_text = json.dumps(barrier)  # encoded once: the UPDATE and the withdraw rows read it
         with self.transaction():
             if self.unfinished_event() is not None:
                 raise InputError("the store has an unfinished event; run `memsteward recover` first", file=self.path)
-            if generation is not None and self.generation() != generation:
+            if not self._planned_on_this(generation, unchanged):
                 raise InputError("the store changed while the event was being planned; run it again",
                                  file=self.path)
             refuse_tombstoned_successors(self, staged_roots)

@@ -1,8 +1,10 @@
 """The write path: the agent's writes with their provenance, fenced (:class:`~memsteward.store.api.WritePath`).
 
 A write appends a version in one transaction; it is refused (:class:`~memsteward.errors.WriteRefused`)
-when an input is under repair or erased, when its content is a tombstoned (erased) content, or
-while an event is unfinished. Fenced and tombstoned refusals commit one ``refuse`` audit row.
+when an input is under repair or erased, or when its content is a tombstoned (erased) content.
+Fenced and tombstoned refusals commit one ``refuse`` audit row. While an event runs, writes go on
+under the write rule of :mod:`.live`: a write that has to wait for the event's publication is
+refused as ``busy`` and retried (bounded) by :meth:`Writes.record_many`.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from ..errors import InputError, WriteRefused
@@ -18,23 +21,21 @@ from ..repair.reingest import verdict as reingest_verdict
 from ..repair.writes import Write, canonical_json, prepare
 from ..textnorm import text_digests
 from .connection import retrying
+from .live import LiveEvent, ordered_after, pending_tombstones, retry_busy, tombstone_hit
+from .planstore import read_fields
 from .repairlog import Transitions
 
 __all__ = ["Writes", "tombstone_hit"]
 
 
-def tombstone_hit(digests: set[str], dead: Mapping[str, str]) -> str | None:
-    """The first (sorted) of a write's digests — exact content, normalised text of content and meta
-    (:func:`memsteward.textnorm.text_digests`) — that a tombstone holds, else None. The one tombstone
-    test of the write path (the ``reingest`` rule is applied through ``_apply_writes``)."""
-    return next((d for d in sorted(digests) if d in dead), None)
-
-
 class Writes(Transitions):
     """Recording artifacts (single writes and batches)."""
 
+    # the running event's barrier ids and pending tombstones, read once per event: (event id, held, dead)
+    _live_cache: tuple[int, frozenset[str] | None, dict[str, str] | None] | None = None
+
     def record(self, artifact: Artifact | Mapping[str, Any], inputs: Sequence[str] = (),
-               semantic: Sequence[str] = (), *, reingest: str = "refuse") -> Artifact:
+               semantic: Sequence[str] = (), *, reingest: str = "refuse", wait: float | None = None) -> Artifact:
         """Append one artifact version with its provenance, in one transaction (the write path).
 
         ``inputs`` are the artifacts it was produced from (influence edges ``input → artifact``,
@@ -52,7 +53,10 @@ class Writes(Transitions):
             the content is a tombstoned (erased) content that ``reingest`` refuses
             (:func:`memsteward.repair.reingest.verdict`: a derived write always, a first-hand one
             under ``refuse``, the default here), or an event is unfinished. Fenced and
-            tombstoned refusals append a ``refuse`` audit row; nothing else changes.
+            tombstoned refusals append a ``refuse`` audit row; nothing else changes. While an
+            event runs, a write of an id it holds, or of content it is erasing, is ordered after
+            its publication (:mod:`.live`): retried for up to ``wait`` seconds (None:
+            ``MEMSTEWARD_WRITE_WAIT``, default 30), then refused with ``reason == "busy"``.
 
         Examples
         --------
@@ -65,10 +69,11 @@ class Writes(Transitions):
         >>> s.record({"id": "n1", "kind": "record", "content": "Alice likes coffee"}).version
         2
         """
-        return self.record_many([prepare(artifact, inputs, semantic, file=self.path)], reingest=reingest)[0]
+        return self.record_many([prepare(artifact, inputs, semantic, file=self.path)], reingest=reingest,
+                                wait=wait)[0]
 
-    @retrying
-    def record_many(self, writes: Sequence[Write | Mapping[str, Any]], *, reingest: str = "refuse") -> list[Artifact]:
+    def record_many(self, writes: Sequence[Write | Mapping[str, Any]], *, reingest: str = "refuse",
+                    wait: float | None = None) -> list[Artifact]:
         """Record a batch of writes in ONE transaction: all of them, or (on any refusal) none.
 
         Each item is a :class:`~memsteward.repair.writes.Write` or a ``store put`` object
@@ -79,14 +84,16 @@ class Writes(Transitions):
 
         batch = [w if isinstance(w, Write) else parse_put(w, self.path, f"writes[{k}].")
                  for k, w in enumerate(writes)]
+        return retry_busy(lambda: self._record_once(batch, reingest), wait)
+
+    @retrying
+    def _record_once(self, batch: Sequence[Write], reingest: str) -> list[Artifact]:
+        """One attempt of :meth:`record_many`: one transaction."""
         refused: WriteRefused | None = None
         out: list[Artifact] = []
         with self.transaction():
-            if self.unfinished_event() is not None:
-                raise WriteRefused("the store has an unfinished event; writes wait until it is published "
-                                   "(run `memsteward recover`)", "unfinished-event", self.path)
             try:
-                out = self._apply_writes(batch, reingest)
+                out = self._apply_writes(batch, reingest, self._live_event())
             except WriteRefused as exc:
                 if exc.reason in ("fenced", "tombstone"):
                     refused = exc  # committed below: the refusal's audit row, nothing else
@@ -96,7 +103,40 @@ class Writes(Transitions):
             raise refused
         return out
 
-    def _apply_writes(self, batch: Sequence[Write], reingest: str = "refuse") -> list[Artifact]:
+    def _live_event(self) -> LiveEvent | None:
+        """The unfinished event (the oldest), read without its plan; None when there is none."""
+        row = self.conn.execute("SELECT id, event FROM events WHERE status != 'done' ORDER BY id LIMIT 1").fetchone()
+        return None if row is None else LiveEvent.of(int(row[0]), row[1])
+
+    def _live_parts(self, live: LiveEvent) -> tuple[int, frozenset[str] | None, dict[str, str] | None]:
+        cached = self._live_cache
+        if cached is None or cached[0] != live.id:
+            cached = self._live_cache = (live.id, None, None)
+        return cached
+
+    def _held(self, live: LiveEvent) -> frozenset[str]:
+        """The ids ``live``'s barrier withdrew (read from its stored plan once)."""
+        _, held, dead = self._live_parts(live)
+        if held is None:
+            (plan,) = self.conn.execute("SELECT plan FROM events WHERE id = ?", (live.id,)).fetchone()
+            held = frozenset(read_fields(plan, ("barrier",)).get("barrier", ()))
+            self._live_cache = (live.id, held, dead)
+        return held
+
+    def _pending_dead(self, live: LiveEvent) -> dict[str, str]:
+        """digest → root of the tombstones ``live``'s publication writes (its roots' versions from
+        before the event: a correction's staged replacement is kept)."""
+        _, held, dead = self._live_parts(live)
+        if dead is None:
+            rows = self.conn.execute("SELECT id, content FROM versions WHERE erased = 0 AND id IN "
+                                     "(SELECT value FROM json_each(?)) AND (event_id IS NULL OR event_id != ?) "
+                                     "ORDER BY id, version", (json.dumps(sorted(live.roots)), live.id)).fetchall()
+            dead = pending_tombstones((r, None if c is None else json.loads(c)) for r, c in rows)
+            self._live_cache = (live.id, held, dead)
+        return dead
+
+    def _apply_writes(self, batch: Sequence[Write], reingest: str = "refuse",
+                      live: LiveEvent | None = None) -> list[Artifact]:
         named = sorted({w.artifact.id for w in batch} | {i for w in batch for i in (*w.inputs, *w.semantic)})
         known = {i: (k, a, st) for i, k, a, st in self.conn.execute(
             "SELECT id, kind, arch, state FROM artifacts WHERE id IN (SELECT value FROM json_each(?))",
@@ -133,6 +173,11 @@ class Writes(Transitions):
                                    f"(tombstone of {dead[hit]!r}); deleted content is not ingested again",
                                    "tombstone", self.path, f"{where}content")
             prev = known.get(a.id)
+            if live is not None:
+                waits = ordered_after(live, a.id, None if prev is None else prev[2], said[k], not w.inputs, reingest,
+                                      partial(self._held, live), partial(self._pending_dead, live), self.path, where)
+                if waits is not None:
+                    raise waits
             if prev is not None:
                 if (prev[0], prev[1]) != (a.kind, a.arch):
                     raise InputError(f"artifact {a.id!r} is a {prev[0]}{'/' + prev[1] if prev[1] else ''}; "

@@ -78,6 +78,8 @@ class GovernedStore(BaseStore):
         (:mod:`.physical`: a snapshot older than a delete keeps its rows through ``VACUUM FULL``).
     id_key : the key of the opaque ids (:mod:`.identity`; default ``MEMSTEWARD_ID_KEY``).
     operators, oracles : repair-operator and validation-oracle registries (the policy's by default).
+    write_wait : seconds a put that has to wait for a running event (``busy``) is retried before it
+        is refused (None: ``MEMSTEWARD_WRITE_WAIT``, default 30); other puts go on during events.
 
     Examples
     --------
@@ -98,7 +100,8 @@ class GovernedStore(BaseStore):
                  provenance_field: str = "derived_from", meta_field: str = "meta", reingest: str = "allow",
                  erase_corrected: bool = True, scrub_files: bool = True, snapshot_wait: float = SNAPSHOT_WAIT,
                  id_key: bytes | str | None = None,
-                 operators: OperatorRegistry | None = None, oracles: OracleRegistry | None = None) -> None:
+                 operators: OperatorRegistry | None = None, oracles: OracleRegistry | None = None,
+                 write_wait: float | None = None) -> None:
         if reingest not in REINGEST_RULES:
             raise InputError(f"reingest must be one of {', '.join(REINGEST_RULES)}", file="<GovernedStore>",
                              field="reingest")
@@ -114,6 +117,7 @@ class GovernedStore(BaseStore):
         self.ids = ItemIds.from_env(id_key)
         self.operators = operators
         self.oracles = oracles
+        self.write_wait = write_wait
         self.declared_meta = _declared_meta(policy)
         self.last_plan: TransitionPlan | None = None
         self.last_event_id: int | None = None
@@ -222,7 +226,8 @@ class GovernedStore(BaseStore):
 
     def _write(self, artifact: dict[str, Any], inputs: list[str]) -> None:
         try:
-            self.store.record(artifact, inputs=inputs, reingest="refuse" if self.reingest == "refuse" else "allow")
+            self.store.record(artifact, inputs=inputs, reingest="refuse" if self.reingest == "refuse" else "allow",
+                              wait=self.write_wait)
         except WriteRefused as exc:
             raise GovernedWriteRefused.wrap(exc) from None
 
@@ -358,7 +363,7 @@ class GovernedStore(BaseStore):
         meta = {k: v for k, v in art.meta.items() if k != REVIEW_KEY}
         inputs = [u for u, _ in self.store.parent_edges([art.id])]
         self.store.record({"id": art.id, "kind": art.kind, "content": art.content, "meta": meta}, inputs=inputs,
-                          reingest="allow")
+                          reingest="allow", wait=self.write_wait)
 
     # ------------------------------------------------------------------ BaseStore
 

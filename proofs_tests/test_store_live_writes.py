@@ -1,0 +1,153 @@
+"""Writes during an event (the write rule, :mod:`memsteward.store.live`), with real processes on
+SQLite and PostgreSQL: an event held open after its barrier in one process, writes from others.
+
+Unrelated writes commit while the event runs; a write naming a withdrawn input is fenced; a write of
+an id the event holds, or of content it is erasing, is ``busy`` and, retried with a deadline, lands
+after publication. Afterwards nothing of the withdrawn set is served unless republished, every
+acknowledged write is served with its content, and the audit chain verifies.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from memsteward.errors import InputError, WriteRefused
+from memsteward.policy.loader import load_policy_source
+from memsteward.repair.auditchain import first_broken
+from memsteward.repair.events import parse_event
+from memsteward.repair.execute import barrier, recover
+from memsteward.repair.plan import compute_plan
+from memsteward.store import Store
+from memsteward.store.live import retry_busy
+
+ROOT = Path(__file__).resolve().parent.parent
+CHILD = str(Path(__file__).resolve().parent / "live_event.py")
+POLICY = str(ROOT / "policies" / "default.yaml")
+ROOT_TEXT = "Alice lives in Paris near the old museum with her two cats"
+
+
+def _seed(url: str, chain: int = 20) -> None:
+    """n1 → s0 → s1 → … (a chain of summaries: the delete's cascade); m0..m2 unrelated."""
+    s = Store.open(url, create=True)
+    s.record({"id": "n1", "kind": "record", "content": ROOT_TEXT})
+    prev = "n1"
+    for k in range(chain):
+        s.record({"id": f"s{k}", "kind": "summary", "content": f"summary {k} of the notes"}, inputs=[prev])
+        prev = f"s{k}"
+    for k in range(3):
+        s.record({"id": f"m{k}", "kind": "record", "content": f"Bob fact {k}"})
+    s.close()
+
+
+def _writer(url: str, writes: list[dict]) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, CHILD, "writer", url, json.dumps(writes)],
+                            stdout=subprocess.PIPE, text=True)
+
+
+def test_writes_go_on_while_another_process_holds_an_event(store_at):
+    url = store_at("live")
+    _seed(url)
+    holder = subprocess.Popen([sys.executable, CHILD, "holder", url, "n1", POLICY],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "ready"  # barrier committed, event unfinished
+        during = _writer(url, [
+            {"id": "w1", "kind": "summary", "content": "Bob digest", "inputs": ["m0", "m1"]},
+            {"id": "m2", "kind": "record", "content": "Bob fact 2, revised"},
+            {"id": "w2", "kind": "summary", "content": "from s3", "inputs": ["m0", "s3"]},
+            {"id": "w3", "kind": "record", "content": ROOT_TEXT},
+            {"id": "s5", "kind": "summary", "content": "a rewrite of s5"},
+        ])
+        out, _ = during.communicate(timeout=120)
+        rows = [json.loads(line) for line in out.splitlines()]
+        assert rows == [["w1", "ok", 1, "Bob digest"], ["m2", "ok", 2, "Bob fact 2, revised"],
+                        ["w2", "fenced"], ["w3", "busy"], ["s5", "busy"]]
+        # a held write with a deadline is ordered after publication: seen busy, then retried
+        waiting = _writer(url, [{"id": "s5", "kind": "summary", "content": "a rewrite of s5"},
+                                {"id": "s5", "kind": "summary", "content": "a rewrite of s5", "wait": 120}])
+        assert json.loads(waiting.stdout.readline()) == ["s5", "busy"]
+        holder.stdin.write("\n")
+        holder.stdin.flush()
+        final = json.loads(holder.stdout.readline())
+        later = json.loads(waiting.stdout.readline())
+        assert waiting.wait(timeout=120) == 0 and holder.wait(timeout=120) == 0
+    finally:
+        for proc in (holder,):
+            if proc.poll() is None:
+                proc.kill()
+    assert later[1] in ("ok", "not-servable")  # after publication: on the republished s5, or refused as then
+    s = Store.open(url)
+    try:
+        served = {a.id: a for a in s.serve()}
+        gone = set(final["withdrawn"])
+        assert "n1" in gone and not gone & served.keys()  # nothing stale served
+        for row in [*rows, later]:  # nothing acknowledged is lost
+            if row[1] == "ok":
+                assert served[row[0]].content == row[3]
+        assert served["m2"].version == 2
+        with pytest.raises(WriteRefused) as exc:  # the erased content: refused now that it is tombstoned
+            s.record({"id": "w3", "kind": "record", "content": ROOT_TEXT}, wait=0)
+        assert exc.value.reason == "tombstone"
+        assert first_broken(s.audit_rows(), s.audit_head(), None) is None
+    finally:
+        s.close()
+
+
+@pytest.mark.parametrize(("write", "inputs", "holds"), [
+    ({"id": "x1", "kind": "record", "content": "Carol fact"}, [], True),            # outside C(F)
+    ({"id": "x2", "kind": "summary", "content": "from m0"}, ["m0"], True),          # derived outside C(F)
+    ({"id": "x3", "kind": "summary", "content": "from s2"}, ["s2"], False),         # a new child of a member
+    ({"id": "s1", "kind": "summary", "content": "s1, revised"}, [], False),         # a member's new version
+    ({"id": "x4", "kind": "record", "content": f"{ROOT_TEXT} and she works at the museum"}, [], False),  # a copy
+])
+def test_writes_between_planning_and_barrier_void_the_plan_only_inside_its_scope(store_at, write, inputs, holds):
+    url = store_at("plan")
+    _seed(url, chain=3)
+    policy = load_policy_source(POLICY).policy
+    s = Store.open(url)
+    try:
+        generation = s.generation()
+        plan = compute_plan(policy, s, parse_event({"type": "delete", "roots": ["n1"]}, s))
+        s.record(write, inputs=inputs)
+        if holds:
+            barrier(s, policy, plan, generation)
+            assert recover(s) is not None and s.states()["n1"][0] == "erased"
+        else:
+            with pytest.raises(InputError, match="changed while the event was being planned"):
+                barrier(s, policy, plan, generation)
+            assert s.unfinished_event() is None
+    finally:
+        s.close()
+
+
+def test_a_busy_write_waits_for_publication_in_this_process(tmp_path):
+    url = str(tmp_path / "one.db")
+    _seed(url, chain=3)
+    policy = load_policy_source(POLICY).policy
+    s = Store.open(url)
+    plan = compute_plan(policy, s, parse_event({"type": "delete", "roots": ["n1"]}, s))
+    barrier(s, policy, plan, s.generation())
+    other = Store.open(url)
+    done: list[object] = []
+
+    def write() -> None:
+        try:
+            done.append(other.record({"id": "s1", "kind": "summary", "content": "later"}, wait=60))
+        except WriteRefused as exc:
+            done.append(exc.reason)
+    t = threading.Thread(target=write)
+    t.start()
+    recover(s)
+    t.join(timeout=120)
+    assert done and done[0] != "busy"
+    with pytest.raises(WriteRefused) as exc:
+        retry_busy(lambda: (_ for _ in ()).throw(WriteRefused("w", "busy", retry_after=0.001)), 0.01)
+    assert exc.value.reason == "busy"
+    s.close()
+    other.close()
