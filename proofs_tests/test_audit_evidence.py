@@ -182,3 +182,56 @@ def test_check_without_a_key_says_integrity_is_not_proven(signed_db: str, monkey
     assert r.exit_code == 0 and "NOT PROVEN" in r.output and "--expect-head" in r.output, r.output
     j = json.loads(CliRunner().invoke(main, ["audit", "--store", signed_db, "--check", "--json"]).stdout)
     assert j["integrity"] == "unverified"
+
+
+def _signed_store(tmp_path: Path, name: str, event: dict) -> str:
+    db = str(tmp_path / name)
+    ev = tmp_path / f"{name}.event.json"
+    ev.write_text(json.dumps(event))
+    run = CliRunner()
+    assert run.invoke(main, ["store", "import", "--store", db, str(DATA / "store.json")]).exit_code == 0
+    r = run.invoke(main, ["repair", "--policy", "policies/default.yaml", "--store", db, "--event", str(ev)])
+    assert r.exit_code == 0, r.output
+    return db
+
+
+def test_deleting_a_tombstone_row_fails_check(signed_db: str, monkeypatch):
+    """`tombstones` were outside the chain and the seal: deleting one passed `audit --check` (issue 25)."""
+    run = CliRunner()
+    assert run.invoke(main, ["audit", "--store", signed_db, "--check"]).exit_code == 0
+    con = sqlite3.connect(signed_db)
+    (n,) = con.execute("SELECT COUNT(*) FROM tombstones").fetchone()
+    assert n >= 2
+    con.execute("DELETE FROM tombstones WHERE rowid = (SELECT MAX(rowid) FROM tombstones)")
+    con.commit()
+    con.close()
+    for keyed in (True, False):  # the chain itself pins them: no key needed to see it
+        if not keyed:
+            monkeypatch.delenv("MEMSTEWARD_AUDIT_KEY")
+        bad = run.invoke(main, ["audit", "--store", signed_db, "--check", "--json"])
+        assert bad.exit_code == 1, bad.output
+        assert "tombstone" in json.loads(bad.stdout)["records"]["reason"]
+
+
+def test_swapping_in_another_stores_log_fails_check(tmp_path: Path, monkeypatch):
+    """The audit log and events of another store signed with the same key passed `audit --check`: the
+    log now has to describe this store's erased versions and tombstones (issue 25)."""
+    monkeypatch.setenv("MEMSTEWARD_AUDIT_KEY", KEY)
+    a = _signed_store(tmp_path, "a.db", {"type": "delete", "roots": ["p2"]})
+    b = _signed_store(tmp_path, "b.db", {"type": "delete", "roots": ["p1"]})
+    run = CliRunner()
+    assert run.invoke(main, ["audit", "--store", a, "--check"]).exit_code == 0
+    con = sqlite3.connect(a)
+    con.execute("ATTACH ? AS b", (b,))
+    con.executescript("DROP TRIGGER audit_no_update; DROP TRIGGER audit_no_delete;"
+                      "DELETE FROM audit; INSERT INTO audit SELECT * FROM b.audit;"
+                      "DELETE FROM audit_head; INSERT INTO audit_head SELECT * FROM b.audit_head;"
+                      "DELETE FROM events; INSERT INTO events SELECT * FROM b.events;"
+                      "DELETE FROM plan_steps; INSERT INTO plan_steps SELECT * FROM b.plan_steps;")
+    con.commit()
+    con.close()
+    bad = run.invoke(main, ["audit", "--store", a, "--check", "--json"])
+    assert bad.exit_code == 1, bad.output
+    assert not json.loads(bad.stdout)["ok"]
+    att = json.loads(run.invoke(main, ["audit", "--store", a, "--json"]).stdout)
+    assert not att["ok"]

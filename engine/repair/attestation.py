@@ -27,7 +27,7 @@ from typing import Any
 from ..errors import InputError
 from ..store.api import Reader
 from ..textsafe import markdown
-from .auditchain import first_broken, signing_key
+from .auditchain import first_broken, signing_key, tombstone_commitment
 from .execute import erasure_targets
 from .plan import TransitionPlan
 
@@ -91,6 +91,27 @@ def check_records(store: Reader) -> tuple[int, str] | None:
         result = _pinned(ev, by_event.get(eid, []), ev["plan"])
         if not result["ok"]:
             return eid, result["detail"]
+    return erasure_mismatch(store, log)
+
+
+def erasure_mismatch(store: Reader, log: list[dict]) -> tuple[int, str] | None:
+    """(event id, problem) of the first chained ``erase`` row the store's data does not bear out: a
+    version it erased holds content again or another digest, or the tombstones it pinned
+    (:func:`~memsteward.repair.auditchain.tombstone_commitment`) were removed or altered. A log copied in from
+    another store describes that store's erasures, not this one's (issue 25)."""
+    versions, stones = store.erasure_state()
+    for r in log:
+        if r["action"] != "erase" or r["event_id"] is None:
+            continue
+        ident, eid, detail = r["artifact_id"], int(r["event_id"]), r["detail"]
+        for v in detail.get("versions", []):
+            if versions.get((ident, int(v["version"])), "") != v["sha256"]:
+                return eid, (f"{ident!r} v{v['version']} is not erased as the chained erase row (seq {r['seq']}) "
+                             "records: the store's versions differ from its audit log")
+        pinned = detail.get("tombstones")
+        if pinned is not None and tombstone_commitment(stones.get((ident, eid), [])) != pinned:
+            return eid, (f"the tombstones of {ident!r} differ from those the chained erase row (seq {r['seq']}) "
+                         "pins: a tombstone row was removed or altered")
     return None
 
 
@@ -185,6 +206,9 @@ def _checks(store: Reader, log: list[dict], plan: dict, event: dict, cascade: li
     broken = first_broken(store.audit_rows(), store.audit_head(), expect_head, store.audit_seal(), signing_key())
     out.append(_check("audit-chain", broken is None, "hash chain over the whole audit log verifies"
                       if broken is None else f"row {broken[0]}: {broken[1]}"))
+    unborne = erasure_mismatch(store, log)
+    out.append(_check("erasure-bound", unborne is None, "every chained erase row matches the store's erased "
+                      "versions and tombstones" if unborne is None else f"event {unborne[0]}: {unborne[1]}"))
     return out
 
 

@@ -71,6 +71,14 @@ def sealed_head_problem(key: bytes, head: tuple[int, str, str | None] | None,
     return None
 
 
+def tombstone_commitment(digests: Iterable[str]) -> dict[str, Any]:
+    """What an ``erase`` audit row pins of the tombstones it wrote for a root: their number and the
+    SHA-256 over their sorted digests, one a line. ``audit --check`` recomputes it from the
+    ``tombstones`` table, so a removed or altered tombstone row breaks the chained evidence."""
+    ds = sorted(digests)
+    return {"count": len(ds), "sha256": hashlib.sha256("".join(d + "\n" for d in ds).encode("utf-8")).hexdigest()}
+
+
 def row_hash(prev: str, seq: int, at: str, event_id: int | None, action: str, artifact_id: str | None,
              detail: str) -> str:
     """h_k for one audit row (``detail`` is the stored JSON text, hashed as stored).

@@ -14,6 +14,7 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..repair.auditchain import tombstone_commitment as commitment
 from ..repair.writes import content_digest
 from ..textnorm import text_digests
 from .api import ErasureReport
@@ -56,8 +57,31 @@ class Erasure(Leases):
         self.conn.executemany("UPDATE versions SET content = NULL, meta = '{}', erased = 1, sha256 = ? "
                               "WHERE id = ? AND version = ?", updates)
         self.conn.executemany("INSERT OR IGNORE INTO tombstones(digest, root, event_id) VALUES (?,?,?)", stones)
-        self._append_audit([(_now(), event_id, "erase", i, _dump({"versions": erased[i]})) for i in ids if erased[i]])
+        pinned = self._tombstone_commitments(event_id, sorted({s[1] for s in stones}))
+        self._append_audit([(_now(), event_id, "erase", i, _dump({"versions": erased[i], **pinned.get(i, {})}))
+                            for i in ids if erased[i]])
         return gone
+
+    def _tombstone_commitments(self, event_id: int, roots: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Each root's ``{"tombstones": commitment}`` over the rows this event wrote for it (a digest an
+        earlier event already holds stays that event's): the ``erase`` row chains it."""
+        if not roots:
+            return {}
+        held: dict[str, list[str]] = {r: [] for r in roots}
+        for d, r in self.conn.execute("SELECT digest, root FROM tombstones WHERE event_id = ? AND root IN "
+                                      "(SELECT value FROM json_each(?))", (event_id, json.dumps(list(roots)))):
+            held[r].append(d)
+        return {r: {"tombstones": commitment(ds)} for r, ds in held.items()}
+
+    def erasure_state(self) -> tuple[dict[tuple[str, int], str | None], dict[tuple[str, int], list[str]]]:
+        """What ``audit --check`` compares with the chained ``erase`` rows: (id, version) → content
+        SHA-256 of every erased version, and (root, event id) → the tombstone digests it holds."""
+        versions = {(i, int(v)): sha for i, v, sha in self._stream(
+            "SELECT id, version, sha256 FROM versions WHERE erased = 1")}
+        stones: dict[tuple[str, int], list[str]] = {}
+        for d, r, e in self._stream("SELECT digest, root, event_id FROM tombstones"):
+            stones.setdefault((r, int(e)), []).append(d)
+        return versions, stones
 
     def erase_physically(self, event_id: int, needles: Sequence[bytes], scanned: bool = True) -> ErasureReport:
         """Make erased bytes unrecoverable from the files, then prove it (the erasure issue, item 2).

@@ -14,6 +14,7 @@ from typing import Any
 from ..errors import EventHeld, InputError
 from ..repair.artifacts import Snapshot
 from ..repair.auditchain import GENESIS, row_hash, seal, signing_key
+from ..repair.auditchain import tombstone_commitment as commitment
 from ..repair.writes import content_digest
 from ..textnorm import text_digests
 from .api import BarrierSpec, ErasureReport, EventRecord, Locator, OracleReport, PublishSpec, StepRecord, StepStatus
@@ -241,7 +242,7 @@ class MemoryStore(MemoryReads):
     def _erase_versions(self, event_id: int, targets: Mapping[str, int | None], tombstone: frozenset[str]) -> list[Any]:
         gone: list[Any] = []
         for ident in sorted(targets):
-            erased = []
+            erased, stoned = [], False
             for (i, version), row in sorted(self.t.versions.items()):
                 limit = targets[ident]
                 if i != ident or row[3] or (limit is not None and version > limit):
@@ -252,13 +253,23 @@ class MemoryStore(MemoryReads):
                     gone.append(value)
                 erased.append({"version": version, "sha256": sha})
                 if ident in tombstone and row[0] is not None:
+                    stoned = True
                     self.t.tombstones.setdefault(sha, (ident, event_id))
                     for d in sorted(text_digests(value)):  # normalised text (issue 25)
                         self.t.tombstones.setdefault(d, (ident, event_id))
                 row[0], row[1], row[3], row[4] = None, "{}", 1, sha
             if erased:
-                self._audit("erase", ident, event_id, {"versions": erased})
+                pinned = [d for d, (r, e) in self.t.tombstones.items() if r == ident and e == event_id]
+                self._audit("erase", ident, event_id,
+                            {"versions": erased, **({"tombstones": commitment(pinned)} if stoned else {})})
         return gone
+
+    def erasure_state(self) -> tuple[dict[tuple[str, int], str | None], dict[tuple[str, int], list[str]]]:
+        versions = {k: row[4] for k, row in self.t.versions.items() if row[3]}
+        stones: dict[tuple[str, int], list[str]] = {}
+        for d, (r, e) in self.t.tombstones.items():
+            stones.setdefault((r, e), []).append(d)
+        return versions, stones
 
     def erase_physically(self, event_id: int, needles: Sequence[bytes], scanned: bool = True) -> ErasureReport:
         """Nothing outside the process holds a byte of a memory store: the step only records that."""
