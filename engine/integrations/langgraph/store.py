@@ -43,6 +43,7 @@ from ...store.api import Storage
 from .errors import GovernedWriteRefused
 from .identity import MAX_INCARNATIONS, ItemIds
 from .physical import SNAPSHOT_WAIT, scrub
+from .reembed import precomputed, reembedding, vectors_of
 from .sync import Address, Rewrite, addresses_in, write_back
 from .values import ADDRESS_KEY, ValueSpec, artifact_content, rebuilt, split_meta
 
@@ -116,6 +117,7 @@ class GovernedStore(BaseStore):
         self.fingerprints: dict[int, list[bytes]] = {}
         self.ids = ItemIds.from_env(id_key)
         self.operators = operators
+        self.registry = reembedding(operators or operators_for(policy), getattr(inner, "embeddings", None))
         self.oracles = oracles
         self.write_wait = write_wait
         self.declared_meta = _declared_meta(policy)
@@ -257,14 +259,16 @@ class GovernedStore(BaseStore):
     # ------------------------------------------------------------------ events
 
     def _operators(self) -> OperatorRegistry:
-        return self.operators or operators_for(self.policy)
+        """The repair operators: the given or the policy's, re-embedding when the wrapped store has an
+        index (:mod:`.reembed`)."""
+        return self.registry
 
     def _run(self, doc: dict[str, Any], skip: Sequence[str] = ()) -> TransitionPlan:
         """Run one event and bring the wrapped store in line (sync, then scrub); returns the plan."""
         event = parse_event(doc, self.store, file="<langgraph event>")
         cascade = self.store.reach(event.roots)
         before = self.store.artifacts_of(cascade)
-        plan = run_event(self.store, self.policy, event, backend=DEFAULT_BACKEND, operators=self.operators,
+        plan = run_event(self.store, self.policy, event, backend=DEFAULT_BACKEND, operators=self.registry,
                          oracles=self.oracles)
         self.last_plan = plan
         self._apply(write_back(self.store, plan, addresses_in(before), self._latest_ids, skip))
@@ -328,7 +332,11 @@ class GovernedStore(BaseStore):
         self.inner.batch([PutOp(ns, k, None) for (ns, k) in (r.address for r in rewrites)])
         puts = [self._rebuilt_op(r, old.get(r.address)) for r in rewrites if r.artifact is not None]
         if puts:
-            self.inner.batch(puts)
+            embedder = getattr(self.registry, "embedder", None)
+            known = vectors_of([r.artifact for r in rewrites if r.artifact is not None],
+                               embedder.name) if embedder is not None else {}
+            with precomputed(self.inner, known):  # the store indexes the operator's vectors
+                self.inner.batch(puts)
 
     def _rebuilt_op(self, r: Rewrite, old: Any) -> PutOp:
         assert r.artifact is not None

@@ -27,12 +27,15 @@ from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
 from ...errors import InputError
 
-__all__ = ["ADDRESS_KEY", "UNTRUSTED_KEY", "ValueSpec", "governed_texts", "rebuilt", "split_meta", "user_meta"]
+__all__ = ["ADDRESS_KEY", "EMBED_KEY", "UNTRUSTED_KEY", "ValueSpec", "governed_texts", "rebuilt", "split_meta", "user_meta"]
 
 ADDRESS_KEY = "lg_address"
 """artifact meta key holding the item's address {namespace, key} (erased with the version)."""
 UNTRUSTED_KEY = "lg_untrusted"
 """artifact meta key holding the value's meta keys the policy does not declare (kept, never read)."""
+EMBED_KEY = "lg_embedding"
+"""artifact meta key of a repaired successor's vector record (:mod:`.reembed`; never in the value)."""
+RESERVED = frozenset({ADDRESS_KEY, UNTRUSTED_KEY, EMBED_KEY})
 OPERATOR_META = frozenset({"transform", "summary_sentences", "probes"})
 MAX_FIELDS = 64
 
@@ -119,7 +122,7 @@ def split_meta(meta: Any, declared: frozenset[str]) -> dict[str, Any]:
         return {}
     if not isinstance(meta, Mapping):
         raise InputError("'meta' must be an object", file="<langgraph put>", field="meta")
-    reserved = sorted({ADDRESS_KEY, UNTRUSTED_KEY} & set(meta))
+    reserved = sorted(RESERVED & set(meta))
     if reserved:
         raise InputError(f"meta key {reserved[0]!r} is reserved by the adapter", file="<langgraph put>",
                          field=f"meta.{reserved[0]}")
@@ -132,7 +135,7 @@ def split_meta(meta: Any, declared: frozenset[str]) -> dict[str, Any]:
 
 def user_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
     """The value's meta back from an artifact's meta (inverse of :func:`split_meta`)."""
-    out = {k: v for k, v in meta.items() if k not in (ADDRESS_KEY, UNTRUSTED_KEY)}
+    out = {k: v for k, v in meta.items() if k not in RESERVED}
     extra = meta.get(UNTRUSTED_KEY)
     if isinstance(extra, Mapping):
         out.update(extra)
