@@ -83,9 +83,10 @@ bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[test,bench,shapiq]'
 	$(BIN)/python -m bench
 
-# Opt-in (never part of `make test`): mutation testing of the engine's core with cosmic-ray, a seeded
-# sample per module within a wall-clock budget (~30 min); raw results in bench/mutation.json.
-MUTATE_ARGS ?= --per-module 10 --budget-minutes 30
+# Opt-in (never part of `make test`): mutation testing of the engine's core with cosmic-ray. One coverage
+# run maps each core line to the tests that execute it (child processes included); a seeded sample of
+# ~560 observable mutants then runs, each against only its covering tests, two at a time
+# (bench/mutation.py; raw results in bench/mutation.json, the account in bench/MUTATION.md).
 mutate: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[test,mutate]'
 	$(BIN)/python -m bench.mutation $(MUTATE_ARGS)

@@ -1,25 +1,29 @@
 """`make mutate`: mutation testing of the engine's core with cosmic-ray (optional extra ``mutate``).
 
 Plausible one-line bugs (cosmic-ray's operators: comparison, arithmetic, boolean, constant,
-break/continue, exception replacements, …) are planted one at a time into the core modules —
-repair (graph, candidates, closure, execute, store), the audit chain, clearance (game,
-attribution, selection) and policy (encoding, analysis, compare) — and each mutant runs the
-test files that cover its module. A mutant whose tests still pass *survives*; every survivor
-goes to bench/MUTATION.md, to be killed by a new test or explained (an equivalent mutant).
+break/continue, exception replacements, …) are planted one at a time into the core modules named by
+issue 33 (``CORE``), and each mutant runs only the tests that execute its line (coverage-based
+selection, bench/mutation_sel.py), fastest first, stopping at the first failure, on ``--workers``
+private copies of the tree at once. A mutant whose tests still pass *survives*; one whose line no
+in-process test executes is *not covered* and counts as a survivor. Every survivor goes to
+bench/MUTATION.md, to be killed by a new test or argued equivalent.
 
-The full mutant set is thousands of runs; on this shared machine a stratified, seeded sample
-per module within a wall-clock budget is what fits (``--per-module``, ``--budget-minutes``;
-both are reported). Mutation happens in a private copy of the repository whose ``memsteward``
-package is put first on ``PYTHONPATH``, so the working tree is never modified.
+Positions that cannot change behaviour (annotations, docstrings, logging calls, ``__all__``) are
+filtered before a seeded sample is drawn, in proportion to each module's mutant count. The score is
+reported with its 95 % Wilson lower bound. Mutation happens in private copies whose ``memsteward``
+package is first on ``PYTHONPATH``, so the working tree is never modified.
 
-    python -m bench.mutation --per-module 6 --budget-minutes 30 [--seed 0] [--only store.py]
+    python -m bench.mutation --sample 560 --budget-minutes 80 [--seed 0] [--workers 2] [--only store/]
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
+import math
 import os
+import queue
 import random
 import shutil
 import subprocess
@@ -27,34 +31,31 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+from bench import mutation_select as sel
 
 ROOT = Path(__file__).resolve().parent.parent
 
-_REPAIR = ["test_repair_pipeline.py", "test_repair_cli.py"]
-# the G5 machine itself (its own mutation-catching tests run it 3 × 1000 times: too slow per mutant)
-_MACHINE = "test_specs_stateful.py::test_barrier_isolation_state_machine"
-_CLEAR = ["test_meclear_properties.py", "test_meclear_paper.py", "test_meclear_screen.py", "test_meclear_trials.py",
-          "test_meclear_stratified.py", "test_specs_certificates.py", "test_clear_cli.py", "test_mutation_survivors.py"]
-_POLICY = ["test_policy_analysis.py", "test_policy_compare.py", "test_policy_bad_input.py", "test_mutation_survivors.py"]
-# module → the test files that cover it (what a reviewer would run after touching the module)
-CORE: dict[str, list[str]] = {
-    "engine/repair/graph.py": ["test_repair_graph.py", *_REPAIR],
-    "engine/repair/candidates.py": [*_REPAIR, "test_repair_closure.py"],
-    "engine/repair/closure.py": ["test_repair_closure.py", *_REPAIR],
-    "engine/repair/execute.py": [*_REPAIR, "test_repair_erasure_versions.py", "test_repair_erasure.py",
-                                 "test_repair_scope.py", "test_mutation_survivors.py", _MACHINE],
-    "engine/store/writepath.py": ["test_store_sqlite.py", "test_store_write_path.py", "test_repair_erasure_versions.py",
-                               "test_repair_erasure.py", "test_specs_audit.py", "test_specs_audit_chain.py", *_REPAIR,
-                               _MACHINE],
-    "engine/repair/auditchain.py": ["test_specs_audit.py", "test_specs_audit_chain.py"],
-    "engine/clearance/game.py": [*_CLEAR, "test_determinism.py"],
-    "engine/clearance/attribution.py": _CLEAR,
-    "engine/clearance/selection.py": _CLEAR,
-    "engine/policy/encoding.py": _POLICY,
-    "engine/policy/analysis.py": _POLICY,
-    "engine/policy/compare.py": _POLICY,
-}
+# The core (issue 33): planning, closure, execute, the store's write path, erasure and leases, the
+# audit chain, lineage, oracles, endpoints, attribution, selection, stratified, compare, encoding.
+CORE: list[str] = [
+    "engine/repair/plan.py", "engine/repair/candidates.py", "engine/repair/scope.py", "engine/store/planning.py",
+    "engine/repair/closure.py", "engine/repair/execute.py",
+    "engine/store/writepath.py", "engine/store/erasure.py", "engine/repair/erasure.py", "engine/store/leases.py",
+    "engine/repair/auditchain.py", "engine/repair/lineage.py", "engine/repair/oracles.py",
+    "engine/policy/endpoints.py", "engine/clearance/attribution.py", "engine/clearance/selection.py",
+    "engine/clearance/stratified.py", "engine/policy/compare.py", "engine/policy/encoding.py",
+]
+# Test files left out of the coverage run: they test packaging, docs, benches, startup time or
+# external runtimes (Ray, MCP transport, the wheel), not the core's behaviour in-process.
+NOT_MAPPED = frozenset({
+    "test_wheel_examples.py", "test_typed_examples.py", "test_docs_site.py", "test_packaging.py",
+    "test_cli_startup.py", "test_bench_data.py", "test_bench_meclear_llm.py", "test_bench_repair_traces.py",
+    "test_bench_stats.py", "test_llm_demo.py", "test_clear_cohort_ray.py", "test_repair_executors.py",
+    "test_mcp_http.py", "test_mcp_server.py", "test_store_boundary.py", "test_fuzz.py",
+})
 
 
 def _copy_tree(dest: Path) -> None:
@@ -76,9 +77,46 @@ def _copy_tree(dest: Path) -> None:
     (dest / "engine" / "specs").symlink_to(dest / "specs", target_is_directory=True)
 
 
-def _command(tests: list[str]) -> str:
-    paths = " ".join(f"proofs_tests/{t}" for t in dict.fromkeys(tests))
-    return f"{sys.executable} -m pytest -x -q -p no:cacheprovider {paths}"
+def _env(copy: Path) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": f"{copy / '_import'}{os.pathsep}{copy}", "HYPOTHESIS_PROFILE": "ci"}
+
+
+_CHILD_ENV = "MEMSTEWARD_MUTATE_COVERAGE"
+# Written into the copy's import path for the coverage run only: a child Python process started by a
+# test (the CLI, a racing writer) measures itself under that test's node id, so code reached only
+# through a child process still selects the test that reached it.
+_CHILD_COVERAGE = """import atexit, os
+if os.environ.get("MEMSTEWARD_MUTATE_COVERAGE") and os.environ.get("PYTEST_CURRENT_TEST"):
+    import coverage
+    _node = os.environ["PYTEST_CURRENT_TEST"].rsplit(" (", 1)[0]
+    _cov = coverage.Coverage(config_file=os.environ["MEMSTEWARD_MUTATE_COVERAGE"], data_suffix=True,
+                             context=_node + "|child")
+    _cov.start()
+    def _save():
+        _cov.stop()
+        _cov.save()
+    atexit.register(_save)
+"""
+
+
+def map_coverage(copy: Path, timeout: float, only_tests: list[str]) -> tuple[dict, dict[str, float], set[str]]:
+    """One run of the mapped test files under coverage with per-test contexts (the selection map)."""
+    files = sorted(p.name for p in (copy / "proofs_tests").glob("test_*.py")
+                   if p.name not in NOT_MAPPED and (not only_tests or any(o in p.name for o in only_tests)))
+    outcomes = copy / ".mutate-outcomes.json"
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "bench.mutation_plugin",
+           "--cov=memsteward", "--cov-context=test", "--cov-report=", *(f"proofs_tests/{f}" for f in files)]
+    rc = copy / ".mutate-coveragerc"
+    rc.write_text(f"[run]\nparallel = true\ndata_file = {copy / '.coverage'}\nsource = memsteward\n")
+    (copy / "_import" / "sitecustomize.py").write_text(_CHILD_COVERAGE)
+    cmd[cmd.index("--cov-report=")] = f"--cov-config={rc}"
+    cmd.append("--cov-report=")
+    env = {**_env(copy), "MEMSTEWARD_MUTATE_OUTCOMES": str(outcomes), _CHILD_ENV: str(rc)}
+    r = subprocess.run(cmd, cwd=copy, env=env, capture_output=True, text=True, timeout=timeout)
+    if not outcomes.exists():
+        raise SystemExit(f"the coverage run wrote no outcomes (exit {r.returncode}):\n{r.stdout[-3000:]}{r.stderr[-2000:]}")
+    durations, passed = sel.read_outcomes(outcomes)
+    return sel.coverage_map(copy / ".coverage", copy, CORE), durations, passed
 
 
 def _mutants(copy: Path, module: str) -> list:
@@ -86,63 +124,112 @@ def _mutants(copy: Path, module: str) -> list:
     from cosmic_ray.commands import init
     from cosmic_ray.work_db import WorkDB, use_db
 
-    with use_db(str(copy / f".cr-{Path(module).stem}.sqlite"), WorkDB.Mode.create) as db:
+    with use_db(str(copy / f".cr-{Path(module).stem}-{len(module)}.sqlite"), WorkDB.Mode.create) as db:
         init([copy / module], db, {})
-        return list(db.work_items)
+        return [it.mutations[0] for it in db.work_items]
 
 
-def _where(item, copy: Path) -> dict:
-    m = item.mutations[0]
+def _where(m, copy: Path) -> dict:
     return {"module": str(Path(m.module_path).relative_to(copy)), "line": m.start_pos[0],
             "operator": m.operator_name.split("/")[-1], "occurrence": m.occurrence,
             "function": m.definition_name}
 
 
-def run(per_module: int, budget_s: float, seed: int, only: list[str], timeout: float) -> dict:
-    from cosmic_ray.mutating import mutate_and_test
-    from cosmic_ray.work_item import TestOutcome
+def draw_sample(copy: Path, size: int, seed: int, only: list[str]) -> tuple[list, dict]:
+    """A seeded sample of the observable mutants, allocated to modules in proportion to their count."""
+    rng = random.Random(seed)
+    modules = [m for m in CORE if not only or any(o in m for o in only)]
+    pools, report = {}, {}
+    for module in modules:
+        spans = sel.unobservable_spans((copy / module).read_text())
+        every = _mutants(copy, module)
+        pools[module] = [m for m in every if not sel.inside(tuple(m.start_pos), tuple(m.end_pos), spans)]
+        report[module] = {"mutants": len(every), "unobservable": len(every) - len(pools[module])}
+    total = sum(len(p) for p in pools.values())
+    plan = []
+    for module, pool in pools.items():
+        k = min(len(pool), max(1, round(size * len(pool) / total))) if pool else 0
+        pick = rng.sample(pool, k)
+        report[module]["sampled"] = k
+        plan += pick
+    rng.shuffle(plan)
+    return plan, report
 
-    copy = Path(tempfile.mkdtemp(prefix="memsteward-mutate-"))
-    here = os.getcwd()
+
+def _run_one(m, copy: Path, rel: str, tests: list[str], timeout: float) -> dict:
+    """Plant one mutation in ``copy`` (restored on exit) and run the selected tests against it."""
+    from cosmic_ray.mutating import use_mutation
+    from cosmic_ray.plugins import get_operator
+
+    spec = type(m)(module_path=copy / rel, operator_name=m.operator_name, occurrence=m.occurrence,
+                   start_pos=m.start_pos, end_pos=m.end_pos, operator_args=m.operator_args,
+                   definition_name=m.definition_name)
+    row = _where(spec, copy)
+    t0 = time.monotonic()
+    with use_mutation(spec.module_path, get_operator(spec.operator_name)(**spec.operator_args),
+                      spec.occurrence) as (before, after):
+        if after is None:
+            return {**row, "outcome": "no-mutation", "seconds": 0.0}
+        row["diff"] = [ln for ln in difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=0)
+                       if ln[:1] in "+-" and not ln.startswith(("+++", "---"))]
+        if not tests:
+            return {**row, "outcome": "not-covered", "seconds": 0.0}
+        cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests]
+        try:
+            r = subprocess.run(cmd, cwd=copy, env=_env(copy), capture_output=True, text=True, timeout=timeout)
+            outcome = "survived" if r.returncode == 0 else "killed"
+            killer = _first_failure(r.stdout) if r.returncode else None
+        except subprocess.TimeoutExpired:
+            outcome, killer = "killed", "timeout"
+    row.update(outcome=outcome, seconds=round(time.monotonic() - t0, 1), tests=len(tests))
+    if killer:
+        row["killed_by"] = killer
+    return row
+
+
+def run(size: int, budget_s: float, seed: int, only: list[str], workers: int, limit: int,
+        only_tests: list[str]) -> dict:
+    """Copy the tree once per worker, map coverage once, draw the sample, run it on ``workers`` copies."""
+    copies = [Path(tempfile.mkdtemp(prefix=f"memsteward-mutate-{w}-")) for w in range(workers)]
     start = time.monotonic()
-    out: dict = {"seed": seed, "per_module": per_module, "budget_s": budget_s, "modules": {}, "mutants": []}
+    out: dict = {"seed": seed, "size": size, "budget_s": budget_s, "workers": workers, "modules": {}, "mutants": []}
     try:
-        _copy_tree(copy)
-        os.environ["PYTHONPATH"] = str(copy / "_import")
-        os.environ["HYPOTHESIS_PROFILE"] = "ci"
-        os.chdir(copy)
-        rng = random.Random(seed)
-        modules = [m for m in CORE if not only or any(o in m for o in only)]
-        plan = []
-        for module in modules:
-            items = _mutants(copy, module)
-            pick = rng.sample(items, min(per_module, len(items)))
-            out["modules"][module] = {"mutants": len(items), "sampled": len(pick)}
-            plan += [(module, it) for it in pick]
-        for command in dict.fromkeys(_command(CORE[m]) for m in modules):  # unmutated tests must pass
-            r = subprocess.run(command.split(), capture_output=True, text=True, timeout=timeout)
-            if r.returncode != 0:
-                raise SystemExit(f"tests fail without a mutation ({command}):\n{r.stdout[-2000:]}")
-        out["baseline_s"] = round(time.monotonic() - start, 1)
-        mutating = time.monotonic()  # the budget is for mutants; the baseline is reported apart
-        rng.shuffle(plan)  # a budget cut leaves a uniform sample, not the first modules only
-        for n, (module, item) in enumerate(plan):
+        for c in copies:
+            _copy_tree(c)
+        print("mapping coverage (one run of the mapped test files) …", flush=True)
+        cov, durations, passed = map_coverage(copies[0], 3 * 3600, only_tests)
+        out["coverage_s"] = round(time.monotonic() - start, 1)
+        out["tests_mapped"], out["tests_passing"] = len(durations), len(passed)
+        plan, out["modules"] = draw_sample(copies[0], size, seed, only)
+        print(f"coverage mapped in {out['coverage_s']} s; {len(plan)} mutants sampled", flush=True)
+        mutating = time.monotonic()
+        free: queue.Queue[Path] = queue.Queue()
+        for c in copies:
+            free.put(c)
+
+        def work(m) -> dict | None:
             if time.monotonic() - mutating > budget_s:
-                out["stopped"] = f"budget reached after {n} of {len(plan)} mutants"
-                break
-            t0 = time.monotonic()
-            res = mutate_and_test(item.mutations, _command(CORE[module]), timeout)
-            row = {**_where(item, copy), "seconds": round(time.monotonic() - t0, 1),
-                   "outcome": (res.test_outcome.value if res.test_outcome else res.worker_outcome.value),
-                   "diff": _diff_lines(res.diff or "")}
-            if res.test_outcome == TestOutcome.KILLED:
-                row["killed_by"] = _first_failure(res.output or "")
-            out["mutants"].append(row)
-            print(f"[{n + 1}/{len(plan)}] {row['module']}:{row['line']} {row['operator']}: {row['outcome']}"
-                  f" ({row['seconds']}s)", flush=True)
+                return None
+            rel = str(Path(m.module_path).relative_to(copies[0]))
+            tests = sel.select_tests(cov.get(rel, {}).get(m.start_pos[0], []), durations, passed, limit)
+            timeout = 60.0 + 3 * sum(durations.get(t, 10.0) for t in tests)
+            c = free.get()
+            try:
+                return _run_one(m, c, rel, tests, timeout)
+            finally:
+                free.put(c)
+
+        with ThreadPoolExecutor(workers) as pool:
+            for n, row in enumerate(pool.map(work, plan)):
+                if row is None:
+                    out.setdefault("stopped", f"budget reached after {n} of {len(plan)} mutants")
+                    continue
+                out["mutants"].append(row)
+                print(f"[{n + 1}/{len(plan)}] {row['module']}:{row['line']} {row['operator']}: {row['outcome']}"
+                      f" ({row['seconds']}s)", flush=True)
     finally:
-        os.chdir(here)
-        shutil.rmtree(copy, ignore_errors=True)
+        for c in copies:
+            shutil.rmtree(c, ignore_errors=True)
     out["seconds"] = round(time.monotonic() - start, 1)
     return out
 
@@ -158,31 +245,46 @@ def _first_failure(output: str) -> str:
     return "timeout" if output == "timeout" else "test run failed"
 
 
+def wilson_lower(k: int, n: int, z: float = 1.959964) -> float:
+    """The lower end of the 95 % Wilson score interval for k successes in n trials."""
+    if n == 0:
+        return 0.0
+    p = k / n
+    centre = p + z * z / (2 * n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return (centre - half) / (1 + z * z / n)
+
+
 def score(result: dict) -> dict:
     c = Counter(m["outcome"] for m in result["mutants"])
-    tested = c["killed"] + c["survived"]
-    return {"tested": tested, "killed": c["killed"], "survived": c["survived"],
-            "incompetent": c["incompetent"], "no_test": c["no-test"],
-            "score": round(100 * c["killed"] / tested, 1) if tested else None}
+    tested = c["killed"] + c["survived"] + c["not-covered"]
+    return {"tested": tested, "killed": c["killed"], "survived": c["survived"], "not_covered": c["not-covered"],
+            "no_mutation": c["no-mutation"],
+            "score": round(100 * c["killed"] / tested, 1) if tested else None,
+            "wilson_lower": round(100 * wilson_lower(c["killed"], tested), 1)}
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m bench.mutation", description=__doc__.splitlines()[0])
-    ap.add_argument("--per-module", type=int, default=6, help="mutants sampled per core module")
-    ap.add_argument("--budget-minutes", type=float, default=30.0, help="wall-clock budget of the run")
+    ap.add_argument("--sample", type=int, default=560, help="mutants drawn from the core (default 560)")
+    ap.add_argument("--budget-minutes", type=float, default=80.0, help="wall-clock budget for the mutants")
     ap.add_argument("--seed", type=int, default=0, help="sampling seed")
-    ap.add_argument("--timeout", type=float, default=600.0, help="seconds per mutant's test run")
+    ap.add_argument("--workers", type=int, default=2, help="parallel mutants, each in its own copy")
+    ap.add_argument("--max-tests", type=int, default=60, help="covering tests run per mutant (fastest first)")
     ap.add_argument("--only", action="append", default=[], help="substring of the modules to mutate")
+    ap.add_argument("--map-only", action="append", default=[],
+                    help="substring of the test files to map (default: every test file but NOT_MAPPED)")
     ap.add_argument("--out", default=str(ROOT / "bench" / "mutation.json"), help="raw results (JSON)")
     a = ap.parse_args(argv)
-    if not 1 <= a.per_module <= 1000 or not 0 < a.budget_minutes <= 24 * 60:
-        ap.error("--per-module must be 1..1000 and --budget-minutes 0..1440")
-    result = run(a.per_module, a.budget_minutes * 60, a.seed, a.only, a.timeout)
+    if not 1 <= a.sample <= 20000 or not 0 < a.budget_minutes <= 24 * 60 or not 1 <= a.workers <= 16 \
+            or not 1 <= a.max_tests <= 10000:
+        ap.error("--sample 1..20000, --budget-minutes 0..1440, --workers 1..16, --max-tests 1..10000")
+    result = run(a.sample, a.budget_minutes * 60, a.seed, a.only, a.workers, a.max_tests, a.map_only)
     result["score"] = score(result)
     Path(a.out).write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
     s = result["score"]
-    print(f"{s['killed']}/{s['tested']} killed ({s['score']} %), {s['survived']} survived; "
-          f"{result['seconds']} s; raw results in {a.out}")
+    print(f"{s['killed']}/{s['tested']} killed ({s['score']} %, 95 % lower bound {s['wilson_lower']} %), "
+          f"{s['survived']} survived, {s['not_covered']} not covered; {result['seconds']} s; raw results in {a.out}")
 
 
 if __name__ == "__main__":
