@@ -194,6 +194,16 @@ def _cut_ortools(candidates: Sequence[Candidate], ints: Sequence[int]) -> list[i
     return [k - 2 for k in smf.get_source_side_min_cut() if k > 1]
 
 
+def preload(backend: str = DEFAULT_BACKEND) -> None:
+    """Import the min-cut backend's native module now. An event's first cut imports it otherwise, and
+    loading OR-Tools holds the interpreter lock for about 0.1 s, on whichever thread: the LangGraph
+    adapter, whose async calls run events on a worker thread, loads it when it is built instead."""
+    if backend == "ortools":
+        from ortools.graph.python import max_flow  # noqa: F401
+    elif backend == "networkx":
+        import networkx  # noqa: F401
+
+
 def max_weight_closure(candidates: Sequence[Candidate], tradeoff: float, backend: str = "networkx",
                        extra: Fraction = Fraction(0)) -> Selection:
     """Theorem 1: the exact optimum of Eq. 1–4 by a single s–t min cut (minimal optimal closure)."""

@@ -16,21 +16,25 @@ every operation, as LangGraph requires; ``index_config``, ``supports_ttl``, ``tt
 * :meth:`forget`, :meth:`sweep`, :meth:`approve` and :meth:`attest` are in :mod:`.forget`,
   :mod:`.ttl`, here and :mod:`.attest`.
 
-The async methods run memsteward's store work on the event loop's thread (local and short); the
-wrapped store's own async calls are awaited.
+The async methods never block the event loop: memsteward's work (the write path, the read guard,
+events and their scrub) runs on a worker thread (``asyncio.to_thread``), one call at a time per
+adapter (a lock: the memsteward store is one connection), and the wrapped store's own async calls
+are awaited.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, cast
+import asyncio
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar, cast
 
 from langgraph.store.base import BaseStore, GetOp, Item, ListNamespacesOp, Op, PutOp, Result, SearchOp
 
 from ...errors import InputError, WriteRefused
 from ...policy.model import Policy
 from ...repair.artifacts import SERVABLE_STATES, Artifact
-from ...repair.closure import DEFAULT_BACKEND
+from ...repair.closure import DEFAULT_BACKEND, preload
 from ...repair.erasure import fingerprints
 from ...repair.events import parse_event
 from ...repair.execute import run_event
@@ -48,6 +52,8 @@ from .sync import Address, Rewrite, addresses_in, write_back
 from .values import ADDRESS_KEY, ValueSpec, artifact_content, rebuilt, split_meta
 
 __all__ = ["REVIEW_KEY", "GovernedStore"]
+
+T = TypeVar("T")
 
 REVIEW_KEY = "lg_review"
 """artifact meta flag of a first-hand re-ingestion held for review (``reingest: review``)."""
@@ -120,6 +126,8 @@ class GovernedStore(BaseStore):
         self.registry = reembedding(operators or operators_for(policy), getattr(inner, "embeddings", None))
         self.oracles = oracles
         self.write_wait = write_wait
+        self._lock = threading.RLock()  # one memsteward call at a time (sync callers and worker threads)
+        preload(DEFAULT_BACKEND)  # not on an event's worker thread: its import would stall the event loop
         self.declared_meta = _declared_meta(policy)
         self.last_plan: TransitionPlan | None = None
         self.last_event_id: int | None = None
@@ -301,25 +309,29 @@ class GovernedStore(BaseStore):
         """The event's attestation, extended to the wrapped store (:func:`.attest.attest`)."""
         from .attest import attest
 
-        return attest(self, event_id)
+        with self._lock:
+            return attest(self, event_id)
 
     def preview_forget(self, namespace_prefix: tuple[str, ...]) -> Any:
         """The dry run of :meth:`forget`: plan and digest, nothing changed (:func:`.forget.preview`)."""
         from .forget import preview
 
-        return preview(self, tuple(namespace_prefix))
+        with self._lock:
+            return preview(self, tuple(namespace_prefix))
 
     def forget(self, namespace_prefix: tuple[str, ...], expect: str | None = None) -> dict[str, Any]:
         """One delete event over every item under the prefix (:func:`.forget.forget`)."""
         from .forget import forget
 
-        return forget(self, tuple(namespace_prefix), expect)
+        with self._lock:
+            return forget(self, tuple(namespace_prefix), expect)
 
     def sweep(self) -> list[str]:
         """Sweep the wrapped store's expired items and erase them here too (:func:`.ttl.sweep`)."""
         from .ttl import sweep
 
-        return sweep(self)
+        with self._lock:
+            return sweep(self)
 
     def _apply(self, rewrites: Sequence[Rewrite]) -> None:
         if not rewrites:
@@ -364,7 +376,11 @@ class GovernedStore(BaseStore):
 
     def approve(self, namespace: tuple[str, ...], key: str) -> None:
         """Release an item held for review (``reingest: review``): it becomes servable."""
-        current = self.latest([(tuple(namespace), key)]).get((tuple(namespace), key))
+        with self._lock:
+            self._approve(tuple(namespace), key)
+
+    def _approve(self, namespace: tuple[str, ...], key: str) -> None:
+        current = self.latest([(namespace, key)]).get((namespace, key))
         art = self.store.get(current[0]) if current else None
         if art is None or not art.meta.get(REVIEW_KEY):
             raise InputError("no item held for review at this address", file="<langgraph approve>", field="key")
@@ -377,6 +393,10 @@ class GovernedStore(BaseStore):
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Run the operations in order (sync): fenced writes, guarded reads, governed deletes."""
+        with self._lock:
+            return self._batch(ops)
+
+    def _batch(self, ops: Iterable[Op]) -> list[Result]:
         results: list[Result] = []
         for op in ops:
             if isinstance(op, PutOp) and op.value is None:
@@ -400,26 +420,34 @@ class GovernedStore(BaseStore):
                 raise TypeError(f"unknown LangGraph store operation {type(op).__name__}")
         return results
 
+    async def _off_loop(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` on a worker thread, under the adapter's lock: the event loop goes on meanwhile."""
+        def locked() -> T:
+            with self._lock:
+                return fn(*args)
+        return await asyncio.to_thread(locked)
+
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """The async form of :meth:`batch` (the wrapped store's reads are awaited; events run sync)."""
+        """The async form of :meth:`batch`: the wrapped store's reads are awaited, memsteward's work
+        (records, the read guard, events) runs off the event loop (:meth:`_off_loop`)."""
         results: list[Result] = []
         for op in ops:
             if isinstance(op, SearchOp):
                 results.append(await self._asearch(op))
             elif isinstance(op, GetOp):
                 item = cast("Item | None", (await self.inner.abatch([op]))[0])
-                results.append(self._get_result(op, item))
+                results.append(await self._off_loop(self._get_result, op, item))
             elif isinstance(op, ListNamespacesOp):
                 results.append((await self.inner.abatch([op]))[0])
             elif isinstance(op, PutOp) and op.value is not None:
-                how = self._record(op)
+                how = await self._off_loop(self._record, op)
                 if how == "corrected" or (how == "overwrite" and self.index_config):
                     await self.inner.abatch([PutOp(op.namespace, op.key, None)])
                 results.append((await self.inner.abatch([op]))[0])
                 if how == "corrected":
-                    self.scrub()
+                    await self._off_loop(self.scrub)
             else:
-                results.extend(self.batch([op]))
+                results.extend(await self._off_loop(self._batch, [op]))
         return results
 
     def _get_result(self, op: GetOp, item: Item | None) -> Item | None:
@@ -448,7 +476,7 @@ class GovernedStore(BaseStore):
         seen: list[Item] = []
         while len(seen) < want:
             batch = cast("list[Item]", (await self.inner.abatch([op._replace(limit=page, offset=start)]))[0])
-            seen += self._visible(list(batch))
+            seen += await self._off_loop(self._visible, list(batch))
             if len(batch) < page:
                 break
             start += page
