@@ -19,6 +19,7 @@ constraints (totality, shadowing, type-safety, λ ≥ 0, …) are findings of
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Literal
 
@@ -556,6 +557,51 @@ class LineageSpec(Strict):
 # --------------------------------------------------------------------------- the policy
 
 
+_VALUE_NAME = r"[A-Za-z_][A-Za-z0-9_\-]*"
+_VALUE_SEGMENT = rf"(?:{_VALUE_NAME}(?:\[(?:\*|-?[0-9]{{1,6}})\])*|\{{{_VALUE_NAME}(?:,{_VALUE_NAME})*\}})"
+MAX_VALUE_FIELDS = 64
+_VALUE_PATH = re.compile(rf"^{_VALUE_SEGMENT}(?:\.{_VALUE_SEGMENT}){{0,7}}$")
+# a path into an agent store's JSON value, as LangGraph writes its ``index`` fields
+# (``content``, ``profile.address``, ``facts[*]``, ``items[0].text``, ``{a,b}``)
+ValuePath = Annotated[str, StringConstraints(min_length=1, max_length=256)]
+ValueName = Annotated[str, StringConstraints(max_length=64, pattern=rf"^{_VALUE_NAME}$")]
+
+
+class AdapterSpec(Strict):
+    """How an agent-store adapter (``memsteward.integrations.langgraph.GovernedStore``) maps an
+    item's JSON value to an artifact. ``fields``: the value's governed fields — their text is the
+    artifact's content, so they are what is scanned (fingerprints, tombstones, lineage), repaired
+    and re-embedded; the other top-level fields are declared not to be content and are kept by a
+    repair. Empty (the default): every string of the value is governed. ``provenance_field`` and
+    ``meta_field``: the value's ``[[namespace, key], …]`` list and its metadata object.
+    ``reingest``: the re-ingestion rule for writes of erased content (the adapter's default,
+    ``allow``, when absent). An adapter argument given in code takes precedence."""
+
+    fields: list[ValuePath] = Field(default_factory=list, max_length=MAX_VALUE_FIELDS)
+    provenance_field: ValueName = "derived_from"
+    meta_field: ValueName = "meta"
+    reingest: Literal["allow", "refuse", "review"] | None = None
+
+    @field_validator("fields")
+    @classmethod
+    def _paths(cls, fields: list[str]) -> list[str]:
+        for f in fields:
+            if not _VALUE_PATH.match(f):
+                raise ValueError(f"{f[:64]!r} is not a value path: names joined by '.', each name optionally "
+                                 "followed by [*] or [n], or a {a,b} group (at most 8 parts)")
+        return fields
+
+    @model_validator(mode="after")
+    def _distinct(self) -> AdapterSpec:
+        if self.provenance_field == self.meta_field:
+            raise ValueError("provenance_field and meta_field must differ")
+        heads = {f.split(".")[0].split("[")[0].strip("{}").split(",")[0] for f in self.fields}
+        clash = sorted(heads & {self.provenance_field, self.meta_field})
+        if clash:
+            raise ValueError(f"a governed field cannot start at the {clash[0]!r} field (provenance or meta)")
+        return self
+
+
 class Policy(Strict):
     """A memory-governance policy (the root of a policy YAML file)."""
 
@@ -570,6 +616,7 @@ class Policy(Strict):
     repair: RepairSpec = Field(default_factory=RepairSpec)
     lineage: LineageSpec = Field(default_factory=LineageSpec)
     clearance: ClearanceSpec = Field(default_factory=ClearanceSpec)
+    adapter: AdapterSpec = Field(default_factory=AdapterSpec)
 
     # ---- pure helpers the engines use --------------------------------------------------
 

@@ -76,9 +76,12 @@ class GovernedStore(BaseStore):
     inner : the wrapped LangGraph store (``InMemoryStore()``, ``SqliteStore(conn)``, ``PostgresStore(conn)``).
     store : the memsteward store holding provenance (``memsteward.open_store(path)``).
     policy : the policy events run under (``memsteward.load_policy(path)``).
-    fields : JSON paths of the governed content (LangGraph ``index`` syntax); None: every string.
-    provenance_field, meta_field : the value's provenance list and metadata object.
-    reingest : ``"allow"`` (default), ``"refuse"`` or ``"review"`` (:mod:`memsteward.repair.reingest`).
+    fields : JSON paths of the governed content (LangGraph ``index`` syntax); None: the policy's
+        ``adapter.fields``, and when it names none, every string.
+    provenance_field, meta_field : the value's provenance list and metadata object (None: the
+        policy's ``adapter`` section, ``derived_from`` and ``meta`` by default).
+    reingest : ``"allow"``, ``"refuse"`` or ``"review"`` (:mod:`memsteward.repair.reingest`); None:
+        the policy's ``adapter.reingest``, else ``"allow"``.
     erase_corrected : a correction erases the superseded content (a privacy correct event).
     scrub_files : after each event, rewrite the wrapped store's files without the deleted rows.
     snapshot_wait : seconds a PostgreSQL scrub waits for older snapshots of the database to end
@@ -104,18 +107,23 @@ class GovernedStore(BaseStore):
     """
 
     def __init__(self, inner: BaseStore, store: Storage, policy: Policy, *, fields: Sequence[str] | None = None,
-                 provenance_field: str = "derived_from", meta_field: str = "meta", reingest: str = "allow",
+                 provenance_field: str | None = None, meta_field: str | None = None, reingest: str | None = None,
                  erase_corrected: bool = True, scrub_files: bool = True, snapshot_wait: float = SNAPSHOT_WAIT,
                  id_key: bytes | str | None = None,
                  operators: OperatorRegistry | None = None, oracles: OracleRegistry | None = None,
                  write_wait: float | None = None) -> None:
+        declared = policy.adapter  # the policy's `adapter:` section; arguments given here take precedence
+        reingest = reingest or declared.reingest or "allow"
+        if fields is None and declared.fields:
+            fields = declared.fields
         if reingest not in REINGEST_RULES:
             raise InputError(f"reingest must be one of {', '.join(REINGEST_RULES)}", file="<GovernedStore>",
                              field="reingest")
         self.inner = inner
         self.store = store
         self.policy = policy
-        self.spec = ValueSpec(tuple(fields) if fields is not None else None, provenance_field, meta_field)
+        self.spec = ValueSpec(tuple(fields) if fields is not None else None,
+                              provenance_field or declared.provenance_field, meta_field or declared.meta_field)
         self.reingest = reingest
         self.erase_corrected = erase_corrected
         self.scrub_files = scrub_files
