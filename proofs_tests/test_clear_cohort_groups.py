@@ -80,3 +80,27 @@ def test_the_policy_schema_documents_estimator_search_and_budget() -> None:
     assert "shapiq:SVARM" in props["estimator"]["enum"] and props["search"]["enum"] == ["paper", "budgeted"]
     assert "K + 2·trials" in props["call_budget"]["description"] and "bounded" not in props["call_budget"]
     assert props["call_budget"]["anyOf"][0]["maximum"] == 10_000_000
+
+
+def test_after_verified_refine_spends_more_and_never_removes_more(tmp_path) -> None:
+    path = tmp_path / "foreign.jsonl"
+    path.write_text("".join(json.dumps(c) + "\n" for c in _foreign_cases(n=4)))
+    rows = {}
+    for after in ("stop", "refine"):
+        res = _run("clear", "--cohort", str(path), "--methods", "meclear", "--k", "8", "--call-budget", "48",
+                   "--estimator", "stratified", "--after-verified", after, "--json")
+        assert res.exit_code == 0, res.output
+        rows[after] = json.loads(res.stdout)["groups"]["all"]["rows"]["meclear"]
+    assert rows["refine"]["recovery"] == rows["stop"]["recovery"]
+    assert rows["refine"]["removed_per_case"] <= rows["stop"]["removed_per_case"]
+    assert rows["stop"]["calls_per_case"] < rows["refine"]["calls_per_case"] and rows["refine"]["max_calls"] <= 48
+
+
+def test_after_verified_refine_without_the_budgeted_search_is_refused(tmp_path) -> None:
+    path = tmp_path / "ok.jsonl"
+    path.write_text(json.dumps(_foreign_cases(n=1)[0]) + "\n")
+    res = _run("clear", "--cohort", str(path), "--k", "8", "--after-verified", "refine")
+    assert res.exit_code == 2 and "needs search 'budgeted'" in res.stderr and "Traceback" not in res.output
+    assert "--after-verified" in _run("clear", "--help").output
+    schema = json.loads(_run("schema").stdout)
+    assert schema["$defs"]["ClearanceSpec"]["properties"]["after_verified"]["enum"] == ["stop", "refine"]

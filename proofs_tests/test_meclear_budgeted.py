@@ -63,6 +63,20 @@ def test_g3_and_the_hard_budget_on_every_estimator(estimator: str, budget: int) 
         _g3(game, plan)
 
 
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_g3_and_the_hard_budget_on_every_estimator_refining(estimator: str) -> None:
+    """after_verified: refine keeps G3 and B on every estimator path (rounds go on past the ceiling)."""
+    k, budget = 5, 104 if estimator == "exact" else 40
+    spec = ClearanceSpec(retrieval_budget=k, search="budgeted", call_budget=budget, estimator=estimator,
+                         after_verified="refine")
+    for case in _cases(k):
+        game = case_game(case, spec)
+        plan = run_meclear(game, spec)
+        assert plan.evaluator_calls <= budget
+        assert plan.evaluator_calls == game.evaluator_calls
+        _g3(game, plan)
+
+
 @pytest.mark.parametrize("estimator", ["stratified", "permutation", "shapiq:KernelSHAP"])
 def test_g3_at_k_20_within_64_calls(estimator: str) -> None:
     spec = ClearanceSpec(retrieval_budget=20, search="budgeted", call_budget=64, estimator=estimator)
@@ -182,3 +196,39 @@ def test_g3_on_the_papers_search_with_every_estimator(estimator: str) -> None:
         plan = run_meclear(game, spec)
         _g3(game, plan)
         assert plan.estimator == ("exact" if estimator == "exact" else estimator)
+
+
+@pytest.mark.parametrize("k, budget, estimator", [
+    (5, 40, "stratified"), (5, 64, "permutation"), (10, 64, "stratified"), (10, 48, "shapiq:KernelSHAP")])
+def test_refine_recovers_what_stop_recovers_with_a_removal_no_larger(k: int, budget: int, estimator: str) -> None:
+    """after_verified: refine (Theorem E, part f): G3 and the budget on the refine path; the same
+    recovery as stop, case by case, at the same gain, with a removal no larger; and a ceiling stop
+    still selects the paper's ĵ of the reported chain (Eq. 20 over every candidate)."""
+    refined = 0
+    for case in _cases(k, n=8, noise=0.02):
+        plans = {}
+        for after in ("stop", "refine"):
+            spec = ClearanceSpec(retrieval_budget=k, search="budgeted", call_budget=budget, estimator=estimator,
+                                 after_verified=after)
+            game = case_game(case, spec)
+            plans[after] = plan = run_budgeted(game, spec)
+            assert plan.evaluator_calls <= budget
+            _g3(game, plan)
+            if after == "refine" and plan.stop == "verified":
+                free = game.fork(call_budget=None)
+                g = gains(free, plan.chain)
+                j_set = [0] + [j for j in range(1, len(plan.chain) + 1)
+                               if g[j] > EPS and free.recovered(free.grand - frozenset(plan.chain[:j]))]
+                assert select(g, j_set) == plan.selected
+        stop, refine = plans["stop"], plans["refine"]
+        assert refine.recovered == stop.recovered
+        assert refine.cleared_value == pytest.approx(stop.cleared_value)
+        assert len(refine.removed) <= len(stop.removed)
+        assert refine.evaluator_calls >= stop.evaluator_calls
+        refined += stop.stop == "verified" and refine.evaluator_calls > stop.evaluator_calls
+    assert refined  # the refine path ran past a verified removal in some case
+
+
+def test_refine_needs_the_budgeted_search() -> None:
+    with pytest.raises(ValidationError, match="after_verified 'refine' needs search 'budgeted'"):
+        ClearanceSpec(after_verified="refine")

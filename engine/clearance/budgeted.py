@@ -12,7 +12,10 @@ call of the query (screen, estimation, verification) is paid from B, and candida
    (after a reserve for verification) through the one cache — so it reuses every coalition the
    screen and the verifications paid for — then the new chain is verified from C_1 on.
 4. **Stop** as soon as an admissible candidate reaches the gain ceiling 1 − v̂(M) (no candidate
-   can do better, so Eq. 20's ĵ is found exactly), or when B is spent.
+   can do better, so Eq. 20's ĵ is found exactly), or when B is spent. With
+   ``after_verified: refine`` the rounds go on after the ceiling until B is spent or an estimate
+   buys nothing new: the ranking then rests on more samples, and a later ceiling round with a
+   smaller removal replaces the first.
 
 The plan reports the round whose verified prefix holds the best admissible gain (ties: the
 smallest removal, then the latest round). Guarantees, proved in ``specs/BUDGETED_SEARCH.md``:
@@ -203,11 +206,14 @@ def search(game: Game, spec: ClearanceSpec, effects: Mapping[str, float]) -> tup
     Each round after the first estimates with half of the calls left after a reserve for
     verifying :data:`VERIFY_RESERVE` candidates (all of them once the rest is that small), then
     verifies; the rounds end when an estimate buys nothing new, and a last pass verifies the
-    best round's chain with whatever is left.
+    best round's chain with whatever is left. With ``after_verified: refine`` a round that reaches
+    the ceiling does not end the search: later rounds refine ψ̂ and verify their own chains, and
+    :func:`best_round` keeps a ceiling round (the latest one of the smallest removal).
     """
     tol = spec.harm_tolerance
+    refine = spec.after_verified == "refine"
     rounds = [verify(game, effects, tol, VERIFY_RESERVE)]
-    if at_ceiling(game, rounds[0]):
+    if at_ceiling(game, rounds[0]) and not refine:
         return rounds, "verified"
     budget = game.call_budget or 0
     reserve = VERIFY_RESERVE * game.trials
@@ -223,8 +229,10 @@ def search(game: Game, spec: ClearanceSpec, effects: Mapping[str, float]) -> tup
         if psi is None or game.evaluator_calls == spent:
             break
         rounds.append(verify(game, psi, tol, VERIFY_RESERVE, spec.estimator))
-        if at_ceiling(game, rounds[-1]):
+        if at_ceiling(game, rounds[-1]) and not refine:
             return rounds, "verified"
+    if any(at_ceiling(game, r) for r in rounds):  # refine: the best round already reached the ceiling
+        return rounds, "verified"
     last = best_round(rounds)
     rounds.append(verify(game, last.contribution, tol, None, last.source))  # the rest of B on the best chain
     return rounds, "verified" if at_ceiling(game, rounds[-1]) else "budget"

@@ -32,7 +32,7 @@ class _Models:
     archive: str | None = None
     replay: bool = False
     opened: object | None = None
-    overrides: dict | None = None  # --estimator / --call-budget / --k
+    overrides: dict | None = None  # --estimator / --call-budget / --after-verified / --k
 
     def spec(self, policy: str | None):
         spec = _spec(policy, self.deadline)
@@ -47,7 +47,7 @@ class _Models:
         except ValidationError as exc:
             err = exc.errors()[0]
             raise InputError(str(err["msg"]).removeprefix("Value error, "), file="<command line>",
-                             field="--estimator / --call-budget / --k") from None
+                             field="--estimator / --call-budget / --after-verified / --k") from None
 
     def evaluator(self, spec):
         """The policy's evaluator, reading and keeping replies in the archive when one is given."""
@@ -122,9 +122,12 @@ def _methods(text: str) -> list[str]:
 @click.option("--call-budget", "call_budget", type=click.IntRange(1, MAX_CALL_BUDGET), default=None,
               help="Hard cap on MeClear's evaluator calls per query, screen and verification included "
                    "(sets clearance.call_budget and search: budgeted).")
+@click.option("--after-verified", "after_verified", type=click.Choice(["stop", "refine"]), default=None,
+              help="With --call-budget: stop at the first verified removal of maximal gain (default), or "
+                   "refine the ranking with the calls left (sets clearance.after_verified).")
 @handle_errors
 def clear(policy, case, cohort, method, methods, synthetic, locomo, limit, k, seed, out, as_json, deadline,
-          archive, replay, executor, progress, estimator, call_budget):
+          archive, replay, executor, progress, estimator, call_budget, after_verified):
     """Clear harmful memories from one query's context (MeClear, Algorithm 1).
 
     \b
@@ -152,10 +155,14 @@ def clear(policy, case, cohort, method, methods, synthetic, locomo, limit, k, se
                         estimation rounds, and verification of candidate removals between rounds; the
                         search stops at a verified removal of maximal gain or when the budget is spent.
                         It needs ≥ K + 2·trials calls. Guarantees: docs/meclear-budget.md.
+      after_verified    stop (default): end at that removal, fewest calls; refine (--after-verified):
+                        spend the rest of the budget refining ψ̂, each new chain verified, so the
+                        ranking rests on more samples and the removal can only shrink at equal gain.
     """
     if replay and archive is None:
         raise click.UsageError("--replay needs --archive DIR")
-    overrides = {k2: v for k2, v in (("estimator", estimator), ("call_budget", call_budget)) if v is not None}
+    overrides = {k2: v for k2, v in (("estimator", estimator), ("call_budget", call_budget),
+                                     ("after_verified", after_verified)) if v is not None}
     if call_budget is not None:
         overrides["search"] = "budgeted"
     if k is not None and (case is not None or cohort is not None):

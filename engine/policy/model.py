@@ -477,6 +477,11 @@ class ClearanceSpec(Strict):
         "cap on every evaluator call of the query (screen, estimation, verification); candidate removals "
         "are verified between estimation rounds and the search stops at a verified removal of maximal gain "
         "(specs/BUDGETED_SEARCH.md)."))
+    # budgeted only: what the calls left after a verified removal at the gain ceiling buy
+    after_verified: Literal["stop", "refine"] = Field(default="stop", description=(
+        "search: budgeted only. stop: end the query at the first verified removal of maximal gain (fewest "
+        "calls). refine: keep estimating with the rest of call_budget and verify each new chain, so the "
+        "ranking uses more samples and the removal can only shrink at equal gain (specs/BUDGETED_SEARCH.md)."))
     recovery: Recovery = Field(default_factory=Recovery)
     evaluator: Evaluator = Field(default_factory=Evaluator)
     confidence: float = Field(default=0.95, gt=0.0, lt=1.0)  # 1 − δ of the radius (Eq. 13)
@@ -500,6 +505,8 @@ class ClearanceSpec(Strict):
             raise ValueError(f"estimator 'exact' enumerates 2^K coalitions: retrieval_budget (K) must be "
                              f"≤ {MAX_EXACT_RETRIEVAL_BUDGET}")
         if self.search != "budgeted":
+            if self.after_verified != "stop":
+                raise ValueError("after_verified 'refine' needs search 'budgeted' (the paper's search verifies once)")
             return self
         if self.call_budget is None:
             raise ValueError("search 'budgeted' needs a call_budget")
