@@ -195,10 +195,41 @@ def _interfaces(doc: dict, etype: str, roots: list[str], file: str) -> dict[str,
     return found
 
 
+STORED_VERSION = "stored_version"
+"""The key of a replacement the store keeps as a reference: the version its barrier staged."""
+
+
+def referenced(doc: Mapping[str, Any], versions: Mapping[str, int]) -> dict[str, Any]:
+    """The event document as the store keeps it (issue 25): each replacement X_Δ that the barrier
+    staged as version ``versions[id]`` becomes a reference — id, kind, arch, that version and the
+    content's SHA-256 — so its text lives in ``versions`` only (where a later delete erases it), never in
+    ``events``. A replacement already held as a reference stays as it is."""
+    from .writes import content_digest
+
+    reps = doc.get("replacements")
+    if not reps:
+        return dict(doc)
+    out = []
+    for o in reps:
+        if STORED_VERSION in o or o["id"] not in versions:
+            out.append(o)
+            continue
+        ref = {k: o[k] for k in ("id", "kind", "arch") if o.get(k) is not None}
+        out.append({**ref, STORED_VERSION: int(versions[o["id"]]), "sha256": content_digest(o.get("content"))})
+    return {**doc, "replacements": out}
+
+
+def _stored_replacement(o: Mapping[str, Any]) -> Artifact:
+    if STORED_VERSION in o:  # content and meta live in the staged version (Store.staged / version_of)
+        return Artifact(o["id"], o["kind"], o.get("arch"), int(o[STORED_VERSION]))
+    return parse_artifact(o, "replacements", "<store>")
+
+
 def event_from_dict(doc: dict, snapshot: Snapshot | None = None) -> Event:
-    """Rebuild an event recorded in the store (already validated when it was accepted)."""
+    """Rebuild an event recorded in the store (already validated when it was accepted). A replacement
+    kept as a reference (:func:`referenced`) comes back without content: the store holds it."""
     roots = tuple(doc["roots"])
-    reps = tuple(parse_artifact(o, "replacements", "<store>") for o in doc.get("replacements", []))
+    reps = tuple(_stored_replacement(o) for o in doc.get("replacements", []))
     raw = doc.get("interface")
     interfaces = {} if raw is None else (dict(raw) if len(roots) > 1 else {roots[0]: raw})
     return Event(doc["type"], roots, reps, interfaces, bool(doc.get("privacy", False)))

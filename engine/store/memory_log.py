@@ -15,6 +15,7 @@ from ..errors import EventHeld, InputError
 from ..repair.artifacts import Snapshot
 from ..repair.auditchain import GENESIS, row_hash, seal, signing_key
 from ..repair.auditchain import tombstone_commitment as commitment
+from ..repair.events import referenced
 from ..repair.writes import content_digest
 from ..textnorm import text_digests
 from .api import BarrierSpec, ErasureReport, EventRecord, Locator, OracleReport, PublishSpec, StepRecord, StepStatus
@@ -138,7 +139,9 @@ class MemoryStore(MemoryReads):
         if not self._planned_on_this(spec):
             raise InputError("the store changed while the event was being planned; run it again", file=self.path)
         refuse_tombstoned_successors(self, spec.staged_roots)
-        barrier, plan = spec.barrier, spec.plan
+        barrier = spec.barrier
+        nxt = {r: max(v for (i, v) in self.t.versions if i == r) + 1 for r in spec.staged_roots}
+        plan = {**spec.plan, "event": referenced(spec.plan["event"], nxt)}  # X_Δ by reference, as the SQL store
         event_text, policy_text = _dump(plan["event"]), _dump(spec.policy)
         with self.transaction() as t:
             for i in barrier:
@@ -233,7 +236,8 @@ class MemoryStore(MemoryReads):
                 if row[3] == "withdrawn":
                     row[4] = None
             self._reindex(set(spec.republish) | set(targets))
-            final = stored_plan(spec.plan)
+            held = {i: v for (i, v), row in sorted(t.versions.items(), reverse=True) if row[2] == event_id}
+            final = stored_plan({**spec.plan, "event": referenced(spec.plan["event"], held)})
             t.events[event_id][3], t.events[event_id][4] = final, "done"
             self._audit("publish", event_id=event_id, detail={"republished": len(spec.republish),
                                                                "plan_sha256": digest(final)})

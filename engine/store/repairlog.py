@@ -10,11 +10,12 @@ and :meth:`Transitions.unfinished_event` lets ``memsteward recover`` roll the ev
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ..errors import InputError
 from ..repair.artifacts import Artifact
+from ..repair.events import STORED_VERSION, referenced
 from ..repair.writes import content_digest
 from . import audit
 from .api import BarrierSpec, EventRecord, OracleReport, Provenance, PublishSpec, StepRecord, StepStatus
@@ -72,7 +73,7 @@ class Transitions(Transfer):
                  staged_roots: Mapping[str, Artifact], generation: int | None,
                  unchanged: Callable[[Provenance], bool] | None = None) -> int:
         barrier = list(plan_doc["barrier"])
-        event_text, policy_text = _dump(plan_doc["event"]), _dump(policy_doc)
+        policy_text = _dump(policy_doc)
         ids_text = json.dumps(barrier)  # encoded once: the UPDATE and the withdraw rows read it
         with self.transaction():
             if self.unfinished_event() is not None:
@@ -81,6 +82,9 @@ class Transitions(Transfer):
                 raise InputError("the store changed while the event was being planned; run it again",
                                  file=self.path)
             refuse_tombstoned_successors(self, staged_roots)
+            # the replacements X_Δ are kept as references to the versions staged below, not as copies
+            plan_doc = {**plan_doc, "event": referenced(plan_doc["event"], self._next_versions(staged_roots))}
+            event_text = _dump(plan_doc["event"])
             # SQLite withdraws C(F) while this thread packs the plan (planstore: ~6x smaller at
             # |C(F)| = 10^5): the sqlite3 module lets go of the GIL while a statement runs
             withdrawn = self._concurrently(len(barrier) > audit.WITHDRAW_PART, self._withdraw, ids_text)
@@ -101,6 +105,12 @@ class Transitions(Transfer):
             self._append_withdrawals(event_id, barrier, ids_text)  # one transaction, one time, one hashing pass
         self._plan_steps = (event_id, plan_doc["order"], plan_doc["modes"])  # committed: its steps' keys
         return event_id
+
+    def _next_versions(self, ids: Iterable[str]) -> dict[str, int]:
+        """The version a new version of each id gets (inside the write transaction: no one else writes)."""
+        return {i: int(top) + 1 for i, top in self.conn.execute(
+            "SELECT id, MAX(version) FROM versions WHERE id IN (SELECT value FROM json_each(?)) GROUP BY id",
+            (json.dumps(sorted(ids)),))}
 
     def _insert_event(self, kind: str, event_text: str, policy_text: str, plan_text: str) -> int:
         """The ``events`` row of a barrier; its id. Ids count 1, 2, … on both backends (a PostgreSQL
@@ -123,6 +133,15 @@ class Transitions(Transfer):
                           (ident, version, _dump(content), _dump(dict(meta)), event_id))
         self.conn.execute("UPDATE artifacts SET staged_version = ? WHERE id = ?", (version, ident))
         return version
+
+    def _event_versions(self, event_id: int, event: Mapping[str, Any]) -> dict[str, int]:
+        """The version the event's barrier staged for each replacement still held as a copy."""
+        ids = [o["id"] for o in event.get("replacements", ()) if STORED_VERSION not in o]
+        if not ids:
+            return {}
+        return {i: int(v) for i, v in self.conn.execute(
+            "SELECT id, MIN(version) FROM versions WHERE event_id = ? AND id IN (SELECT value FROM json_each(?)) "
+            "GROUP BY id", (event_id, json.dumps(ids)))}
 
     def staged(self, ident: str) -> Artifact | None:
         """The staged successor of an artifact (None if it has none)."""
@@ -230,7 +249,8 @@ class Transitions(Transfer):
             c.execute("UPDATE artifacts SET state = 'withdrawn' WHERE state = 'staged'")
             c.execute("UPDATE artifacts SET staged_version = NULL WHERE state = 'withdrawn'")
             self._reindex(set(republish) | set(targets))  # successors' content in, erased content out
-            final = stored_plan(plan_doc)
+            final = stored_plan({**plan_doc, "event": referenced(plan_doc["event"],
+                                                                 self._event_versions(event_id, plan_doc["event"]))})
             c.execute("UPDATE events SET status = 'done', plan = ? WHERE id = ?", (final, event_id))
             self._audit("publish", event_id=event_id, detail={"republished": len(republish),
                                                                "plan_sha256": digest(final)})

@@ -1,0 +1,73 @@
+"""What an event keeps in the ``events`` table (issue 25): a reference, not a copy.
+
+A ``correct`` event's replacement text stayed in ``events.event`` and ``events.plan`` forever, pinned by
+the audit chain, after a later delete erased the version it created. The barrier now stores each
+replacement as a reference to the version it staged (id, kind, version, content digest); ``recover``
+reads the content from that version.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from memsteward.cli import main
+from memsteward.policy.loader import load_policy_source
+from memsteward.repair.events import parse_event
+from memsteward.repair.execute import barrier, recover
+from memsteward.repair.plan import compute_plan
+from memsteward.store import Store
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "engine" / "data" / "repair"
+POLICY = str(ROOT / "policies" / "default.yaml")
+SECRET = "The user moved to 17 Rue Oberkampf, flat 4B, door code 4471."
+
+
+def _correct(root: str = "p2") -> dict:
+    return {"type": "correct", "roots": [root], "replacements": [
+        {"id": root, "kind": "record", "content": {"text": SECRET, "label": "home"}, "meta": {"by": "user"}}]}
+
+
+def _events_text(db: str) -> str:
+    con = sqlite3.connect(db)
+    try:
+        return json.dumps([list(r) for r in con.execute("SELECT event, plan FROM events")])
+    finally:
+        con.close()
+
+
+def _imported(tmp_path: Path) -> str:
+    db = str(tmp_path / "s.db")
+    assert CliRunner().invoke(main, ["store", "import", "--store", db, str(DATA / "store.json")]).exit_code == 0
+    return db
+
+
+def test_replacement_text_is_not_copied_into_events(tmp_path: Path):
+    db = _imported(tmp_path)
+    ev = tmp_path / "correct.json"
+    ev.write_text(json.dumps(_correct()))
+    r = CliRunner().invoke(main, ["repair", "--policy", POLICY, "--store", db, "--event", str(ev)])
+    assert r.exit_code == 0, r.output
+    assert "Oberkampf" not in _events_text(db)
+    store = Store.open(db)
+    assert store.get("p2").content["text"] == SECRET  # the version the event created holds it
+    assert CliRunner().invoke(main, ["audit", "--store", db, "--check"]).exit_code == 0
+
+
+def test_recover_reads_the_replacement_from_its_staged_version(tmp_path: Path):
+    db = _imported(tmp_path)
+    store = Store.open(db)
+    policy = load_policy_source(POLICY).policy
+    plan = compute_plan(policy, store, parse_event(_correct(), store.snapshot()))
+    barrier(store, policy, plan)  # a crash right after the barrier
+    assert "Oberkampf" not in _events_text(db)
+    store.close()
+    store = Store.open(db)
+    assert recover(store) is not None
+    got = store.get("p2")
+    assert got.state in ("servable", "republished") and got.content["text"] == SECRET and got.meta == {"by": "user"}
+    assert "Oberkampf" not in _events_text(db)
