@@ -84,9 +84,11 @@ def check_policy(path: str | Path) -> list[Finding]:
     return list(analyze(src))
 
 
-def open_store(path: str | Path = ":memory:", create: bool = True) -> SqlStore:
-    """Open a store: a SQLite file (created when missing and ``create``), ``":memory:"``, or a
-    ``.json`` export (read into memory, never written back).
+def open_store(path: str | Path = ":memory:", create: bool = True, tenant: str | None = None) -> SqlStore:
+    """Open a store: a SQLite file (created when missing and ``create``), ``":memory:"``, a
+    ``postgresql://`` URL, or a ``.json`` export (read into memory, never written back). ``tenant``
+    (or ``?tenant=name`` in the URL) opens that tenant's own store beside it: its own provenance,
+    event lock and audit chain (:mod:`memsteward.store.tenants`).
 
     Examples
     --------
@@ -98,7 +100,7 @@ def open_store(path: str | Path = ":memory:", create: bool = True) -> SqlStore:
     """
     from .store.opening import open_store as open_url
 
-    return open_url(str(path), create=create)
+    return open_url(str(path), create=create, tenant=tenant)
 
 
 def apply_event(store: Storage, policy: Policy, event: Event | Mapping[str, Any], *, dry_run: bool = False,

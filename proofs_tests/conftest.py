@@ -67,7 +67,10 @@ class _PgSchemas:
         if self.names:
             with psycopg.connect(self.dsn, autocommit=True) as con:
                 for name in self.names:
-                    con.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+                    tenants = con.execute("SELECT schema_name FROM information_schema.schemata WHERE "
+                                          "starts_with(schema_name, %s)", (f"{name}__",)).fetchall()
+                    for schema in [name, *(t for (t,) in tenants)]:  # its tenants' schemas too
+                        con.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 @pytest.fixture

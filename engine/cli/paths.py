@@ -76,9 +76,13 @@ def check_input(path: str, what: str = "input file") -> None:
 
 
 def check_store(path: str) -> None:
-    if path == ":memory:" or path.startswith(("postgresql://", "postgres://")):
-        return  # a server URL: the store layer reports a DSN that cannot connect
-    check_input(path, "store file (SQLite database or .json export)")
+    """A store path or URL: a bad ``?tenant=`` is refused here; a file (a tenant's file included)
+    that exists must be a regular file."""
+    from ..store.opening import store_file
+
+    file = store_file(path)
+    if file is not None:  # None: a server URL (the store layer reports a DSN that cannot connect) or :memory:
+        check_input(file, "store file (SQLite database or .json export)")
 
 
 def check_output(path: str) -> None:

@@ -1,4 +1,4 @@
-"""`memsteward store import|put|export|serve|log|copy|migrate`: the provenance store (MemoRepair §2.1)."""
+"""`memsteward store import|put|export|serve|log|copy|migrate|tenants`: the provenance store (MemoRepair §2.1)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from ..repair.artifacts import parse_store_document, read_json
 from ..repair.writes import MAX_CONTENT_BYTES, parse_put
 from ..store.api import Storage
 from ..store.connection import is_postgres_url
-from ..store.opening import open_store
+from ..store.opening import list_tenants, open_store
 from .common import emit_json, emit_json_stream, handle_errors, progress_flag, step_progress, terminal
 from .paths import check_store
 
@@ -246,3 +246,19 @@ def migrate_cmd(store_path: str | None, legacy_store: str | None, as_json: bool)
         click.echo(terminal(f"{doc['store']} is already at schema version {SCHEMA_VERSION}"))
     else:
         click.echo(terminal(f"migrated {doc['store']} from schema version {done[0]} to {done[1]}"))
+
+
+@store_group.command("tenants")
+@click.option("--store", "store_path", required=True,
+              help="The base store: SQLite store file or postgresql://…[?schema=NAME] (without ?tenant=).")
+@click.option("--json", "as_json", is_flag=True, help="The tenant names as a JSON list.")
+@handle_errors
+def tenants_cmd(store_path: str, as_json: bool) -> None:
+    """List the tenants that have a store beside the base store (each its own provenance, event lock
+    and audit chain; open one with `--store URL?tenant=NAME`)."""
+    names = list_tenants(store_path)
+    if as_json:
+        emit_json(names)
+        return
+    for name in names:
+        click.echo(name)

@@ -91,6 +91,7 @@ class StoreCore:
         ``migrate``: bring a store of an older schema version to this release's (else InputError)."""
         self.backend = "sqlite" if conn is None else "postgresql"
         self.path = path if conn is None else redact(path)
+        self.tenant: str | None = None  # the tenant this store is (memsteward.store.tenants), None: the base store
         self.url = path  # what an executor's worker process opens (may carry a password: never printed)
         # one connection may serve several executor threads, one call at a time (executors.Serialized)
         self.conn: Any = conn

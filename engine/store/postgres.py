@@ -306,8 +306,38 @@ def _schema_name(url: str) -> tuple[str, str]:
     return urlunsplit((parts.scheme, parts.netloc, parts.path, rest, parts.fragment)), schema
 
 
-def connect_postgres(url: str, create: bool = True, migrate: bool = False) -> PgConnection:
+def _connect_raw(url: str, shown: str) -> Any:
+    """An autocommit psycopg connection to the libpq URL ``url`` (InputError when it cannot connect)."""
+    try:
+        import psycopg
+    except ImportError:
+        raise InputError("PostgreSQL stores need psycopg 3: pip install 'memsteward[postgres]'", file=shown) from None
+    try:
+        return psycopg.connect(url, autocommit=True, connect_timeout=10, application_name=f"memsteward:{os.getpid()}")
+    except (psycopg.Error, ValueError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(f"cannot connect to PostgreSQL: {first[:200]}", file=shown) from None
+
+
+def pg_tenants(url: str) -> list[str]:
+    """The tenants with a store beside the base schema of ``url`` (:mod:`.tenants`), sorted."""
+    from .tenants import TENANT_SEP, is_tenant_name
+
+    dsn, schema = _schema_name(url)
+    raw = _connect_raw(dsn, redact(url))
+    try:
+        prefix = schema + TENANT_SEP
+        rows = raw.execute("SELECT table_schema FROM information_schema.tables WHERE table_name = 'memsteward_schema' "
+                           "AND starts_with(table_schema, %s)", (prefix,)).fetchall()
+    finally:
+        raw.close()
+    names = (r[0][len(prefix):] for r in rows)
+    return sorted(n for n in names if is_tenant_name(n))
+
+
+def connect_postgres(url: str, create: bool = True, migrate: bool = False, tenant: str | None = None) -> PgConnection:
     """Connect, check the schema is memsteward's (or empty) and set it up, under the store's lock.
+    ``tenant``: the tenant's schema beside the URL's (:func:`~memsteward.store.tenants.tenant_schema`).
 
     Raises InputError (exit 2) for a DSN that cannot connect, a missing driver, a schema holding
     foreign tables or a schema version this release does not know; nothing is changed then.
@@ -322,12 +352,11 @@ def connect_postgres(url: str, create: bool = True, migrate: bool = False) -> Pg
     # store reports that loss itself, in one line: keep the library's warning off stderr.
     logging.getLogger("psycopg").addHandler(logging.NullHandler())
     dsn, schema = _schema_name(url)
-    try:
-        raw = psycopg.connect(dsn, autocommit=True, connect_timeout=10,
-                              application_name=f"memsteward:{os.getpid()}")
-    except (psycopg.Error, ValueError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise InputError(f"cannot connect to PostgreSQL: {first[:200]}", file=shown) from None
+    if tenant is not None:
+        from .tenants import tenant_schema
+
+        schema = tenant_schema(schema, tenant, shown)
+    raw = _connect_raw(dsn, shown)
     conn = PgConnection(raw, schema)
     name = sql.Identifier(schema)  # quoted by psycopg, never by hand
     try:
