@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -85,3 +86,32 @@ def test_load_yaml_returns_plain_data(tmp_path: Path):
     f.write_text("a: &x [1, 2]\nb: *x\n")
     data, _ = load_yaml(f)
     assert data == {"a": [1, 2], "b": [1, 2]}
+
+
+def _aliased_policy(path: Path, copies: int, size: int) -> Path:
+    """One rule with a ``size``-character description, anchored and aliased ``copies`` times."""
+    lines = ["version: 1", "kinds: {record: {}, summary: {}}", "modes:",
+             '  - &r {when: {kind: summary}, mode: remove, description: "' + "x" * size + '"}']
+    path.write_text("\n".join(lines + ["  - *r"] * copies + ["  - {when: {}, mode: remove}", ""]))
+    return path
+
+
+def test_alias_expansion_is_bounded_in_bytes(tmp_path: Path):
+    """A 100 KB rule aliased 999 times expanded to 100 MB of policy, written into the store with every
+    event (issue 25: a 1-artifact delete wrote hundreds of MB). The expanded text shares the 1 MiB cap."""
+    policy = _aliased_policy(tmp_path / "alias.yaml", 999, 100_000)
+    assert policy.stat().st_size < 120_000
+    r = CliRunner().invoke(main, ["check", str(policy)])
+    assert r.exit_code == 2 and "expands to more than" in r.output and "alias.yaml" in r.output, r.output
+    db = str(tmp_path / "s.db")
+    data = Path(__file__).resolve().parent.parent / "engine" / "data" / "repair"
+    assert CliRunner().invoke(main, ["store", "import", "--store", db, str(data / "store.json")]).exit_code == 0
+    r = CliRunner().invoke(main, ["repair", "--policy", str(policy), "--store", db,
+                                  "--event", str(data / "event-delete.json")])
+    assert r.exit_code == 2 and "expands to more than" in r.output, r.output
+    con = sqlite3.connect(db)
+    assert con.execute("SELECT COUNT(*) FROM events").fetchone() == (0,)
+    con.close()
+    # a few aliases of a small rule stay fine
+    ok = _aliased_policy(tmp_path / "ok.yaml", 3, 100)
+    assert CliRunner().invoke(main, ["check", str(ok)]).exit_code in (0, 1)

@@ -126,6 +126,11 @@ def _walk(node: yaml.Node, loc: Loc, positions: dict[Loc, tuple[int, int]], name
         raise InputError(f"document expands to more than {MAX_NODES} nodes (aliases?)", file=name,
                          line=node.start_mark.line + 1, col=node.start_mark.column + 1,
                          field=dotted(loc))
+    if node.id == "scalar":  # the expanded text shares the file's cap: an event stores the policy whole
+        budget[1] += len(node.value)
+        if budget[1] > MAX_BYTES:
+            raise InputError(f"document expands to more than {MAX_BYTES} characters of text (aliases?)", file=name,
+                             line=node.start_mark.line + 1, col=node.start_mark.column + 1, field=dotted(loc))
     if depth > MAX_DEPTH:
         raise InputError(f"nesting deeper than {MAX_DEPTH} levels", file=name,
                          line=node.start_mark.line + 1, col=node.start_mark.column + 1,
@@ -194,7 +199,7 @@ def parse_yaml(name: str, text: str) -> tuple[Any, SourceMap]:
         if node is None:
             raise InputError("empty document, expected a policy mapping", file=name, line=1, col=1)
         positions: dict[Loc, tuple[int, int]] = {}
-        _walk(node, (), positions, name, 0, [0])
+        _walk(node, (), positions, name, 0, [0, 0])
         try:
             data = loader.construct_document(node)
         except yaml.constructor.ConstructorError as exc:
