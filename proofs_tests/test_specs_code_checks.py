@@ -71,10 +71,19 @@ def _erase_roots_only(monkeypatch):
     monkeypatch.setattr(execute_mod, "erasure_targets", lambda plan, rep: (real(plan, rep)[0], {}, real(plan, rep)[2]))
 
 
+def _recover_ignores_a_published_event(monkeypatch):
+    from memsteward.store.leases import Leases
+
+    real = Leases.take_event
+    monkeypatch.setattr(Leases, "take_event", lambda self, event_id: real(self, event_id) or True)
+
+
 @pytest.mark.parametrize("gid, plant", [
     ("G1", _shapley_weight_off_by_one), ("G2", _loo_sign), ("G3", _select_last_tie),
-    ("G4", _closure_ignores_executability), ("G5", _publish_unvalidated), ("G6", _erase_roots_only)],
-    ids=["G1-weights", "G2-loo", "G3-ties", "G4-executability", "G5-publish-unvalidated", "G6-roots-only"])
+    ("G4", _closure_ignores_executability), ("G5", _publish_unvalidated),
+    ("G5-lease", _recover_ignores_a_published_event), ("G6", _erase_roots_only)],
+    ids=["G1-weights", "G2-loo", "G3-ties", "G4-executability", "G5-publish-unvalidated",
+         "G5-lease-retaken", "G6-roots-only"])
 def test_bug_planted_in_the_engine_is_refuted(monkeypatch, gid: str, plant):
     plant(monkeypatch)
     r = run_check(gid)
@@ -110,6 +119,16 @@ def test_verify_cli_reports_model_and_code():
     assert text.exit_code == 0 and "code:  proved" in text.output and "broken variant" in text.output
     model_only = CliRunner().invoke(main, ["verify", "-g", "G2", "--model-only", "--json"])
     assert json.loads(model_only.stdout)[0]["code"] is None
+
+
+def test_verify_json_lists_every_code_check_of_a_guarantee():
+    r = CliRunner().invoke(main, ["verify", "-g", "G5", "--json"])
+    assert r.exit_code == 0, r.output
+    (row,) = json.loads(r.stdout)
+    checks = {c["guarantee"]: c for c in row["code_checks"]}
+    assert set(checks) == {"G5", "G5-lease"} and row["code"] == checks["G5"]
+    lease = checks["G5-lease"]
+    assert lease["result"] == "proved" and "schedules" in lease["bound"] and lease["broken_variant"]["refuted"]
 
 
 def test_verify_cli_fails_when_the_engine_is_broken(monkeypatch):

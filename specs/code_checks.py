@@ -13,6 +13,8 @@ term of the proof evaluated on that input, or an independent brute force) and sa
 | G3 | clearance.selection.clearance (Ĥ, chain, ĝ, J, ĵ)    | G3's symbolic scan ``select`` (Z3)         |
 | G4 | repair.closure.max_weight_closure (both backends)    | brute force over all 2^n selections        |
 | G5 | repair.execute.run_event / recover on a real store   | the G5 invariant on the store after events |
+| G5 | execute.recover / Leases.take_event, two recovers    | an uninterrupted run's final store (one    |
+|    | racing on a SQLite file (``G5-lease``)               | publication), and the G5 invariant         |
 | G6 | repair.execute.run_event (delete) on a real store    | no stored version holds the root's text    |
 
 Each check takes the implementation as a parameter, and each has a broken variant — a plausible
@@ -402,6 +404,126 @@ def check_g5(ignore_validation: bool = False) -> int:
     return n
 
 
+# --------------------------------------------------------------------------- G5: two recovers racing
+
+def _lease_state(store) -> dict[str, Any]:
+    """What an uninterrupted run and a raced one must agree on: every artifact's versions (number,
+    servable) and state, the event's status, and how many publication rows the audit log holds."""
+    return {"versions": {i: [(v, bool(ok)) for v, ok, _ in store.versions(i)] for i in sorted(store.states())},
+            "states": store.states(), "status": (store.event() or {}).get("status"),
+            "published": sum(1 for r in store.audit_rows() if r[3] == "publish")}
+
+
+def _take_then(store, before: Callable[[], None]) -> None:
+    """Make ``store.take_event`` run ``before`` first: this process read the event unfinished, then
+    the other recover ran, then this one tries to take the event (the interleaving of the race)."""
+    real = store.take_event
+
+    def take(event_id: int) -> bool:
+        before()
+        return real(event_id)
+
+    store.take_event = take
+
+
+def _raced_recover(path: str, crash_after: int, schedule: str, policy, event_doc: dict,
+                   reject: frozenset[str]) -> dict[str, Any]:
+    """Event on a SQLite file; the engine dies after ``crash_after`` validations; then two recovers
+    A and B (two handles, two lease owners) race by ``schedule``."""
+    from memsteward.repair.artifacts import parse_store_document
+    from memsteward.repair.events import parse_event
+    from memsteward.repair.execute import recover, run_event
+    from memsteward.store.opening import open_store
+
+    first = open_store(path, create=True)
+    first.import_snapshot(parse_store_document(_G5_STORE, "<g5>"))
+    snap = first.snapshot()
+    try:
+        run_event(first, policy, parse_event(event_doc, snap), "mincut", "networkx",
+                  oracles=_oracles(reject, crash_after, False))
+    except _Crash:
+        pass
+    first.close()  # the event's holder is gone
+    a, b = open_store(path), open_store(path)
+    try:
+        if schedule == "A then B":
+            recover(a, oracles=_oracles(reject, None, False))
+            recover(b, oracles=_oracles(reject, None, False))
+        elif schedule == "A reads, B recovers, A takes":
+            _take_then(a, lambda: recover(b, oracles=_oracles(reject, None, False)))
+            recover(a, oracles=_oracles(reject, None, False))
+        else:  # "A takes and dies, B recovers"
+            try:
+                recover(a, oracles=_oracles(reject, 0, False))
+            except _Crash:
+                pass
+            a.close()
+            recover(b, oracles=_oracles(reject, None, False))
+        bad = g5_violations(b, reject)
+        if bad is not None:
+            return {"violation": bad}
+        return _lease_state(b)
+    finally:
+        a.close()
+        b.close()
+
+
+LEASE_SCHEDULES = ("A then B", "A reads, B recovers, A takes", "A takes and dies, B recovers")
+
+
+def check_g5_lease(ignore_status: bool = False) -> int:
+    """Two ``recover`` calls racing on a SQLite file after the engine died mid-event (every event
+    type on r0, d1 rejected or not, a crash after 0 or 1 validations), by every schedule of
+    :data:`LEASE_SCHEDULES`: the final store equals the one a single uninterrupted run leaves
+    (same versions, one publication), and G5 holds. Liveness is the code's own rule for holders in
+    this process (a closed handle is a dead holder)."""
+    import tempfile
+    from importlib import resources
+
+    from memsteward.policy.loader import load_policy
+    from memsteward.repair.artifacts import parse_store_document
+    from memsteward.repair.events import parse_event
+    from memsteward.repair.execute import run_event
+    from memsteward.store.leases import Leases
+    from memsteward.store.opening import open_store
+
+    policy = load_policy(str(resources.files("memsteward") / "data" / "policies" / "default.yaml"))
+    real_take = Leases.take_event
+    if ignore_status:  # broken variant: an event already published can be taken (and run) again
+        def take_ignoring_status(self, event_id: int) -> bool:
+            with self.transaction():
+                self._lease(event_id)
+            return True
+        Leases.take_event = take_ignoring_status  # type: ignore[method-assign]
+    n = 0
+    try:
+        with tempfile.TemporaryDirectory(prefix="memsteward-g5-lease-") as tmp:
+            for k, (etype, reject, crash_after, schedule) in enumerate(itertools.product(
+                    ("delete", "correct", "migrate"), ((), ("d1",)), (0, 1), LEASE_SCHEDULES)):
+                rejected = frozenset(reject)
+                ref = open_store()
+                ref.import_snapshot(parse_store_document(_G5_STORE, "<g5>"))
+                snap = ref.snapshot()
+                doc = _event_doc(etype, ("r0",), snap)
+                run_event(ref, policy, parse_event(doc, snap), "mincut", "networkx",
+                          oracles=_oracles(rejected, None, False))
+                want = _lease_state(ref)
+                ref.close()
+                got = _raced_recover(f"{tmp}/s{k}.db", crash_after, schedule, policy, doc, rejected)
+                if got != want:
+                    raise Mismatch({"event": etype, "rejected": list(reject), "crash after validations": crash_after,
+                                    "schedule": schedule, "raced": _diff(got, want)})
+                n += 1
+    finally:
+        Leases.take_event = real_take  # type: ignore[method-assign]
+    return n
+
+
+def _diff(got: dict[str, Any], want: dict[str, Any]) -> dict[str, Any]:
+    return {k: {"raced": got.get(k), "uninterrupted": want.get(k)} for k in sorted(set(got) | set(want))
+            if got.get(k) != want.get(k)}
+
+
 # --------------------------------------------------------------------------- G6
 
 MARK = "zebra-4711"  # the deleted root's content marker: no stored version may hold it afterwards
@@ -506,6 +628,10 @@ CHECKS: dict[str, CodeCheck] = {c.guarantee: c for c in (
     CodeCheck("G5", "execute.run_event / recover on an in-memory SQLite store",
               "5 artifacts; every event type × root set × rejected set; crash after 0, 1 or no validations",
               check_g5, "validation results ignored at publication", lambda: check_g5(ignore_validation=True)),
+    CodeCheck("G5-lease", "execute.recover / Leases.take_event: two recovers racing on a SQLite file",
+              "every event type on r0 × d1 rejected or not × a crash after 0 or 1 validations × 3 schedules "
+              "(sequential; A reads, B recovers, A takes; A takes and dies, B recovers)",
+              check_g5_lease, "a published event can be taken again", lambda: check_g5_lease(ignore_status=True)),
     CodeCheck("G6", "execute.run_event (delete: erasure targets, content scan, publication) on SQLite",
               "every influence DAG on r0, d1..d3 (64) × d1 rejected or not (tracked provenance; the content scan of untracked copies is tested in test_repair_lineage_index)",
               check_g6, "only the roots' versions erased", lambda: check_g6(erase_roots_only=True)),

@@ -50,18 +50,20 @@ def verify(ids: tuple[str, ...], plan_path: str | None, store_path: str | None, 
     if store_path or case_path:
         raise click.UsageError("--store and --case go with --plan")
     from memsteward.specs import CATALOG
+    from memsteward.specs.verify import guarantee_of, verify_code
     from memsteward.specs.verify import verify as run_proofs
-    from memsteward.specs.verify import verify_code
 
     by_id = {g.id: g for g in CATALOG}
     wanted = [i.upper() for i in ids] or None
     results = run_proofs(wanted)
     code = {} if model_only else verify_code(wanted)
-    failed = [r.guarantee for r in results if not r.proved or (r.guarantee in code and not code[r.guarantee].proved)]
+    checks = {r.guarantee: [c for key, c in code.items() if guarantee_of(key) == r.guarantee] for r in results}
+    failed = [r.guarantee for r in results if not r.proved or not all(c.proved for c in checks[r.guarantee])]
     if as_json:
         emit_json([{**r.as_dict(), "name": by_id[r.guarantee].name, "statement": by_id[r.guarantee].notation,
                     "source": by_id[r.guarantee].source, "properties": list(by_id[r.guarantee].properties),
-                    "code": code[r.guarantee].as_dict() if r.guarantee in code else None} for r in results])
+                    "code": checks[r.guarantee][0].as_dict() if checks[r.guarantee] else None,
+                    "code_checks": [c.as_dict() for c in checks[r.guarantee]]} for r in results])
     else:
         for r in results:
             g = by_id[r.guarantee]
@@ -73,9 +75,9 @@ def verify(ids: tuple[str, ...], plan_path: str | None, store_path: str | None, 
                 click.echo(f"   counterexample: {r.counterexample}")
             if r.failure:
                 click.echo(f"   failure: {r.failure}")
-            if r.guarantee in code:
-                _echo_code(code[r.guarantee])
-            elif not model_only:
+            for c in checks[r.guarantee]:
+                _echo_code(c)
+            if not checks[r.guarantee] and not model_only:
                 click.echo("   code: no code-level check for this guarantee")
         click.echo(f"{len(results) - len(failed)}/{len(results)} guarantees proved"
                    + (" (models only)" if model_only else " (models and code)")
