@@ -232,3 +232,35 @@ def test_refine_recovers_what_stop_recovers_with_a_removal_no_larger(k: int, bud
 def test_refine_needs_the_budgeted_search() -> None:
     with pytest.raises(ValidationError, match="after_verified 'refine' needs search 'budgeted'"):
         ClearanceSpec(after_verified="refine")
+
+
+def test_full_reads_make_s2_the_exact_shapley_value_at_full_trials() -> None:
+    """(S2) over every middle coalition, each held at the game's trials, is Eq. 3 at those trials
+    (prefer_full); reading first scores only (the default) is Eq. 3 of a noisier game."""
+    from memsteward.clearance.attribution import all_coalitions
+    from memsteward.clearance.stratified import estimate
+
+    case = _cases(5, n=6, noise=0.3)[0]
+    game = case_game(case, ClearanceSpec(retrieval_budget=5))
+    game.values(all_coalitions(game.players))  # every coalition at the game's two trials
+    full = game.grand
+    d = {i: game.value(full) - game.value(full - {i}) for i in game.players}
+    middle = [c for c in all_coalitions(game.players) if 1 <= len(c) <= 3]
+    exact = exact_contribution(game)
+    mixed = estimate(game, d, middle, trials=1, prefer_full=True).contribution
+    first = estimate(game, d, middle, trials=1).contribution
+    assert max(abs(mixed[i] - exact[i]) for i in game.players) < 1e-9
+    assert max(abs(first[i] - exact[i]) for i in game.players) > 1e-3  # the noise the re-reads remove
+
+
+@pytest.mark.parametrize("after", ["stop", "refine"])
+def test_once_every_coalition_is_drawn_the_rest_of_b_rereads_them(after: str) -> None:
+    """K = 5: the stratified stream holds 25 middle coalitions; a search that cannot clear then spends
+    what is left re-reading them at full trials (the bound B still holds)."""
+    ids = [f"m{i}" for i in range(1, 6)]
+    game = table_game(ids, lambda s: 0.0, trials=2)
+    spec = ClearanceSpec(retrieval_budget=5, search="budgeted", call_budget=64, estimator="stratified",
+                         after_verified=after)
+    plan = run_budgeted(game, spec)
+    assert plan.removed == () and 56 <= plan.evaluator_calls <= 64  # without re-reads: 39 (12 + 2 + 25)
+    assert sum(game.holds_full(c) for c in game.seen if 1 <= len(c) <= 3) >= 10

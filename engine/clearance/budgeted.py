@@ -101,7 +101,18 @@ def _stratified(game: Game, effects: Mapping[str, float], seed: int, trials: int
     room = (game.call_budget or 0) - game.evaluator_calls
     count = max(0, min(room + game.coalitions_evaluated, MAX_SAMPLES))  # earlier rounds drew a prefix
     sample, _ = stratified_sample(game, count, seed, trials, uniform_strata)
-    return estimate_s2(game, effects, sample, trials=trials).contribution
+    if len(sample) == 2 ** game.n_players - game.n_players - 2:  # every middle coalition is read
+        reread(game, sample)
+    return estimate_s2(game, effects, sample, trials=trials, prefer_full=True).contribution
+
+
+def reread(game: Game, sample: list[frozenset[str]]) -> None:
+    """Once the draws hold every coalition, the calls left re-read them at the game's trials in
+    draw order (each re-read is paid in full), so (S2) is Eq. 3 on ever more precise values."""
+    todo = [c for c in sample if not game.holds_full(c)]
+    n = _longest(lambda m: game.affordable(todo[:m]), len(todo))
+    if n:
+        game.values(todo[:n])
 
 
 def _exact(game: Game, effects: Mapping[str, float], seed: int, trials: int | None) -> dict[str, float] | None:

@@ -161,6 +161,10 @@ class Game:
         """ν(S): the recovery predicate on v̂(S) (Eq. 19, 22)."""
         return self.recovery.holds(self.value(coalition))
 
+    def holds_full(self, coalition: Iterable[str]) -> bool:
+        """Whether this view has paid for v̂(S) at the game's trials (reading it again is free)."""
+        return self._seen.get(self._coalition(coalition), 0) >= FULL
+
     def cost_of(self, coalitions: Iterable[Iterable[str]], trials: int | None = None) -> int:
         """Upper bound of the calls evaluating these coalitions would add to this view."""
         partial = trials is not None and trials < self.trials

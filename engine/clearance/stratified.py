@@ -150,8 +150,13 @@ class StratifiedEstimate:
 
 
 def estimate(game: Game, effects: Mapping[str, float], sample: Sequence[Coalition],
-             confidence: float = 0.95, trials: int | None = None) -> StratifiedEstimate:
-    """(S2) from the sampled middle-stratum coalitions (plus ∅, M and the LOO coalitions)."""
+             confidence: float = 0.95, trials: int | None = None,
+             prefer_full: bool = False) -> StratifiedEstimate:
+    """(S2) from the sampled middle-stratum coalitions (plus ∅, M and the LOO coalitions).
+
+    ``prefer_full``: a sampled coalition this view already holds at the game's trials (a verified
+    candidate, a re-read) enters with that value instead of its first ``trials`` scores.
+    """
     players, k = game.players, game.n_players
     full = game.grand
     if k <= 2:  # no middle stratum: (S1) is exact from ∅, the singletons (= LOO) and M
@@ -162,8 +167,10 @@ def estimate(game: Game, effects: Mapping[str, float], sample: Sequence[Coalitio
     for c in dict.fromkeys(sample):
         if 1 <= len(c) <= k - 2:
             by_size[len(c)].append(c)
-    values = dict(zip((c for cs in by_size.values() for c in cs),
-                      game.values([c for cs in by_size.values() for c in cs], trials)))
+    drawn = [c for cs in by_size.values() for c in cs]
+    full_ones = [c for c in drawn if prefer_full and game.holds_full(c)]
+    values = dict(zip(drawn, game.values(drawn, trials)))
+    values.update(zip(full_ones, game.values(full_ones)))
     psi = {i: f.shapley(i) for i in players}  # r = 0 on the exact strata 0, K − 1, K
     variance_term, bias = 0.0, 0.0
     for s, cs in by_size.items():
