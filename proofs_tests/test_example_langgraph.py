@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from conftest import pg_dsn
 
-from memsteward.integrations.langgraph import store as governed
+from memsteward.integrations.langgraph import events as governed
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "langgraph_memory.py"
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
@@ -274,14 +274,15 @@ class MemoryReads:
     # ------------------------------------------------------------------ the write path
 
     def record(self, artifact: Artifact | Mapping[str, Any], inputs: Sequence[str] = (),
-               semantic: Sequence[str] = (), *, reingest: str = "refuse", wait: float | None = None) -> Artifact:
+               semantic: Sequence[str] = (), *, reingest: str = "refuse", wait: float | None = None,
+               before_commit: Callable[[], None] | None = None) -> Artifact:
         return self.record_many([prepare(artifact, inputs, semantic, file=self.path)], reingest=reingest,
-                                wait=wait)[0]
+                                wait=wait, before_commit=before_commit)[0]
 
     def record_many(self, writes: Sequence[Write | Mapping[str, Any]], *, reingest: str = "refuse",
-                    wait: float | None = None) -> list[Artifact]:
+                    wait: float | None = None, before_commit: Callable[[], None] | None = None) -> list[Artifact]:
         batch = [w if isinstance(w, Write) else parse_put(w, self.path, f"writes[{k}].") for k, w in enumerate(writes)]
-        return retry_busy(lambda: self._record_once(batch, reingest), wait)
+        return retry_busy(lambda: self._record_once(batch, reingest, before_commit), wait)
 
     def _live_event(self) -> LiveEvent | None:
         open_ = sorted(i for i, r in self.t.events.items() if r[4] != "done")
@@ -295,11 +296,15 @@ class MemoryReads:
         return pending_tombstones((i, _load(r[0])) for (i, v), r in sorted(t.versions.items())
                                   if i in live.roots and not r[3] and r[2] != live.id)
 
-    def _record_once(self, batch: Sequence[Write], reingest: str) -> list[Artifact]:
+    def _record_once(self, batch: Sequence[Write], reingest: str,
+                     before_commit: Callable[[], None] | None = None) -> list[Artifact]:
         self._refusal: tuple[str, dict[str, Any]] | None = None
         try:
             with self.transaction():
-                return self._apply_writes(batch, reingest, self._live_event())
+                out = self._apply_writes(batch, reingest, self._live_event())
+                if before_commit is not None:
+                    before_commit()
+                return out
         except WriteRefused:
             if self._refusal is not None:  # fenced or tombstoned: the refusal's audit row commits, nothing else
                 with self.transaction():

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -35,7 +35,8 @@ class Writes(Transitions):
     _live_cache: tuple[int, frozenset[str] | None, dict[str, str] | None] | None = None
 
     def record(self, artifact: Artifact | Mapping[str, Any], inputs: Sequence[str] = (),
-               semantic: Sequence[str] = (), *, reingest: str = "refuse", wait: float | None = None) -> Artifact:
+               semantic: Sequence[str] = (), *, reingest: str = "refuse", wait: float | None = None,
+               before_commit: Callable[[], None] | None = None) -> Artifact:
         """Append one artifact version with its provenance, in one transaction (the write path).
 
         ``inputs`` are the artifacts it was produced from (influence edges ``input → artifact``,
@@ -58,6 +59,10 @@ class Writes(Transitions):
             its publication (:mod:`.live`): retried for up to ``wait`` seconds (None:
             ``MEMSTEWARD_WRITE_WAIT``, default 30), then refused with ``reason == "busy"``.
 
+        ``before_commit`` is called inside the transaction once every check passed and the rows are
+        written, just before COMMIT (never for a refused write; again if the transaction is
+        retried): an adapter starts its own durable write there, so the two commits overlap.
+
         Examples
         --------
         >>> from memsteward.store import open_store
@@ -70,10 +75,10 @@ class Writes(Transitions):
         2
         """
         return self.record_many([prepare(artifact, inputs, semantic, file=self.path)], reingest=reingest,
-                                wait=wait)[0]
+                                wait=wait, before_commit=before_commit)[0]
 
     def record_many(self, writes: Sequence[Write | Mapping[str, Any]], *, reingest: str = "refuse",
-                    wait: float | None = None) -> list[Artifact]:
+                    wait: float | None = None, before_commit: Callable[[], None] | None = None) -> list[Artifact]:
         """Record a batch of writes in ONE transaction: all of them, or (on any refusal) none.
 
         Each item is a :class:`~memsteward.repair.writes.Write` or a ``store put`` object
@@ -84,10 +89,11 @@ class Writes(Transitions):
 
         batch = [w if isinstance(w, Write) else parse_put(w, self.path, f"writes[{k}].")
                  for k, w in enumerate(writes)]
-        return retry_busy(lambda: self._record_once(batch, reingest), wait)
+        return retry_busy(lambda: self._record_once(batch, reingest, before_commit), wait)
 
     @retrying
-    def _record_once(self, batch: Sequence[Write], reingest: str) -> list[Artifact]:
+    def _record_once(self, batch: Sequence[Write], reingest: str,
+                     before_commit: Callable[[], None] | None = None) -> list[Artifact]:
         """One attempt of :meth:`record_many`: one transaction."""
         refused: WriteRefused | None = None
         out: list[Artifact] = []
@@ -99,6 +105,8 @@ class Writes(Transitions):
                     refused = exc  # committed below: the refusal's audit row, nothing else
                 else:
                     raise
+            if refused is None and before_commit is not None:
+                before_commit()
         if refused is not None:
             raise refused
         return out

@@ -26,7 +26,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["SNAPSHOT_WAIT", "files", "raw_items", "scrub", "snapshot_holders", "vector_rows"]
+__all__ = ["SNAPSHOT_WAIT", "files", "is_postgres", "raw_items", "scrub", "snapshot_holders", "vector_rows"]
 
 PAGE = 500
 MAX_ITEMS = 1_000_000
@@ -39,8 +39,12 @@ def _sqlite(inner: Any) -> sqlite3.Connection | None:
     return conn if isinstance(conn, sqlite3.Connection) else None
 
 
-def _pg(inner: Any) -> bool:
+def is_postgres(inner: Any) -> bool:
+    """Whether ``inner`` is LangGraph's ``PostgresStore`` (its tables on a PostgreSQL server)."""
     return type(inner).__name__ in ("PostgresStore",) and callable(getattr(inner, "_cursor", None))
+
+
+_pg = is_postgres
 
 
 def scrub(inner: Any, wait: float = SNAPSHOT_WAIT) -> dict[str, Any]:

@@ -1,0 +1,99 @@
+"""GovernedStore over a real PostgresStore: the wrapped put starts inside memsteward's record
+transaction, after every check and before its COMMIT, so the two durable commits overlap; a refused
+write never reaches the wrapped store; a record whose COMMIT fails leaves no wrapped item behind."""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+
+import psycopg
+import pytest
+from conftest import pg_dsn
+from psycopg.rows import dict_row
+
+import memsteward
+from memsteward.integrations.langgraph import GovernedStore, GovernedWriteRefused
+
+POLICY = memsteward.load_policy(memsteward.bundled_path("policies", "default.yaml"))
+NS = ("users", "dana")
+
+
+@pytest.fixture
+def gs(tmp_path):
+    from langgraph.store.postgres import PostgresStore
+
+    dsn, name = pg_dsn(), f"lgw_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        admin.execute(f'CREATE SCHEMA "{name}"')
+    conn = psycopg.connect(dsn, autocommit=True, prepare_threshold=0, row_factory=dict_row,
+                           options=f"-c search_path={name}")
+    inner = PostgresStore(conn)
+    inner.setup()
+    yield GovernedStore(inner, memsteward.open_store(tmp_path / "prov.db"), POLICY)
+    conn.close()
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        admin.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+
+
+def _spy(gs, monkeypatch) -> list[tuple[str, bool]]:
+    """(key, memsteward's record transaction open?) of every put the wrapped store receives."""
+    seen: list[tuple[str, bool]] = []
+    real = gs.inner.batch
+
+    def batch(ops):
+        ops = list(ops)
+        seen.extend((op.key, gs.store.conn.in_transaction) for op in ops if getattr(op, "value", None) is not None)
+        return real(ops)
+
+    monkeypatch.setattr(gs.inner, "batch", batch)
+    return seen
+
+
+def test_the_wrapped_put_runs_inside_the_record_transaction(gs, monkeypatch):
+    seen = _spy(gs, monkeypatch)
+    gs.put(NS, "a", {"content": "Dana keeps bees on the roof."})
+    gs.put(NS, "a", {"content": "Dana keeps bees in the garden."})  # an overwrite without dependants
+    assert seen == [("a", True), ("a", True)], "started before COMMIT: the two commits overlap"
+    assert gs.get(NS, "a").value == {"content": "Dana keeps bees in the garden."}
+    assert gs.store.get(gs.artifact_id(NS, "a")).content == "Dana keeps bees in the garden."
+
+
+def test_a_refused_put_never_reaches_the_wrapped_store(gs, monkeypatch):
+    gs.put(NS, "a", {"content": "Dana's door code is 1-9-8-4 and never changes."})
+    gs.put(NS, "b", {"content": "Dana likes jazz."})
+    gs.delete(NS, "a")
+    seen = _spy(gs, monkeypatch)
+    with pytest.raises(GovernedWriteRefused):  # a derived value saying erased content again
+        gs.put(NS, "s", {"content": "Dana's door code is 1-9-8-4 and never changes.",
+                         "derived_from": [[list(NS), "b"]]})
+    assert seen == [] and gs.inner.get(NS, "s") is None
+
+
+class _FailingCommit:
+    """memsteward's SQLite connection whose COMMIT fails (rolled back, as a failed commit is)."""
+
+    def __init__(self, conn) -> None:
+        self.conn = conn
+
+    def execute(self, sql, *args):
+        if sql.strip().upper() == "COMMIT":
+            self.conn.execute("ROLLBACK")
+            raise sqlite3.OperationalError("disk I/O error (injected at COMMIT)")
+        return self.conn.execute(sql, *args)
+
+    def __getattr__(self, name):
+        return getattr(self.conn, name)
+
+
+def test_a_failed_commit_leaves_no_wrapped_item(gs, monkeypatch):
+    seen = _spy(gs, monkeypatch)
+    real = gs.store.conn
+    gs.store.conn = _FailingCommit(real)
+    try:
+        with pytest.raises(sqlite3.OperationalError):
+            gs.put(NS, "x", {"content": "Dana's new phone number is 555-0199."})
+    finally:
+        gs.store.conn = real
+    assert seen == [("x", True)], "the wrapped put had started"
+    assert gs.inner.get(NS, "x") is None and gs.artifact_id(NS, "x") is None
