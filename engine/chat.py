@@ -1,21 +1,31 @@
 """One chat-completions call to an OpenAI-compatible endpoint, under a total deadline.
 
 Every model call memsteward makes (the ``openai`` evaluator of MeClear, LLM ``regen`` of
-MemoRepair) goes through :meth:`ChatClient.complete`, which POSTs ``{base_url}/chat/completions``
-with the standard library's :mod:`http.client` and reads the reply itself (the ``openai`` client
-offers per-read timeouts only, and its errors may quote reply bodies), so that:
+MemoRepair, the ``openai`` embedder) goes through :meth:`ChatClient.complete` (or its ``_call``),
+which sends the request with the official ``openai`` SDK (``chat.completions`` / ``embeddings``,
+``with_raw_response``). The SDK is configured and wrapped, not reimplemented: its own retries are
+off (``max_retries=0``; this module retries against the deadline), it is given every setting it
+would otherwise read from the environment, and its HTTP client (``httpx2``, no proxies from the
+environment, no redirects) sends through :class:`_Guard`, a transport that sees the final request
+and the reply's bytes. So that:
 
 * **a total deadline bounds the call**: connect, upload, every read, every retry and every backoff
-  sleep end ``deadline`` seconds after the call started. The body is read chunk by chunk and the
-  clock is checked after each chunk, so a server trickling one byte at a time cannot stretch a
-  call (a per-read ``timeout`` alone cannot promise that: each byte restarts it).
+  sleep end ``deadline`` seconds after the call started. The guard reads the body chunk by chunk
+  and checks the clock after each chunk, so a server trickling one byte at a time cannot stretch a
+  call (a per-read ``timeout``, all the SDK offers, cannot promise that: each byte restarts it).
 * **retries are bounded**: transient failures — a refused or dropped connection (also mid-body),
   a timeout, HTTP 429 (its ``Retry-After`` honoured when it fits the deadline), 5xx, and a body
   that is not a chat completion (not JSON, HTML, no ``choices``, no string ``content``) — are
   retried at most ``retries`` times with exponential backoff. Other 4xx are not retried.
 * **errors leak nothing**: an :class:`EndpointError` names the endpoint URL, the HTTP status and
   what was wrong with the reply, never a request header, the API key or any of the response body
-  (an endpoint may echo the request's headers back).
+  (an endpoint may echo the request's headers back); the SDK's exceptions, whose messages quote the
+  body, are mapped by type and status only.
+* **only this endpoint's key goes out**: the guard sends the request to the endpoint's own scheme,
+  host and port only, drops every header but the SDK's plain protocol headers, and sets
+  ``Authorization`` itself from ``api_key_env`` (none for a loopback endpoint without a key), so
+  neither the SDK's environment (``OPENAI_ADMIN_KEY``, ``OPENAI_ORG_ID``, ``OPENAI_PROJECT_ID``,
+  ``OPENAI_CUSTOM_HEADERS``, ``OPENAI_BASE_URL``) nor a proxy setting reaches a policy's endpoint.
 * **replies are bounded**: at most :data:`MAX_BODY` bytes are read;
 * **replies can be archived**: with an :class:`~memsteward.archive.Archive`, a request already
   answered is served from it (no call), and every new reply is stored before it is returned.
@@ -27,19 +37,24 @@ loopback endpoint without a key is called without an ``Authorization`` header.
 from __future__ import annotations
 
 import email.utils
-import http.client
 import json
 import math
 import os
 import ssl
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlparse
 
 from .archive import Archive, ArchiveError, request_key
 from .policy.endpoints import own_secret
 from .policy.model import MAX_DEADLINE_S, Endpoint
+
+if TYPE_CHECKING:
+    import httpx2
+    import openai
 
 MAX_BODY = 1 << 20  # bytes of one reply
 MAX_RETRY_AFTER = 60.0  # seconds: a longer Retry-After fails the call instead of waiting
@@ -115,6 +130,70 @@ def completion_text(body: bytes) -> str:
     return content
 
 
+#: request headers the guard lets through (the SDK's protocol headers); everything else is dropped
+SENT_HEADERS = frozenset({"host", "accept", "accept-encoding", "content-type", "content-length", "connection",
+                          "user-agent"})
+
+
+class _Cut(Exception):
+    """The guard stopped reading a reply (message is safe; ``retry``: worth another attempt)."""
+
+    def __init__(self, message: str, retry: bool) -> None:
+        super().__init__(message)
+        self.retry = retry
+
+
+def _guard_class() -> type:
+    """:class:`_Guard`, built on first use (``httpx2`` is imported only when a model is called)."""
+    import httpx2
+
+    class Capped(httpx2.SyncByteStream):
+        """A reply body that stops at the size bound and at the deadline (checked after each chunk)."""
+
+        def __init__(self, inner: Any, end: float, total: float) -> None:
+            self.inner, self.end, self.total = inner, end, total
+
+        def __iter__(self) -> Iterator[bytes]:
+            size = 0
+            for chunk in self.inner:
+                size += len(chunk)
+                if size > MAX_BODY:
+                    raise _Cut(f"the reply is larger than {MAX_BODY} bytes", retry=False)
+                if time.monotonic() > self.end:
+                    raise _Cut(f"the reply did not complete within the {self.total:g}s deadline", retry=True)
+                yield chunk
+
+        def close(self) -> None:
+            self.inner.close()
+
+    class Guard(httpx2.BaseTransport):
+        """The last step before the wire: the endpoint's origin only, plain headers, our key."""
+
+        def __init__(self, origin: tuple[str, str, int | None], key: str) -> None:
+            self.inner = httpx2.HTTPTransport(trust_env=False, verify=ssl.create_default_context())
+            self.origin, self.key = origin, key
+            self.local = threading.local()  # (end, total) of the call running on this thread
+
+        def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+            url = request.url
+            if (url.scheme, url.host, url.port) != self.origin:
+                raise _Cut("the request left the endpoint's origin", retry=False)
+            headers = {n: v for n, v in request.headers.items() if n.lower() in SENT_HEADERS}
+            if self.key:
+                headers["Authorization"] = f"Bearer {self.key}"
+            sent = httpx2.Request(request.method, url, headers=headers, stream=request.stream,
+                                  extensions=request.extensions)  # the SDK's own request keeps its markers
+            end, total = self.local.deadline
+            reply = self.inner.handle_request(sent)
+            return httpx2.Response(reply.status_code, headers=reply.headers, request=request,
+                                   stream=Capped(reply.stream, end, total), extensions=reply.extensions)
+
+        def close(self) -> None:
+            self.inner.close()
+
+    return Guard
+
+
 @dataclass
 class ChatClient:
     """Chat completions against one endpoint with bounded retries and a total ``deadline``."""
@@ -129,17 +208,21 @@ class ChatClient:
     def __post_init__(self) -> None:
         if own_secret(self.endpoint.api_key_env):  # never memsteward's own secret as a Bearer token
             raise EndpointError(f"api_key_env {self.endpoint.api_key_env!r} is one of memsteward's own secrets", 0)
-        key = os.environ.get(self.endpoint.api_key_env, "")
-        self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if key:
-            self._headers["Authorization"] = f"Bearer {key}"
-        self._url = self.endpoint.base_url.rstrip("/") + self.ROUTE
+        self._key = os.environ.get(self.endpoint.api_key_env, "")
+        self._base = self.endpoint.base_url.rstrip("/")
+        self._url = self._base + self.ROUTE
         parsed = urlparse(self._url)
         if parsed.scheme not in ("http", "https") or not parsed.hostname:
             raise EndpointError(f"endpoint {self.endpoint.base_url!r} is not an http(s) URL", 0)
-        self._https = parsed.scheme == "https"
-        self._host, self._port, self._path = parsed.hostname, parsed.port, parsed.path
-        self.has_key = bool(key)
+        try:
+            port = parsed.port
+        except ValueError:
+            raise EndpointError(f"endpoint {self.endpoint.base_url!r} has an invalid port", 0) from None
+        self._origin = (parsed.scheme, parsed.hostname, port)
+        self._sdk: openai.OpenAI | None = None
+        self._guard: Any = None
+        self._lock = threading.Lock()
+        self.has_key = bool(self._key)
 
     @property
     def total(self) -> float:
@@ -151,7 +234,25 @@ class ChatClient:
         return min(default_deadline(self.endpoint, self.backoff), MAX_DEADLINE_S)
 
     def close(self) -> None:
-        """Nothing is held between calls (one connection per attempt)."""
+        """Close the SDK client and its connections (a later call opens new ones)."""
+        with self._lock:
+            sdk, self._sdk = self._sdk, None
+        if sdk is not None:
+            sdk.close()
+
+    def _client(self) -> openai.OpenAI:
+        """The SDK client, made once: every setting given (none read from the environment)."""
+        with self._lock:
+            if self._sdk is None:
+                import httpx2
+                import openai
+
+                self._guard = _guard_class()(self._origin, self._key)
+                http = httpx2.Client(transport=self._guard, trust_env=False, follow_redirects=False)
+                self._sdk = openai.OpenAI(api_key=self._key or "unused", admin_api_key="", organization="",
+                                          project="", webhook_secret="", base_url=self._base, max_retries=0,
+                                          default_headers={}, http_client=http)
+            return self._sdk
 
     def complete(self, model: str, messages: list[dict[str, str]], temperature: float,
                  seed: int | None = None) -> tuple[str, int]:
@@ -183,13 +284,13 @@ class ChatClient:
         return text, attempts
 
     def _call(self, payload: dict[str, Any]) -> tuple[str, int]:
-        body = json.dumps(payload, ensure_ascii=False).encode()
+        self._client()  # made (and the SDK imported) before the clock starts
         end = time.monotonic() + self.total
         attempts = 0
         while True:
             attempts += 1
             try:
-                return self._attempt(body, end), attempts
+                return self._attempt(payload, end), attempts
             except _Fatal as exc:
                 raise EndpointError(f"{self._where()}: {exc}", attempts) from None
             except _Retryable as exc:
@@ -212,65 +313,67 @@ class ChatClient:
     def _where(self) -> str:
         return f"endpoint {self._url}"
 
-    def _connection(self, timeout: float) -> http.client.HTTPConnection:
-        if self._https:
-            return http.client.HTTPSConnection(self._host, self._port, timeout=timeout,
-                                               context=ssl.create_default_context())
-        return http.client.HTTPConnection(self._host, self._port, timeout=timeout)
+    def _send(self, sdk: openai.OpenAI, payload: dict[str, Any], timeout: float) -> httpx2.Response:
+        """One request through the SDK; the raw reply (its body read through the guard)."""
+        raw = sdk.chat.completions.with_raw_response.create(**payload, timeout=timeout)
+        return raw.http_response
 
-    def _attempt(self, body: bytes, end: float) -> str:
+    def _attempt(self, payload: dict[str, Any], end: float) -> str:
         left = end - time.monotonic()
         if left <= 0:
             raise _Retryable(f"the {self.total:g}s deadline passed")
-        conn = self._connection(min(self.endpoint.timeout, left))
+        sdk = self._client()
+        self._guard.local.deadline = (end, self.total)
         try:
-            conn.request("POST", self._path, body=body, headers=self._headers)
-            resp = conn.getresponse()
-            status = resp.status
-            wait = retry_after(resp.getheader("Retry-After"))
-            data = self._read(resp, end)
-        except TimeoutError:
-            raise _Retryable(f"no reply within the {self.endpoint.timeout:g}s timeout") from None
-        except (http.client.IncompleteRead, http.client.RemoteDisconnected, ConnectionResetError,
-                ConnectionAbortedError, BrokenPipeError):
-            raise _Retryable("the connection dropped before the reply was complete") from None
-        except ssl.SSLError:
-            raise _Retryable("TLS handshake failed") from None
-        except http.client.HTTPException as exc:  # a reply that is not HTTP: name its type only
-            raise _Retryable(f"the reply is not valid HTTP ({type(exc).__name__})") from None
-        except OSError:
-            raise _Retryable("cannot connect") from None
-        finally:
-            conn.close()
-        if status == 429:
-            raise _Retryable("rate limited (HTTP 429)", wait)
-        if status >= 500:
-            raise _Retryable(f"server error (HTTP {status})")
-        if status in (401, 403):
-            raise _Fatal(f"the request was refused (HTTP {status}; check the key in "
-                         f"${self.endpoint.api_key_env})")
-        if status != 200:
-            raise _Fatal(f"the request was rejected (HTTP {status})")
+            data = self._send(sdk, payload, min(self.endpoint.timeout, left)).content
+        except Exception as exc:  # noqa: BLE001 (mapped by type; the SDK's messages quote bodies)
+            raise _failure(exc, self.endpoint) from None
         return self._parse(data)
 
     def _parse(self, data: bytes) -> str:
         return completion_text(data)
 
-    def _read(self, resp: http.client.HTTPResponse, end: float) -> bytes:
-        """The body, chunk by chunk, checking the size bound and the deadline after each chunk."""
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            chunk = resp.read1(65536)
-            if not chunk:
-                break
-            size += len(chunk)
-            if size > MAX_BODY:
-                raise _Fatal(f"the reply is larger than {MAX_BODY} bytes")
-            chunks.append(chunk)
-            if time.monotonic() > end:
-                raise _Retryable(f"the reply did not complete within the {self.total:g}s deadline")
-        expected = resp.getheader("Content-Length")
-        if expected is not None and expected.isdigit() and size < int(expected):
-            raise http.client.IncompleteRead(b"", int(expected) - size)
-        return b"".join(chunks)
+
+def _cut_in(exc: BaseException) -> _Cut | None:
+    """The guard's :class:`_Cut` behind an SDK exception, if any."""
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None or isinstance(seen, _Cut):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def _failure(exc: Exception, endpoint: Endpoint) -> _Retryable | _Fatal:
+    """What one failed attempt means, from the exception's type and the HTTP status only."""
+    import httpx2
+    import openai
+
+    cut = _cut_in(exc)
+    if cut is not None:
+        return _Retryable(str(cut)) if cut.retry else _Fatal(str(cut))
+    if isinstance(exc, openai.APIStatusError):
+        status = exc.status_code
+        if status == 429:
+            return _Retryable("rate limited (HTTP 429)", retry_after(exc.response.headers.get("Retry-After")))
+        if status >= 500:
+            return _Retryable(f"server error (HTTP {status})")
+        if status in (401, 403):
+            return _Fatal(f"the request was refused (HTTP {status}; check the key in ${endpoint.api_key_env})")
+        return _Fatal(f"the request was rejected (HTTP {status})")
+    if isinstance(exc, openai.APITimeoutError):
+        return _Retryable(f"no reply within the {endpoint.timeout:g}s timeout")
+    cause = exc.__cause__ if isinstance(exc, openai.APIConnectionError) else exc
+    if isinstance(cause, httpx2.TimeoutException):
+        return _Retryable(f"no reply within the {endpoint.timeout:g}s timeout")
+    if isinstance(cause, httpx2.ConnectError):
+        return _Retryable("cannot connect")
+    if isinstance(cause, (httpx2.RemoteProtocolError, httpx2.ReadError, httpx2.WriteError)):
+        return _Retryable("the connection dropped before the reply was complete")
+    if isinstance(cause, ssl.SSLError):
+        return _Retryable("TLS handshake failed")
+    if isinstance(cause, httpx2.HTTPError):  # a reply that is not HTTP: name its type only
+        return _Retryable(f"the reply is not valid HTTP ({type(cause).__name__})")
+    if isinstance(exc, (openai.OpenAIError, OSError)):
+        return _Retryable(f"the request failed ({type(cause or exc).__name__})")
+    raise exc

@@ -11,7 +11,7 @@ until the test ends · ``trickle`` a long body, one byte every 0.1 s · ``429`` 
 ``Retry-After: 0`` · ``drop`` the connection closes mid-body · ``500`` a server error ·
 ``echo`` HTTP 400 whose body echoes every request header (as some proxies do) ·
 ``echo200`` a completion whose content echoes every request header · ``leak`` a completion that
-repeats the prompt (its instructions and ``<records>`` markup), as a small model does.
+repeats the prompt (its instructions and ``<records>`` markup), as a small model does · ``redirect`` HTTP 307 to another port.
 
 Every request is logged (``requests``: path, headers, body), so tests count calls; with
 ``hang_after = n`` the first n requests are answered and every later one hangs.
@@ -31,7 +31,7 @@ from memsteward.clearance.game import Memory
 
 GARBAGE = "\x00\ufffd ##!! <memories> ignore"
 FAULTS = ("json", "html", "nochoices", "empty", "control", "hang", "trickle", "429", "drop", "500",
-          "echo", "echo200", "leak")
+          "echo", "echo200", "leak")  # plus "redirect" (test_llm_sdk_client.py)
 
 
 def healthy_reply(body: dict) -> str:
@@ -156,6 +156,8 @@ def _handler(script: ScriptedLLM) -> type[BaseHTTPRequestHandler]:
                 self._send(400, json.dumps({"error": {"message": echoed}}).encode())
             elif fault == "echo200":
                 self._send(200, completion(echoed))
+            elif fault == "redirect":  # a client must not follow it (the key would go along)
+                self._send(307, b"", extra={"Location": "http://127.0.0.1:9/v1/chat/completions"})
             elif fault == "leak":
                 self._send(200, completion(body["messages"][-1]["content"] + "\nSummary:"))
             else:

@@ -65,6 +65,11 @@ class HashEmbedder:
 class _EmbeddingClient(ChatClient):
     ROUTE = "/embeddings"
 
+    def _send(self, sdk: Any, payload: dict[str, Any], timeout: float) -> Any:
+        raw = sdk.embeddings.with_raw_response.create(model=payload["model"], input=payload["input"],
+                                                      encoding_format="float", timeout=timeout)
+        return raw.http_response
+
     def _parse(self, data: bytes) -> str:
         try:
             doc = json.loads(data)

@@ -3,7 +3,7 @@
 Any OpenAI-compatible chat-completions endpoint. The successor is written from the artifact's
 post-event support only (Ret(e) inputs and staged prerequisite successors, MemoRepair §2.3),
 passed as fenced JSON data — never its invalidated previous content. Calls go through
-:class:`memsteward.chat.ChatClient` (per-read timeout, total deadline, bounded retries of
+:class:`memsteward.chat.ChatClient` (the openai SDK; per-read timeout, total deadline, bounded retries of
 transient failures and malformed replies), use the policy's temperature and a fixed seed, and are
 cached by identity (model, messages, temperature, seed) for the life of the process.
 

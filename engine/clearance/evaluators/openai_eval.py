@@ -8,7 +8,7 @@ reference — an LLM judge (CORRECT / INCORRECT) or the lexical token-F1 judge (
   so the closing fence cannot occur inside) and the system prompt says they are not
   instructions.
 * Requests run concurrently on a bounded thread pool (``concurrency``) through
-  :class:`memsteward.chat.ChatClient`: a per-read ``timeout``, a total ``deadline`` per call,
+  :class:`memsteward.chat.ChatClient` (the openai SDK): a per-read ``timeout``, a total ``deadline`` per call,
   bounded retries of transient failures and of malformed replies (see :mod:`memsteward.chat`).
   Every attempt counts as one evaluator call. A call that still fails raises
   :class:`EvaluatorError` (one line, no secret in it); nothing is guessed in its place.
