@@ -78,12 +78,26 @@ def _recover_ignores_a_published_event(monkeypatch):
     monkeypatch.setattr(Leases, "take_event", lambda self, event_id: real(self, event_id) or True)
 
 
+def _file_step_only_for_erased_roots(monkeypatch):
+    from memsteward.store.erasure import Erasure
+
+    real = Erasure.erase_physically
+
+    def erase_physically(self, event_id, needles, *a, **k):
+        ev = self.event()
+        if ev is not None and ev["event"]["type"] == "correct":
+            return None  # the bug: the file step runs for deletes only
+        return real(self, event_id, needles, *a, **k)
+    monkeypatch.setattr(Erasure, "erase_physically", erase_physically)
+
+
 @pytest.mark.parametrize("gid, plant", [
     ("G1", _shapley_weight_off_by_one), ("G2", _loo_sign), ("G3", _select_last_tie),
     ("G4", _closure_ignores_executability), ("G5", _publish_unvalidated),
-    ("G5-lease", _recover_ignores_a_published_event), ("G6", _erase_roots_only)],
+    ("G5-lease", _recover_ignores_a_published_event), ("G6", _erase_roots_only),
+    ("G6-files", _file_step_only_for_erased_roots)],
     ids=["G1-weights", "G2-loo", "G3-ties", "G4-executability", "G5-publish-unvalidated",
-         "G5-lease-retaken", "G6-roots-only"])
+         "G5-lease-retaken", "G6-roots-only", "G6-files-no-file-step-for-corrections"])
 def test_bug_planted_in_the_engine_is_refuted(monkeypatch, gid: str, plant):
     plant(monkeypatch)
     r = run_check(gid)

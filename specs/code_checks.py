@@ -16,6 +16,8 @@ term of the proof evaluated on that input, or an independent brute force) and sa
 | G5 | execute.recover / Leases.take_event, two recovers    | an uninterrupted run's final store (one    |
 |    | racing on a SQLite file (``G5-lease``)               | publication), and the G5 invariant         |
 | G6 | repair.execute.run_event (delete) on a real store    | no stored version holds the root's text    |
+| G6 | run_event (delete, privacy correction) on SQLite     | no version, servable artifact or byte of   |
+|    | files (``G6-files``)                                 | the database file or WAL holds it          |
 
 Each check takes the implementation as a parameter, and each has a broken variant — a plausible
 bug planted in a wrapper of the real code — that the same check must refute with a concrete
@@ -598,6 +600,58 @@ def check_g6(erase_roots_only: bool = False) -> int:
     return n
 
 
+def _files_bytes(path: str) -> bytes:
+    from pathlib import Path
+
+    return b"".join(Path(path + suffix).read_bytes() for suffix in ("", "-wal", "-journal")
+                    if Path(path + suffix).exists())
+
+
+def check_g6_files(ignore_privacy: bool = False) -> int:
+    """The real engine on SQLite *files*: every influence DAG among r0, d1, d2, d3 (64) × a delete
+    of r0 or a correction of r0 marked ``privacy``: afterwards no stored version holds r0's text,
+    nothing servable does, and no byte of it is in the database file or its WAL."""
+    import dataclasses
+    import tempfile
+    from importlib import resources
+
+    from memsteward.policy.loader import load_policy
+    from memsteward.repair import execute
+    from memsteward.repair.artifacts import parse_store_document
+    from memsteward.repair.events import parse_event
+    from memsteward.store.opening import open_store
+
+    policy = load_policy(str(resources.files("memsteward") / "data" / "policies" / "default.yaml"))
+    nodes = ("r0", "d1", "d2", "d3")
+    pairs = list(itertools.combinations(nodes, 2))
+    fixed = {"id": "r0", "kind": "record", "content": {"text": "the user moved away.", "label": "a"}}
+    docs = {"delete": {"type": "delete", "roots": ["r0"]},
+            "privacy correction": {"type": "correct", "roots": ["r0"], "replacements": [fixed], "privacy": True}}
+    n = 0
+    with tempfile.TemporaryDirectory(prefix="memsteward-g6-") as tmp:
+        for k, bits in enumerate(itertools.product((False, True), repeat=len(pairs))):
+            edges = tuple(e for e, on in zip(pairs, bits) if on)
+            for name, doc in docs.items():
+                path = f"{tmp}/g6-{k}-{name[0]}.db"
+                store = open_store(path, create=True)
+                store.import_snapshot(parse_store_document(_g6_store(edges, False), "<g6>"))
+                event = parse_event(doc, store.snapshot())
+                if ignore_privacy:  # broken variant: a privacy correction erases like a plain one
+                    event = dataclasses.replace(event, privacy=False)
+                execute.run_event(store, policy, event, "mincut", "networkx", oracles=_oracles(frozenset(), None, False))
+                held = [f"{i}@v{v}" for i in store.states() for v, _, _ in store.versions(i)
+                        if MARK in json.dumps(store.version_of(i, v).content)]
+                served = [a.id for a in store.serve() if MARK in json.dumps(a.content)]
+                on_disk = MARK.encode() in _files_bytes(path)  # while open: the WAL as a reader finds it
+                store.close()
+                if held or served or on_disk:
+                    raise Mismatch({"event": name, "influence": [f"{u}->{v}" for u, v in edges],
+                                    "versions holding r0's text": held, "servable with it": served,
+                                    "in the database file or WAL": on_disk})
+                n += 1
+    return n
+
+
 # --------------------------------------------------------------------------- running
 
 
@@ -632,6 +686,10 @@ CHECKS: dict[str, CodeCheck] = {c.guarantee: c for c in (
               "every event type on r0 × d1 rejected or not × a crash after 0 or 1 validations × 3 schedules "
               "(sequential; A reads, B recovers, A takes; A takes and dies, B recovers)",
               check_g5_lease, "a published event can be taken again", lambda: check_g5_lease(ignore_status=True)),
+    CodeCheck("G6-files", "execute.run_event (delete, privacy correction) on SQLite files, bytes read back",
+              "every influence DAG on r0, d1..d3 (64) × delete or privacy correction of r0",
+              check_g6_files, "a privacy correction erased like a plain correction",
+              lambda: check_g6_files(ignore_privacy=True)),
     CodeCheck("G6", "execute.run_event (delete: erasure targets, content scan, publication) on SQLite",
               "every influence DAG on r0, d1..d3 (64) × d1 rejected or not (tracked provenance; the content scan of untracked copies is tested in test_repair_lineage_index)",
               check_g6, "only the roots' versions erased", lambda: check_g6(erase_roots_only=True)),
