@@ -13,7 +13,7 @@ from conftest import pg_dsn
 from psycopg.rows import dict_row
 
 import memsteward
-from memsteward.integrations.langgraph import GovernedStore, GovernedWriteRefused
+from memsteward.integrations.langgraph import GovernedStore, GovernedWriteRefused, writes
 
 POLICY = memsteward.load_policy(memsteward.bundled_path("policies", "default.yaml"))
 NS = ("users", "dana")
@@ -37,24 +37,39 @@ def gs(tmp_path):
 
 
 def _spy(gs, monkeypatch) -> list[tuple[str, bool]]:
-    """(key, memsteward's record transaction open?) of every put the wrapped store receives."""
+    """(key, memsteward's record transaction open?) of every wrapped put, taken when the put is
+    started (the worker thread may run it after the COMMIT: what matters is that it started before)."""
     seen: list[tuple[str, bool]] = []
+    real = writes.Overlap.start
+
+    def start(self):
+        seen.append((self.op.key, gs.store.conn.in_transaction))
+        real(self)
+
+    monkeypatch.setattr(writes.Overlap, "start", start)
+    return seen
+
+
+def _puts(gs, monkeypatch) -> list[str]:
+    """Keys of every put the wrapped store receives."""
+    keys: list[str] = []
     real = gs.inner.batch
 
     def batch(ops):
         ops = list(ops)
-        seen.extend((op.key, gs.store.conn.in_transaction) for op in ops if getattr(op, "value", None) is not None)
+        keys.extend(op.key for op in ops if getattr(op, "value", None) is not None)
         return real(ops)
 
     monkeypatch.setattr(gs.inner, "batch", batch)
-    return seen
+    return keys
 
 
 def test_the_wrapped_put_runs_inside_the_record_transaction(gs, monkeypatch):
-    seen = _spy(gs, monkeypatch)
+    seen, keys = _spy(gs, monkeypatch), _puts(gs, monkeypatch)
     gs.put(NS, "a", {"content": "Dana keeps bees on the roof."})
     gs.put(NS, "a", {"content": "Dana keeps bees in the garden."})  # an overwrite without dependants
     assert seen == [("a", True), ("a", True)], "started before COMMIT: the two commits overlap"
+    assert keys == ["a", "a"], "each put written once"
     assert gs.get(NS, "a").value == {"content": "Dana keeps bees in the garden."}
     assert gs.store.get(gs.artifact_id(NS, "a")).content == "Dana keeps bees in the garden."
 
@@ -63,11 +78,11 @@ def test_a_refused_put_never_reaches_the_wrapped_store(gs, monkeypatch):
     gs.put(NS, "a", {"content": "Dana's door code is 1-9-8-4 and never changes."})
     gs.put(NS, "b", {"content": "Dana likes jazz."})
     gs.delete(NS, "a")
-    seen = _spy(gs, monkeypatch)
+    seen, keys = _spy(gs, monkeypatch), _puts(gs, monkeypatch)
     with pytest.raises(GovernedWriteRefused):  # a derived value saying erased content again
         gs.put(NS, "s", {"content": "Dana's door code is 1-9-8-4 and never changes.",
                          "derived_from": [[list(NS), "b"]]})
-    assert seen == [] and gs.inner.get(NS, "s") is None
+    assert seen == [] and keys == [] and gs.inner.get(NS, "s") is None
 
 
 class _FailingCommit:
@@ -87,7 +102,7 @@ class _FailingCommit:
 
 
 def test_a_failed_commit_leaves_no_wrapped_item(gs, monkeypatch):
-    seen = _spy(gs, monkeypatch)
+    seen, keys = _spy(gs, monkeypatch), _puts(gs, monkeypatch)
     real = gs.store.conn
     gs.store.conn = _FailingCommit(real)
     try:
@@ -95,5 +110,5 @@ def test_a_failed_commit_leaves_no_wrapped_item(gs, monkeypatch):
             gs.put(NS, "x", {"content": "Dana's new phone number is 555-0199."})
     finally:
         gs.store.conn = real
-    assert seen == [("x", True)], "the wrapped put had started"
+    assert seen == [("x", True)] and keys[:1] == ["x"], "the wrapped put had started and ran"
     assert gs.inner.get(NS, "x") is None and gs.artifact_id(NS, "x") is None

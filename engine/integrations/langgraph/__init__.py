@@ -3,7 +3,10 @@ events (whole values, corrections, forget-a-namespace, TTL, re-ingestion, wrappe
 
 The full guide is docs/langgraph.md. The parts:
 
-* :mod:`.store` — :class:`GovernedStore` (the ``BaseStore``);
+* :mod:`.store` — :class:`GovernedStore` (the ``BaseStore``), built on :mod:`.guard` (the read
+  guard and shared state), :mod:`.events` (events and the wrapped-store write-back) and
+  :mod:`.writes` (the write path; on PostgreSQL the wrapped put overlaps the record's COMMIT);
+* :mod:`.reembed` — repair re-embeds through memsteward's re-embedding operator;
 * :mod:`.values` — which parts of a value are governed content, and the value a repair writes back;
 * :mod:`.identity` — opaque keyed ids, incarnations found in one index probe;
 * :mod:`.sync` — the wrapped-store writes a published plan implies;
