@@ -51,6 +51,7 @@ Support = Literal["sufficient", "insufficient"]
 MAX_CONCURRENCY = 64
 MAX_TIMEOUT_S = 300.0
 MAX_DEADLINE_S = 600.0  # total seconds of one model call, retries and backoff included (issue 25)
+MAX_EVENT_DEADLINE_S = 86400.0  # seconds one run of an event may take (repair.event_deadline, issue 25)
 MAX_RETRIES = 8
 MAX_REPLAY_RUNS = 16
 MAX_PROBES = 256
@@ -540,10 +541,15 @@ class Embedder(Strict):
 
 
 class RepairSpec(Strict):
-    """Repair-time operator settings (offline operators by default)."""
+    """Repair-time operator settings (offline operators by default).
+
+    ``event_deadline``: seconds one run of an event may take (issue 25). A candidate not started when
+    it has passed fails (oracle ``deadline``) and stays withdrawn; the event then publishes. A
+    candidate already running ends within its own bound (a model call's ``deadline`` ≤ 600 s)."""
 
     regen_endpoint: Endpoint | None = None
     embedder: Embedder = Field(default_factory=Embedder)
+    event_deadline: float = Field(default=3600.0, gt=0, le=MAX_EVENT_DEADLINE_S)
 
 
 class LineageSpec(Strict):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import heapq
 import json
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -378,6 +379,7 @@ def resume(store: RepairLog, event_id: int, policy: Policy, plan: TransitionPlan
     session = executor.open(Shared(run_task, EventWork(event_id, policy, operators, oracles), store,
                                    store.locator()))
     in_flight = 0
+    deadline = time.monotonic() + policy.repair.event_deadline
     try:
         while ready or in_flight:
             while ready and in_flight < session.capacity:
@@ -385,12 +387,17 @@ def resume(store: RepairLog, event_id: int, policy: Policy, plan: TransitionPlan
                 c = by_id[i]
                 missing = [j for j in c.prerequisites if j not in successors]
                 try:
+                    if time.monotonic() > deadline:
+                        raise StepFailure(f"the event's deadline (repair.event_deadline = "
+                                          f"{policy.repair.event_deadline:g} s) passed before this candidate "
+                                          "started", "deadline")
                     if missing:
                         raise StepFailure(f"prerequisite {missing[0]} not validated", "prerequisites")
                     ctx = guarded("context", lambda: build_context(store, snap, plan, c, parents_of.get(i, []),  # noqa: B023
                                                                    successors, affected))
                 except StepFailure as exc:
-                    results[i] = _fail(store, event_id, c, "blocked" if missing else "failed", exc.detail, exc.stage)
+                    status: StepStatus = "blocked" if missing and exc.stage != "deadline" else "failed"
+                    results[i] = _fail(store, event_id, c, status, exc.detail, exc.stage)
                     settle(i)
                     report(len(results), total)
                     continue
