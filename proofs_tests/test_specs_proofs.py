@@ -47,6 +47,8 @@ BROKEN = [
     ("G5 publish before validation", lambda: g5_barrier.prove(3, 6, variant="broken-publish-before-validation")),
     ("G5 dependent of a failure published", lambda: g5_barrier.prove(3, 8, variant="broken-skip-failed-dependency")),
     ("G5 crash loses the barrier", lambda: g5_barrier.prove(3, 6, variant="broken-crash-loses-barrier")),
+    ("G5 a write reads a withdrawn input", lambda: g5_barrier.prove(3, 6, variant="broken-write-reads-withdrawn")),
+    ("G5 a write since planning left out", lambda: g5_barrier.prove(3, 6, variant="broken-stale-plan")),
     ("G6 erase the roots only", lambda: g6_erasure.prove(4, variant="broken-roots-only")),
     ("G6 no content scan", lambda: g6_erasure.prove(4, variant="broken-no-scan")),
 ]
@@ -99,6 +101,23 @@ def test_g5_model_is_not_vacuous():
     s.add(*[m.state[12][i] == g5_barrier.REPUBLISHED for i in range(1, 4)])
     s.add(z3.Or([m.action[t] == 6 for t in range(12)]))  # at least one crash on the way
     assert s.check() == z3.sat
+
+
+def test_g5_writers_are_not_vacuous():
+    """Writers act in the proved model: one writes outside C(F) while the event runs, one reads a
+    successor after its publication, and both stay servable (the writes the proof permits happen)."""
+    import z3
+
+    m = g5_barrier.Model(3, 10)
+    s = z3.Solver()
+    s.add(m.initial(), *[m.step(t) for t in range(10)])
+    s.add(m.reads[0] == 3, m.reads[1] == 2, m.selected[2], m.state[10][2] == g5_barrier.REPUBLISHED)
+    s.add(*[m.wstate[10][w] == g5_barrier.SERVABLE for w in range(2)])
+    s.add(z3.Or([z3.And(m.action[t] == 8, m.target[t] == 0, m.barrier[t], m.state[t][2] != g5_barrier.REPUBLISHED)
+                 for t in range(10)]))  # w0 wrote during the event
+    assert s.check() == z3.sat
+    trace = m.trace(s.model(), 10)["trace"]
+    assert any(step.startswith("write(w0") for step in trace) and any(step.startswith("write(w1") for step in trace)
 
 
 def test_error_transfer_hypotheses_are_satisfiable():

@@ -11,6 +11,13 @@ prerequisites; while an event is unfinished nothing of its cascade is servable; 
 are; rejected successors never are — and that every version of every deleted root is erased and
 the audit chain verifies. Seeded mutations of the engine are each caught by the same machine.
 
+Agent writers interleave with all of it (the write rule, ``memsteward.store.live``): between events,
+while an event is unfinished (after a crash), and in the middle of an event — between its barrier,
+staging and publication transactions, from a second connection while the oracles run. A write
+naming a non-servable input must be fenced, a rewrite of an id the running event holds must be
+``busy``; no acknowledged write may have read a withdrawn input, and none is lost (its version keeps
+its content unless a later event erased it).
+
 Events and recoveries run sequentially or with several workers whose staging interleaves
 (:class:`Interleaved`: each candidate's work runs in its own thread and parks before every store
 write, ``stage`` and ``record_step``; the machine draws which parked worker writes next), so the
@@ -42,7 +49,7 @@ from hypothesis.stateful import (
 )
 from test_repair_pipeline import WORDS, policy, stores
 
-from memsteward.errors import InputError
+from memsteward.errors import InputError, WriteRefused
 from memsteward.repair import execute as execute_mod
 from memsteward.repair.artifacts import SERVABLE_STATES, parse_store_document
 from memsteward.repair.auditchain import first_broken
@@ -55,7 +62,7 @@ from memsteward.store import Store
 # A real file-backed store; on tmpfs when the machine has one (fsync-heavy, the disk is shared).
 _TMP = "/dev/shm" if Path("/dev/shm").is_dir() else None
 
-SETTINGS = settings(max_examples=40, stateful_step_count=10, deadline=None,
+SETTINGS = settings(max_examples=40, stateful_step_count=14, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 PG_EXAMPLES = 12  # PostgreSQL: each example is a fresh schema on the server (the thresholds scale with it)
 
@@ -227,6 +234,8 @@ class BarrierMachine(RuleBasedStateMachine):
         self.path = str(self.dir / "store.db") if self.locate is None else type(self).locate()
         self.store: Store | None = None
         self.rejected: dict[int, set[str]] = {}  # event id → successors the oracles rejected
+        self.acked: dict[tuple[str, int], tuple[str, int]] = {}  # (id, version) → (content, last event id then)
+        self.writes = 0
 
     def teardown(self) -> None:
         if self.store is not None:
@@ -286,14 +295,69 @@ class BarrierMachine(RuleBasedStateMachine):
         executor = _executor(data)
         _count("events with interleaved workers", executor is not None)
         selector = data.draw(st.sampled_from(["mincut", "mincut", "repair_all"]), label="selector")
+        during = self._writer(data) if data.draw(st.booleans(), label="agent writes mid-event") else None
         try:
             run_event(self.store, policy(), parse_event(doc, snap), selector, "networkx",
-                      oracles=_oracles(reject, crash_after), executor=executor)
+                      oracles=_oracles(reject, crash_after, during), executor=executor)
         except SimulatedCrash:
             _count("crashes mid-event")
             self._restart()
         except InputError:
             _count("events refused (bad input)")  # nothing may have changed (checked by the invariants)
+
+    @precondition(lambda self: self.store is not None)
+    @rule(data=st.data())
+    def agent_write(self, data) -> None:
+        """One agent write between (or, after a crash, during) events, checked against the write rule.
+        A crash armed for the event may strike the write's own transaction: unacknowledged, restart."""
+        try:
+            self._write(self.store, data)
+        except SimulatedCrash:
+            _count("crashes mid-write")
+            self._restart()
+
+    def _writer(self, data) -> Any:
+        """An agent writing from a second connection while the event runs (called by its oracles)."""
+        seed = data.draw(st.integers(0, 2**16), label="mid-event writes")
+
+        def write() -> None:
+            import random
+
+            other = Store.open(self.path)
+            try:
+                self._write(other, None, random.Random(seed + self.writes))
+            finally:
+                other.close()
+        return write
+
+    def _write(self, store: Store, data, rng: Any = None) -> None:
+        states = store.states()
+        ids = sorted(states)
+        pick = (lambda xs, label: data.draw(st.sampled_from(xs), label=label)) if data is not None else \
+            (lambda xs, label: rng.choice(xs))
+        inputs = sorted({pick(ids, "write input") for _ in range(pick([0, 1, 2], "inputs"))}) if ids else []
+        self.writes += 1
+        ident = pick(ids, "rewritten id") if ids and pick([True, False], "rewrite") else f"w{self.writes}"
+        old = store.artifacts_of([ident], content=False).get(ident)
+        art = {"id": ident, "kind": old.kind if old else "summary", "content": f"agent note {self.writes}.",
+               **({"arch": old.arch} if old is not None and old.arch else {})}
+        live = store.unfinished_event()
+        held = set(live.plan["barrier"]) if live is not None else set()
+        fenced = [i for i in inputs if states[i][0] not in SERVABLE_STATES]
+        last = (store.event() or {}).get("id", 0)
+        try:
+            got = store.record(art, inputs=inputs, wait=0)
+        except WriteRefused as exc:
+            own = states.get(ident, ("servable",))[0]
+            want = "fenced" if fenced else ("busy" if own in ("withdrawn", "staged") and ident in held
+                                             else "not-servable")
+            assert exc.reason == want, (exc.reason, want, ident, inputs)
+            _count(f"writes refused ({exc.reason})")
+            return
+        assert not fenced, f"write of {ident} acknowledged although its input {fenced[0]} is {states[fenced[0]][0]}"
+        assert not (ident in held and states[ident][0] != "servable"), f"{ident} rewritten while event holds it"
+        self.acked[(ident, got.version)] = (art["content"], last)
+        _count("writes during an unfinished event" if live is not None else "writes between events")
 
     @precondition(lambda self: self.store.unfinished_event() is not None)
     @rule(data=st.data())
@@ -330,8 +394,21 @@ class BarrierMachine(RuleBasedStateMachine):
     def barrier_isolation(self) -> None:
         if self.store is None:
             return
-        violation = g5_violation(self.store, self.rejected)
+        written = {}
+        for (ident, _), (_, last) in self.acked.items():
+            written[ident] = max(written.get(ident, 0), last)
+        violation = g5_violation(self.store, self.rejected, written)
         assert violation is None, violation
+
+    @invariant()
+    def no_acknowledged_write_is_lost(self) -> None:
+        if self.store is None:
+            return
+        for (ident, version), (content, _) in self.acked.items():
+            art = self.store.version_of(ident, version)
+            assert art is not None, f"acknowledged write {ident} v{version} is gone"
+            assert art.content == content or self.store.is_erased(ident, version), \
+                f"acknowledged write {ident} v{version} lost its content"
 
     @invariant()
     def every_version_of_a_deleted_root_is_erased(self) -> None:
@@ -355,12 +432,15 @@ class BarrierMachine(RuleBasedStateMachine):
         assert broken is None, f"audit chain broken at row {broken}"
 
 
-def _oracles(reject: set[str], crash_after: int | None) -> dict:
-    """The real oracles, except that ``reject`` fail and the run 'crashes' after n validations."""
+def _oracles(reject: set[str], crash_after: int | None, during: Any = None) -> dict:
+    """The real oracles, except that ``reject`` fail and the run 'crashes' after n validations;
+    ``during`` (an agent's write) runs before each validation, mid-event."""
     calls = [0]
 
     def wrap(name, fn):
         def oracle(spec, x):
+            if during is not None:
+                during()
             calls[0] += 1
             if crash_after is not None and calls[0] > crash_after:
                 raise SimulatedCrash()
@@ -370,8 +450,9 @@ def _oracles(reject: set[str], crash_after: int | None) -> dict:
     return {name: wrap(name, fn) for name, fn in ORACLES.items()}
 
 
-def g5_violation(store: Store, rejected: dict[int, set[str]]) -> str | None:
-    """The first G5 violation in the store, or None."""
+def g5_violation(store: Store, rejected: dict[int, set[str]], written: dict[str, int] | None = None) -> str | None:
+    """The first G5 violation in the store, or None. ``written``: ids an agent rewrote → the last
+    event id when it did (a later version than the event's successor is the agent's, not stale)."""
     states = store.states()
     served = {i for i, (st_, _) in states.items() if st_ in SERVABLE_STATES}
     servable_ids = {a.id for a in store.serve()}
@@ -387,6 +468,8 @@ def g5_violation(store: Store, rejected: dict[int, set[str]]) -> str | None:
         e = last_event.get(i)
         if e is None:
             continue  # never affected by an event
+        if written and written.get(i, 0) >= e["id"] and e["status"] == "done":
+            continue  # rewritten by an agent after the event was published
         if e["status"] != "done":
             return f"{i} is servable while event {e['id']} (whose cascade holds it) is unfinished"
         plan = e["plan"]
@@ -433,6 +516,9 @@ def test_barrier_isolation_state_machine(store_at):
     assert STATS.get("publications", 0) >= 20 * scale and STATS.get("steps failed", 0) >= 5 * scale, STATS
     # concurrent staging is exercised, not just possible: workers interleave around staged successors
     assert STATS.get("events with interleaved workers", 0) >= 10 * scale, STATS
+    # agent writers interleave with events: some during an unfinished event, some fenced
+    assert STATS.get("writes during an unfinished event", 0) >= 5 * scale, STATS
+    assert STATS.get("writes refused (fenced)", 0) >= 5 * scale, STATS
 
 
 WIDE = {"artifacts": [{"id": "r0", "kind": "record", "content": {"text": "tea fact 0. rain too.", "label": "a"}},
@@ -514,9 +600,18 @@ def _skip_dependent_of_failure(monkeypatch):
     monkeypatch.setattr(execute_mod, "resume", resume)
 
 
+def _write_reads_withdrawn(monkeypatch):
+    """Write fencing off: a write may read (and rewrite) a withdrawn or staged artifact."""
+    from memsteward.store import writepath
+
+    monkeypatch.setattr(writepath, "SERVABLE_STATES", frozenset(SERVABLE_STATES) | {"withdrawn", "staged"})
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("mutation", [_publish_before_validation, _withdraw_after_repair, _skip_dependent_of_failure],
-                         ids=["publish-before-validation", "withdraw-after-repair", "skip-dependent-of-failure"])
+@pytest.mark.parametrize("mutation", [_publish_before_validation, _withdraw_after_repair, _skip_dependent_of_failure,
+                                      _write_reads_withdrawn],
+                         ids=["publish-before-validation", "withdraw-after-repair", "skip-dependent-of-failure",
+                              "write-reads-withdrawn"])
 def test_state_machine_catches_engine_mutation(monkeypatch, mutation):
     mutation(monkeypatch)
     with pytest.raises(AssertionError):

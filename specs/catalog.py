@@ -49,7 +49,8 @@ _STATEMENTS: tuple[Guarantee, ...] = (
         "From the barrier on, no artifact of the cascade is servable unless it is a validated successor whose "
         "prerequisites are republished; failures and their dependents stay withdrawn.",
         "∀ t ≥ t_B, x ∈ C(F): servable_t(x) ⇒ validated(z_x) ∧ ∀ j ∈ P̄_x: republished_t(j)",
-        "MemoRepair §2.2, Alg. 1 lines 2, 7–8", "complete influence provenance; crashes at any step"),
+        "MemoRepair §2.2, Alg. 1 lines 2, 7–8",
+        "complete influence provenance; crashes at any step; agent writes at any step (fenced on servable inputs)"),
     Guarantee(
         "G6", "erasure",
         "After a delete is published, no version of any artifact built from a deleted root's content holds that "

@@ -13,10 +13,19 @@ Steps (exactly one per time step, any interleaving):
   serve         — retrieval reads the store (no change; the invariant is checked every step);
   crash         — the process dies: staged successors not yet validated are lost (→ withdrawn);
                   validated ones and everything published stay (each is its own commit);
-  recover       — roll forward: staged successors not yet validated are withdrawn.
+  recover       — roll forward: staged successors not yet validated are withdrawn;
+  write(w)      — an agent write (the write rule, ``memsteward.store.live``), at any time: writer slot
+                  w records a new artifact derived from its *symbolic* input k_w — a member of C(F)
+                  (0..n−1) or an artifact outside it (n, always servable). Write fencing: k_w must
+                  be servable or republished now. Its ``fresh`` flag records whether what it read is
+                  still valid after the event: outside C(F), or a republished validated successor.
+                  A write before the barrier that read a member of C(F) is a new derivation the plan
+                  must include: the barrier (whose scope check re-plans it) withdraws it.
 
 Invariant (checked at every step after the barrier): an artifact of C(F) is servable only if it
-is a republished, validated successor whose prerequisites are all republished; the root never is.
+is a republished, validated successor whose prerequisites are all republished; the root never is;
+a written artifact is servable only if what it read is still valid (no write is published against
+a withdrawn input); and a write outside C(F) is never withdrawn (no write is lost).
 """
 
 from __future__ import annotations
@@ -29,14 +38,15 @@ CLAIM = "after the barrier no artifact of C(F) is servable unless validated with
 
 SERVABLE, WITHDRAWN, STAGED, REPUBLISHED, FAILED, ERASED = range(6)
 STATE_NAMES = ["servable", "withdrawn", "staged", "republished", "failed", "erased"]
-ACTIONS = ["barrier", "execute", "validate_ok", "validate_fail", "publish", "serve", "crash", "recover"]
+ACTIONS = ["barrier", "execute", "validate_ok", "validate_fail", "publish", "serve", "crash", "recover", "write"]
+UNWRITTEN = -1  # a writer slot before its write (else SERVABLE or WITHDRAWN)
 
 
 class Model:
     """The unrolled transition system for ``n`` artifacts up to ``depth`` steps."""
 
-    def __init__(self, n: int, depth: int, variant: str | None = None) -> None:
-        self.n, self.depth, self.variant = n, depth, variant
+    def __init__(self, n: int, depth: int, variant: str | None = None, writers: int = 2) -> None:
+        self.n, self.depth, self.variant, self.writers = n, depth, variant, writers
         self.prereq = {(i, j): z3.Bool(f"P[{i}][{j}]") for i in range(1, n) for j in range(1, i)}
         self.selected = [z3.Bool(f"S[{i}]") for i in range(n)]
         self.state = [[z3.Int(f"state[{t}][{i}]") for i in range(n)] for t in range(depth + 1)]
@@ -44,6 +54,9 @@ class Model:
         self.barrier = [z3.Bool(f"barrier[{t}]") for t in range(depth + 1)]
         self.action = [z3.Int(f"action[{t}]") for t in range(depth)]
         self.target = [z3.Int(f"target[{t}]") for t in range(depth)]
+        self.reads = [z3.Int(f"input[w{w}]") for w in range(writers)]  # k_w: what writer w derives from
+        self.wstate = [[z3.Int(f"wstate[{t}][w{w}]") for w in range(writers)] for t in range(depth + 1)]
+        self.fresh = [[z3.Bool(f"fresh[{t}][w{w}]") for w in range(writers)] for t in range(depth + 1)]
 
     def prereqs(self, i: int) -> list[tuple[int, z3.BoolRef]]:
         return [(j, self.prereq[(i, j)]) for j in range(1, i)]
@@ -52,7 +65,41 @@ class Model:
         closed = [z3.Implies(z3.And(self.selected[i], edge), self.selected[j])
                   for i in range(1, self.n) for j, edge in self.prereqs(i)]
         start = [z3.And(self.state[0][i] == SERVABLE, z3.Not(self.valid[0][i])) for i in range(self.n)]
-        return z3.And(*closed, z3.Not(self.selected[0]), *start, z3.Not(self.barrier[0]))
+        writers = [z3.And(0 <= k, k <= self.n) for k in self.reads] + [
+            z3.And(w == UNWRITTEN, z3.Not(f)) for w, f in zip(self.wstate[0], self.fresh[0])]
+        return z3.And(*closed, z3.Not(self.selected[0]), *start, *writers, z3.Not(self.barrier[0]))
+
+    def _input_state(self, t: int, w: int) -> z3.ArithRef:
+        """The state of writer w's input at step t (outside C(F): always servable)."""
+        k, out = self.reads[w], z3.IntVal(SERVABLE)
+        for i in range(self.n):
+            out = z3.If(k == i, self.state[t][i], out)
+        return out
+
+    def _input_valid(self, t: int, w: int) -> z3.BoolRef:
+        k, out = self.reads[w], z3.BoolVal(False)
+        for i in range(self.n):
+            out = z3.If(k == i, self.valid[t][i], out)
+        return out
+
+    def _writes(self, t: int) -> list[z3.BoolRef]:
+        """write(w) as an option of step t, the artifacts and the other writers unchanged."""
+        s, s2, v, v2, b, b2 = self.state[t], self.state[t + 1], self.valid[t], self.valid[t + 1], \
+            self.barrier[t], self.barrier[t + 1]
+        ws, ws2, fr, fr2 = self.wstate[t], self.wstate[t + 1], self.fresh[t], self.fresh[t + 1]
+        same = [z3.And(s2[i] == s[i], v2[i] == v[i]) for i in range(self.n)]
+        out = []
+        for w in range(self.writers):
+            read = self._input_state(t, w)
+            fenced = z3.Or(read == SERVABLE, read == REPUBLISHED)  # only servable inputs (write fencing)
+            if self.variant == "broken-write-reads-withdrawn":
+                fenced = read != ERASED  # the broken rule: a withdrawn or staged input may be read
+            outside = self.reads[w] == self.n
+            fresh = z3.Or(outside, z3.And(b, read == REPUBLISHED, self._input_valid(t, w)))
+            others = [z3.And(ws2[u] == ws[u], fr2[u] == fr[u]) for u in range(self.writers) if u != w]
+            out.append(z3.And(self.action[t] == 8, self.target[t] == w, ws[w] == UNWRITTEN, fenced,
+                              ws2[w] == SERVABLE, fr2[w] == fresh, b2 == b, *same, *others))
+        return out
 
     def step(self, t: int) -> z3.BoolRef:
         s, s2, v, v2 = self.state[t], self.state[t + 1], self.valid[t], self.valid[t + 1]
@@ -63,33 +110,40 @@ class Model:
             return [z3.And(s2[i] == s[i], v2[i] == v[i]) for i in range(n) if i != changed]
 
         options = []
-        # barrier: one transaction over C(F)
+        ws, ws2, fr, fr2 = self.wstate[t], self.wstate[t + 1], self.fresh[t], self.fresh[t + 1]
+        keep_writes = [z3.And(ws2[w] == ws[w], fr2[w] == fr[w]) for w in range(self.writers)]
+        # barrier: one transaction over C(F) — as re-planned by its scope check, so it includes every
+        # write since planning that derived from a member of C(F) (a stale plan would leave it out)
         withdraw = [s2[0] == ERASED] + [
             (s2[i] == WITHDRAWN) if broken != "broken-no-withdraw" else (s2[i] == s[i]) for i in range(1, n)]
-        options.append(z3.And(act == 0, z3.Not(b), b2, *withdraw, *[v2[i] == v[i] for i in range(n)]))
+        derived = [z3.And(fr2[w] == fr[w], ws2[w] == z3.If(
+            z3.And(ws[w] == SERVABLE, self.reads[w] < n, broken != "broken-stale-plan"), WITHDRAWN, ws[w]))
+            for w in range(self.writers)]
+        options.append(z3.And(act == 0, z3.Not(b), b2, *withdraw, *[v2[i] == v[i] for i in range(n)], *derived))
         for i in range(1, n):
             ready = z3.And([z3.Implies(e, z3.Or(s[j] == STAGED, s[j] == REPUBLISHED)) for j, e in self.prereqs(i)])
             guard = z3.And(b, self.selected[i], s[i] == WITHDRAWN, ready)
-            options.append(z3.And(act == 1, tgt == i, guard, s2[i] == STAGED, z3.Not(v2[i]), b2 == b, *frame(i)))
-            options.append(z3.And(act == 2, tgt == i, s[i] == STAGED, z3.Not(v[i]), s2[i] == STAGED, v2[i], b2 == b, *frame(i)))
-            options.append(z3.And(act == 3, tgt == i, s[i] == STAGED, z3.Not(v[i]), s2[i] == FAILED, z3.Not(v2[i]), b2 == b, *frame(i)))
+            options.append(z3.And(act == 1, tgt == i, guard, s2[i] == STAGED, z3.Not(v2[i]), b2 == b, *frame(i), *keep_writes))
+            options.append(z3.And(act == 2, tgt == i, s[i] == STAGED, z3.Not(v[i]), s2[i] == STAGED, v2[i], b2 == b, *frame(i), *keep_writes))
+            options.append(z3.And(act == 3, tgt == i, s[i] == STAGED, z3.Not(v[i]), s2[i] == FAILED, z3.Not(v2[i]), b2 == b, *frame(i), *keep_writes))
             pre_ok = z3.And([z3.Implies(e, s[j] == REPUBLISHED) for j, e in self.prereqs(i)])
             if broken == "broken-skip-failed-dependency":
                 pre_ok = z3.BoolVal(True)
             checked = v[i] if broken != "broken-publish-before-validation" else z3.BoolVal(True)
             options.append(z3.And(act == 4, tgt == i, s[i] == STAGED, checked, pre_ok,
-                                  s2[i] == REPUBLISHED, v2[i] == v[i], b2 == b, *frame(i)))
-        options.append(z3.And(act == 5, b2 == b, *frame()))
+                                  s2[i] == REPUBLISHED, v2[i] == v[i], b2 == b, *frame(i), *keep_writes))
+        options.append(z3.And(act == 5, b2 == b, *frame(), *keep_writes))
         # a crash loses only what was not committed: a staged successor whose validation has not
         # been recorded goes back to withdrawn; validated successors stay staged (durable commits)
         in_flight = [z3.And(s[i] == STAGED, z3.Not(v[i])) for i in range(n)]
         lost = [z3.And(s2[i] == z3.If(in_flight[i], WITHDRAWN, s[i]), v2[i] == v[i]) for i in range(n)]
         if broken == "broken-crash-loses-barrier":
             lost = [s2[i] == z3.If(s[i] == WITHDRAWN, SERVABLE, s[i]) for i in range(n)] + [v2[i] == v[i] for i in range(n)]
-        options.append(z3.And(act == 6, b2 == b, *lost))
+        options.append(z3.And(act == 6, b2 == b, *lost, *keep_writes))  # writes are commits
         roll = [z3.And(s2[i] == z3.If(z3.And(s[i] == STAGED, z3.Not(v[i])), WITHDRAWN, s[i]), v2[i] == v[i])
                 for i in range(n)]
-        options.append(z3.And(act == 7, b2 == b, *roll))
+        options.append(z3.And(act == 7, b2 == b, *roll, *keep_writes))
+        options += self._writes(t)
         return z3.Or(options)
 
     def safe(self, t: int) -> z3.BoolRef:
@@ -100,6 +154,9 @@ class Model:
             allowed = z3.And(s[i] == REPUBLISHED, v[i],
                              *[z3.Implies(e, s[j] == REPUBLISHED) for j, e in self.prereqs(i)])
             ok.append(z3.Implies(visible, allowed))
+        for w in range(self.writers):  # no write published against a withdrawn input, none lost
+            ok.append(z3.Implies(self.wstate[t][w] == SERVABLE, self.fresh[t][w]))
+            ok.append(z3.Implies(self.reads[w] == self.n, self.wstate[t][w] != WITHDRAWN))
         return z3.Implies(self.barrier[t], z3.And(ok))
 
     def trace(self, m: z3.ModelRef, until: int) -> dict:
@@ -110,6 +167,10 @@ class Model:
             name = ACTIONS[a] if 0 <= a < len(ACTIONS) else str(a)
             if name in {"execute", "validate_ok", "validate_fail", "publish"}:
                 name += f"({ev(self.target[t]).as_long()})"
+            if name == "write":
+                w = ev(self.target[t]).as_long()
+                k = ev(self.reads[w]).as_long()
+                name += f"(w{w} ← {'outside' if k == self.n else k})"
             steps.append(name)
         final = {i: STATE_NAMES[ev(self.state[until][i]).as_long()] for i in range(self.n)}
         edges = [f"{j}→{i}" for (i, j), e in self.prereq.items() if z3.is_true(ev(e))]
@@ -117,11 +178,11 @@ class Model:
                 "selected": [i for i in range(self.n) if z3.is_true(ev(self.selected[i]))]}
 
 
-def prove(artifacts: int = 4, depth: int = 10, variant: str | None = None) -> ProofResult:
+def prove(artifacts: int = 4, depth: int = 10, variant: str | None = None, writers: int = 2) -> ProofResult:
     """BMC: for every depth d ≤ ``depth``, no reachable state at step d violates the invariant."""
 
     def body() -> int:
-        model = Model(artifacts, depth, variant)
+        model = Model(artifacts, depth, variant, writers)
         solver = z3.Solver()
         solver.set("timeout", 60_000)
         solver.add(model.initial())
@@ -139,7 +200,8 @@ def prove(artifacts: int = 4, depth: int = 10, variant: str | None = None) -> Pr
                 solver.add(model.step(t))
         return depth + 1
 
-    bound = f"{artifacts} artifacts (root + {artifacts - 1} descendants, every DAG and closed selection), all interleavings to depth {depth}"
+    bound = (f"{artifacts} artifacts (root + {artifacts - 1} descendants, every DAG and closed selection), "
+             f"{writers} agent writers (each input any artifact of C(F) or outside it), all interleavings to depth {depth}")
     return run("G5", CLAIM, bound, body)
 
 
