@@ -264,3 +264,37 @@ def test_once_every_coalition_is_drawn_the_rest_of_b_rereads_them(after: str) ->
     plan = run_budgeted(game, spec)
     assert plan.removed == () and 56 <= plan.evaluator_calls <= 64  # without re-reads: 39 (12 + 2 + 25)
     assert sum(game.holds_full(c) for c in game.seen if 1 <= len(c) <= 3) >= 10
+
+
+class _TrialTable:
+    """Per-trial 0/1 outcomes (the first ``trials`` of them are read), else a fixed value."""
+
+    def __init__(self, outcomes: dict, default: float) -> None:
+        self.outcomes, self.default = outcomes, default
+
+    def evaluate(self, task, coalitions, trials, seed):
+        from memsteward.clearance.game import Evaluation
+
+        return [Evaluation(tuple(self.outcomes.get(c, (self.default,) * trials)[:trials]), trials) for c in coalitions]
+
+    def rate(self, task, memory):
+        return 0.0, 1
+
+
+def test_a_verification_that_re_reads_a_loo_coalition_re_ranks_the_chain() -> None:
+    """The one-trial screen ties a spurious m1 with the fault m2 (d = −1, context order puts m1 first);
+    verifying C_1 = {m1} reads M ∖ {m1} at two trials (v̂ = 0.5): that read replaces d_1, and the LOO
+    chain, verified again, clears m2 alone — within a budget too small for any estimation round."""
+    from memsteward.clearance.game import Memory, Task
+
+    ids = [f"m{i}" for i in range(1, 7)]
+    full = frozenset(ids)
+    outcomes = {full - {"m1"}: (1.0, 0.0), full - {"m2"}: (1.0, 1.0), full - {"m1", "m2"}: (1.0, 0.0)}
+    task = Task("q", "r", tuple(Memory(i, f"memory {i}") for i in ids))
+    game = Game(task, _TrialTable(outcomes, 0.0), trials=2)
+    spec = ClearanceSpec(retrieval_budget=6, search="budgeted", call_budget=14, estimator="stratified")
+    plan = run_budgeted(game, spec)
+    assert plan.loo["m1"] == plan.loo["m2"] == -1.0  # the screen, at one trial
+    assert plan.removed == ("m2",) and plan.recovered and plan.stop == "verified"
+    assert plan.evaluator_calls <= 14
+    _g3(game, plan)

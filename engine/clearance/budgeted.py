@@ -10,7 +10,9 @@ call of the query (screen, estimation, verification) is paid from B, and candida
 2. **Round 0.** ψ̂⁰ = d (the Shapley value of the additive LOO surrogate); verify its chain.
 3. **Rounds 1 … R.** The chosen estimator (:data:`ESTIMATORS`) spends a share of what is left
    (after a reserve for verification) through the one cache — so it reuses every coalition the
-   screen and the verifications paid for — then the new chain is verified from C_1 on.
+   screen and the verifications paid for — then the new chain is verified from C_1 on. Before
+   each round, a LOO coalition a verification has read at ``trials`` replaces its one-trial d_i
+   (:func:`refreshed`); when that changes d, its chain is verified again first (adaptive LOO).
 4. **Stop** as soon as an admissible candidate reaches the gain ceiling 1 − v̂(M) (no candidate
    can do better, so Eq. 20's ĵ is found exactly), or when B is spent. With
    ``after_verified: refine`` the rounds go on after the ceiling until B is spent or an estimate
@@ -211,6 +213,16 @@ def best_round(rounds: list[Round]) -> Round:
 # --------------------------------------------------------------------------- the search
 
 
+def refreshed(game: Game, effects: Mapping[str, float]) -> dict[str, float]:
+    """d with every LOO coalition a verification already read at the game's trials read at them."""
+    full = game.grand
+    out = dict(effects)
+    for i in game.players:
+        if game.holds_full(full - {i}):
+            out[i] = game.value(full) - game.value(full - {i})
+    return out
+
+
 def search(game: Game, spec: ClearanceSpec, effects: Mapping[str, float]) -> tuple[list[Round], str]:
     """Rounds 0 … R of the budgeted search (the game's call_budget is B); returns them and the stop.
 
@@ -229,6 +241,12 @@ def search(game: Game, spec: ClearanceSpec, effects: Mapping[str, float]) -> tup
     budget = game.call_budget or 0
     reserve = VERIFY_RESERVE * game.trials
     for _ in range(MAX_ROUNDS):
+        fresh = refreshed(game, effects)  # verification calls as samples: d_i re-read at full trials
+        if fresh != effects:  # the LOO ranking changed: verify its chain again (adaptive LOO)
+            effects = fresh
+            rounds.append(verify(game, effects, tol, VERIFY_RESERVE))
+            if at_ceiling(game, rounds[-1]) and not refine:
+                return rounds, "verified"
         left = budget - game.evaluator_calls - reserve
         if left <= 0:
             break
