@@ -24,7 +24,8 @@ def _render_coverage(cov: PolicyCoverage, echo) -> None:
     rules_hit = sum(i.covered for i in cov.rules)
     echo(f"coverage {safe(cov.file)}: rules {rules_hit}/{len(cov.rules)} ({cov.percent:.0f}%), "
          f"regions {sum(i.covered for i in cov.regions)}/{len(cov.regions)}, "
-         f"oracles {sum(i.covered for i in cov.oracles)}/{len(cov.oracles)} ({cov.cases} case(s))")
+         f"oracles {sum(i.covered for i in cov.oracles)}/{len(cov.oracles)}, "
+         f"thresholds {sum(i.covered for i in cov.thresholds)}/{len(cov.thresholds)} ({cov.cases} case(s))")
     for i in cov.rules:
         if not i.covered:
             echo(f"  {safe(cov.file)}:{i.line}: rule never fired: {safe(i.name)} ({i.note})")
@@ -34,6 +35,9 @@ def _render_coverage(cov: PolicyCoverage, echo) -> None:
     for i in cov.edges:
         if not i.covered:
             echo(f"  {safe(cov.file)}:{i.line}: {i.name} never at stake: {i.note}")
+    for i in cov.thresholds:
+        if not i.covered:
+            echo(f"  {safe(cov.file)}:{i.line}: threshold never at stake: {safe(i.name)}; {i.note}")
     for i in cov.regions:
         if not i.covered:
             echo(f"  {safe(cov.file)}:{i.line}: region not reached: {i.name}, e.g. {safe(i.note)}")

@@ -9,7 +9,12 @@ Per policy, from the observations of its repair cases:
   (and the rule that would decide it);
 * **oracles** — each oracle of each validation rule that never ran on a successor;
 * **λ / β** — whether some case's selection depended on the tradeoff λ (selecting at λ = 0 gives
-  another set) and, when the policy sets one, on the budget β (selecting without β gives another set).
+  another set) and, when the policy sets one, on the budget β (selecting without β gives another set);
+* **thresholds** — each ordered setting of each oracle (``grounded min_support``, ``task_regression
+  min_pass``, … — the settings ``compare`` calls stricter or looser): at stake when some case ends
+  otherwise (another republished or failed set) with that one setting at its loosest value. One that
+  is never at stake could be loosened without any case noticing; a case whose ``successors`` give the
+  oracle a borderline input puts it at stake.
 """
 
 from __future__ import annotations
@@ -18,11 +23,12 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..policy.compare import ORACLE_DIRECTION
 from ..policy.domain import Cell, firing_rule
 from ..policy.encoding import Encoding, solve
 from ..policy.loader import PolicySource
-from ..policy.model import EVENTS, oracle_name
-from .run import CaseResult
+from ..policy.model import EVENTS, Policy, oracle_name
+from .run import CaseResult, observe
 
 SUPPORTS = ("sufficient", "insufficient")
 
@@ -51,6 +57,7 @@ class PolicyCoverage:
     regions: list[Item] = field(default_factory=list)
     oracles: list[Item] = field(default_factory=list)
     edges: list[Item] = field(default_factory=list)
+    thresholds: list[Item] = field(default_factory=list)
 
     @property
     def percent(self) -> float:
@@ -66,8 +73,10 @@ class PolicyCoverage:
         return {"policy": self.file, "cases": self.cases, "rule_coverage": round(self.percent, 2),
                 "region_coverage": round(self.percent_of(self.regions), 2),
                 "oracle_coverage": round(self.percent_of(self.oracles), 2),
+                "threshold_coverage": round(self.percent_of(self.thresholds), 2),
                 "rules": [i.as_dict() for i in self.rules], "regions": [i.as_dict() for i in self.regions],
-                "oracles": [i.as_dict() for i in self.oracles], "edges": [i.as_dict() for i in self.edges]}
+                "oracles": [i.as_dict() for i in self.oracles], "edges": [i.as_dict() for i in self.edges],
+                "thresholds": [i.as_dict() for i in self.thresholds]}
 
 
 def coverage(src: PolicySource, results: list[CaseResult]) -> PolicyCoverage:
@@ -95,7 +104,51 @@ def coverage(src: PolicySource, results: list[CaseResult]) -> PolicyCoverage:
     if p.selection.budget is not None:
         out.edges.append(Item("edge", "β (selection.budget)", src.source.where(("selection", "budget"))[0],
                               any(o.budget_at_stake for o in obs), note="no case's selection is capped by β"))
+    out.thresholds = _thresholds(src, [r for r in results if r.observation is not None])
     return out
+
+
+#: the loosest value of each ordered oracle setting (the bound of its range that lets most pass)
+LOOSEST: dict[tuple[str, str], Any] = {
+    ("grounded", "min_support"): 0.0, ("replay", "runs"): 1, ("replay", "tolerance"): 1e300,
+    ("task_regression", "min_pass"): 0.0, ("sandbox", "allow_extra_args"): True,
+    ("forget_reference", "max_forget_score"): 1.0, ("forget_reference", "min_retained_utility"): 0.0,
+}
+
+
+def loosened(policy: Policy, vi: int, oj: int, setting: str, value: Any) -> Policy:
+    """The policy with one setting of one oracle of one validation rule set to ``value``."""
+    rule = policy.validation[vi]
+    oracles = list(rule.oracles)
+    oracles[oj] = oracles[oj].model_copy(update={setting: value})
+    rules = list(policy.validation)
+    rules[vi] = rule.model_copy(update={"oracles": oracles})
+    return policy.model_copy(update={"validation": rules})
+
+
+def _outcome(obs: Any) -> tuple[frozenset[str], frozenset[str]]:
+    return frozenset(obs.plan.republished), obs.failed
+
+
+def _thresholds(src: PolicySource, results: list[CaseResult]) -> list[Item]:
+    """Each ordered oracle setting, at stake when a case ends otherwise with it at its loosest."""
+    p = src.policy
+    out: list[Item] = []
+    for vi, vrule in enumerate(p.validation):
+        for oj, oracle in enumerate(vrule.oracles):
+            for setting in sorted(k for (o, k) in ORACLE_DIRECTION if o == oracle.oracle):
+                value, loose = getattr(oracle, setting), LOOSEST[(oracle.oracle, setting)]
+                name = f"{oracle_name(oracle)} {setting} = {value} (validation {vi + 1}: mode={vrule.mode})"
+                line = src.source.where(("validation", vi, "oracles", oj))[0]
+                hit = value != loose and _at_stake(loosened(p, vi, oj, setting, loose), results)
+                out.append(Item("threshold", name, line, hit, note=(
+                    f"no case ends otherwise at {setting} = {loose}: give a case 'successors' that this "
+                    "oracle accepts only there")))
+    return out
+
+
+def _at_stake(loose: Policy, results: list[CaseResult]) -> bool:
+    return any(_outcome(observe(loose, r.case)) != _outcome(r.observation) for r in results)
 
 
 def _regions(src: PolicySource, cells: list[Cell]) -> list[Item]:

@@ -4,6 +4,10 @@ A repair case is planned and executed by :func:`memsteward.repair.execute.run_ev
 in-memory store (a dry run: nothing on disk changes). What the engine did is kept as an
 :class:`Observation` (plan, each descendant's cell and firing rule, oracles run, what is
 servable afterwards, whether λ and β decided anything), which the comparison and coverage read.
+
+A case's ``successors`` are oracle inputs: the candidate's operator (the policy's, so its name,
+checks and prompt scaffolding stay) returns the given content instead of computing one, and the
+validation oracles judge it as they would any successor.
 """
 
 from __future__ import annotations
@@ -18,9 +22,11 @@ from ..clearance.pipeline import run_meclear
 from ..clearance.plan import ClearancePlan
 from ..policy.domain import Cell, firing_rule
 from ..policy.model import Policy
+from ..repair.artifacts import Artifact
 from ..repair.candidates import assign
 from ..repair.closure import select
 from ..repair.execute import run_event
+from ..repair.operators import Operator, OperatorRegistry, RepairContext, Successor, operators_for
 from ..repair.plan import TransitionPlan
 from ..repair.scope import read_scope
 from .load import LoadedCase, Suite, fresh_store
@@ -80,13 +86,42 @@ class CaseResult:
         return not self.mismatches
 
 
+class _Given:
+    """The policy's operator for a candidate, returning the case's given successor for its ids."""
+
+    def __init__(self, op: Operator, given: Mapping[str, Any]) -> None:
+        self.op, self.given = op, given
+
+    def __getattr__(self, name: str) -> Any:  # name, check, checks_content, scaffold, …
+        return getattr(self.op, name)
+
+    def __call__(self, artifact: Artifact, ctx: RepairContext) -> Successor:
+        if artifact.id in self.given:
+            return Successor(self.given[artifact.id], {})
+        return self.op(artifact, ctx)
+
+
+class _GivenRegistry(OperatorRegistry):
+    """The policy's operators, each wrapped by :class:`_Given` (a mode without one still has none)."""
+
+    def __init__(self, base: OperatorRegistry, given: Mapping[str, Any]) -> None:
+        super().__init__()
+        self.base, self.given = base, given
+
+    def find(self, mode: str, kind: str, arch: str | None) -> Operator | None:
+        op = self.base.find(mode, kind, arch)
+        return None if op is None else _Given(op, self.given)  # type: ignore[return-value]
+
+
 def observe(policy: Policy, case: LoadedCase) -> Observation:
     """Plan and execute the case's event on a fresh in-memory store, and record what happened."""
     snap = case.snapshot
     assert snap is not None and case.event is not None
     store = fresh_store(snap, case.suite.file)
+    given = case.spec.successors
+    operators = _GivenRegistry(operators_for(policy), given) if given else None
     try:
-        plan = run_event(store, policy, case.event, case.spec.selector, "networkx")
+        plan = run_event(store, policy, case.event, case.spec.selector, "networkx", operators=operators)
         servable = frozenset(a.id for a in store.serve())
     finally:
         store.close()

@@ -69,6 +69,11 @@ class CaseSpec(Strict):
     clearance: str | dict[str, Any] | None = Field(
         default=None, description="a MeClear case (query, reference, context, game), inline or a path")
     selector: SelectorName = "mincut"
+    successors: dict[str, Any] = Field(
+        default_factory=dict, max_length=10_000,
+        description="oracle inputs: descendant id → the successor content its operator returns in this case "
+                    "(instead of computing one), so the validation oracles and their thresholds judge a chosen "
+                    "successor (e.g. a text grounded in part of its support)")
     expect: Expect = Field(default_factory=Expect)
 
     @model_validator(mode="after")
@@ -80,6 +85,8 @@ class CaseSpec(Strict):
         used = [f for f in repair_only if f in self.expect.model_fields_set]
         if self.clearance is not None and used:
             raise ValueError(f"expectation '{used[0]}' applies to repair cases (with an 'event')")
+        if self.clearance is not None and self.successors:
+            raise ValueError("'successors' applies to repair cases (with an 'event')")
         clear_only = [f for f in ("cleared", "recovered") if f in self.expect.model_fields_set]
         if self.event is not None and clear_only:
             raise ValueError(f"expectation '{clear_only[0]}' applies to clearance cases")
