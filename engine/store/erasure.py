@@ -14,13 +14,14 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..errors import EventHeld
 from ..repair.auditchain import tombstone_commitment as commitment
 from ..repair.writes import content_digest
 from ..textnorm import text_digests
 from .api import ErasureReport
 from .connection import db_errors
 from .core import _dump, _now
-from .leases import Leases
+from .leases import Leases, _alive
 
 __all__ = ["Erasure"]
 
@@ -95,6 +96,8 @@ class Erasure(Leases):
         """
         from ..repair.erasure import scan, store_files
 
+        if not self._take_physical(event_id):
+            return self._physical_row(event_id) or {}
         detail: ErasureReport = {"wait_seconds": self.erase_wait}
         if self.backend == "postgresql":
             detail.update(self._vacuum_postgres())
@@ -115,13 +118,40 @@ class Erasure(Leases):
             result = scan(store_files(self.path), needles) if scanned else None
             detail.update({"checkpoint": first and last, "vacuum": vacuumed, "scan": result,
                            "complete": first and last and vacuumed and (result is None or not result["found"])})
-        with self.transaction():
+        with self.transaction() as c:
+            self._check_lease(event_id)  # fencing: a process that took the step over writes its row alone
+            if self._physical_row(event_id) is not None:
+                return self._physical_row(event_id) or detail
             self._audit("physical-erasure", event_id=event_id, detail=detail)
+            c.execute("DELETE FROM event_lease WHERE event_id = ?", (event_id,))
         if self.backend == "sqlite" and self.path != ":memory:":
             self.conn.execute("PRAGMA busy_timeout = 0")
             self._checkpoint_truncate()  # best effort: the row just written holds digests and counts only
             self.conn.execute("PRAGMA busy_timeout = 30000")
         return detail
+
+    def _take_physical(self, event_id: int) -> bool:
+        """Hold the event's lease for its physical step (issue 25): publication kept it for the
+        publisher; ``recover`` takes it over only from a dead holder (a live one raises
+        :class:`~memsteward.errors.EventHeld`: it scans and writes the row itself). False: the step's
+        row is written already — the step runs exactly once."""
+        with self.transaction():
+            if self._physical_row(event_id) is not None:
+                return False
+            row = self.conn.execute("SELECT owner, host, pid, started, acquired, session FROM event_lease "
+                                    "WHERE event_id = ?", (event_id,)).fetchone()
+            if row is not None and row[0] != self.owner and _alive(row[0], row[1], int(row[2]), row[3], row[5],
+                                                                   self.conn):
+                raise EventHeld(f"the physical erasure of event {event_id} is being done by process {row[2]} on "
+                                f"{row[1]} (since {row[4]})", {"event": event_id, "host": row[1], "pid": int(row[2]),
+                                                                "since": row[4]}, file=self.path)
+            self._lease(event_id)
+        return True
+
+    def _physical_row(self, event_id: int) -> ErasureReport | None:
+        row = self.conn.execute("SELECT detail FROM audit WHERE action = 'physical-erasure' AND event_id = ? "
+                                "ORDER BY seq LIMIT 1", (event_id,)).fetchone()
+        return None if row is None else json.loads(row[0])
 
     def _vacuum_postgres(self) -> ErasureReport:
         """PostgreSQL's physical step: ``VACUUM FULL`` rewrites ``versions``, ``tombstones`` and the

@@ -277,6 +277,9 @@ class MemoryStore(MemoryReads):
 
     def erase_physically(self, event_id: int, needles: Sequence[bytes], scanned: bool = True) -> ErasureReport:
         """Nothing outside the process holds a byte of a memory store: the step only records that."""
+        done = [r for r in self.t.audit if r[3] == "physical-erasure" and r[2] == event_id]
+        if done:  # exactly once per event, as the SQL store
+            return json.loads(done[0][5])  # type: ignore[no-any-return]
         detail: ErasureReport = {"wait_seconds": self.erase_wait, "complete": True, "file": False}
         with self.transaction():
             self._audit("physical-erasure", event_id=event_id, detail=detail)

@@ -234,7 +234,8 @@ class Transitions(Transfer):
         targets.update({r: None for r in erase})
         with self.transaction() as c:
             self._check_lease(event_id)  # fencing: only the event's current writer publishes
-            c.execute("DELETE FROM event_lease WHERE event_id = ?", (event_id,))
+            if not targets:  # else the lease is kept until the physical step's row (erase_physically)
+                c.execute("DELETE FROM event_lease WHERE event_id = ?", (event_id,))
             for ident in republish:
                 c.execute("UPDATE artifacts SET version = staged_version, staged_version = NULL, "
                           "state = 'republished' WHERE id = ? AND staged_version IS NOT NULL", (ident,))

@@ -1,0 +1,95 @@
+"""The physical erasure step runs under the event's lease, exactly once (issue 25), with real processes.
+
+Two racing ``recover`` s after a crash could record "not scanned" first while the publisher's scan,
+written later, found text: the attestation read the first row and passed. Now publication keeps the
+event's lease until the physical step has written its row; ``recover`` leaves a live publisher's step
+alone (it reports the holder), takes a dead one's over, and no second ``physical-erasure`` row is
+ever written for an event.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "engine" / "data" / "repair"
+CLI = str(Path(sys.executable).with_name("memsteward"))
+POLICY = str(ROOT / "policies" / "default.yaml")
+
+PAUSED_PUBLISHER = """
+import sys
+from memsteward.store.erasure import Erasure
+real = Erasure.erase_physically
+def paused(self, *args, **kwargs):
+    print("published", flush=True)
+    sys.stdin.readline()
+    return real(self, *args, **kwargs)
+Erasure.erase_physically = paused
+from memsteward.cli import main
+main(["repair", "--policy", sys.argv[2], "--store", sys.argv[1], "--event", sys.argv[3]])
+"""
+
+
+def _store(tmp_path: Path) -> str:
+    db = str(tmp_path / "m.db")
+    subprocess.run([CLI, "store", "import", "--store", db, str(DATA / "store.json")], check=True,
+                   capture_output=True, cwd=ROOT)
+    return db
+
+
+def _physical_rows(db: str) -> list[dict]:
+    con = sqlite3.connect(db)
+    try:
+        return [json.loads(d) for (d,) in con.execute("SELECT detail FROM audit WHERE action = 'physical-erasure'")]
+    finally:
+        con.close()
+
+
+def _publisher(db: str) -> subprocess.Popen:
+    p = subprocess.Popen([sys.executable, "-c", PAUSED_PUBLISHER, db, POLICY, str(DATA / "event-delete.json")],
+                         cwd=ROOT, text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert p.stdout.readline().strip() == "published"
+    return p
+
+
+def _recover(db: str) -> dict:
+    r = subprocess.run([CLI, "recover", "--store", db, "--json"], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def test_a_racing_recover_leaves_a_live_publishers_step_alone(tmp_path: Path):
+    db = _store(tmp_path)
+    pub = _publisher(db)
+    try:
+        out = _recover(db)  # the publisher is between publication and its scan
+        assert out["recovered"] is False and out.get("held_by", {}).get("pid") == pub.pid, out
+        assert _physical_rows(db) == []  # no "not scanned" row over the scan to come
+        _, err = pub.communicate("go\n", timeout=300)
+    finally:
+        pub.kill()
+    assert pub.returncode == 0, err
+    rows = _physical_rows(db)
+    assert len(rows) == 1 and rows[0]["scan"] is not None, rows
+    assert _recover(db)["recovered"] is False and len(_physical_rows(db)) == 1
+
+
+def test_a_dead_publishers_step_is_taken_over_once(tmp_path: Path):
+    db = _store(tmp_path)
+    pub = _publisher(db)
+    os.kill(pub.pid, signal.SIGKILL)
+    pub.wait(timeout=60)
+    _recover(db)
+    rows = _physical_rows(db)
+    assert len(rows) == 1 and rows[0]["scan"] is None, rows  # honest: the text was gone with the process
+    _recover(db)
+    assert len(_physical_rows(db)) == 1
+    con = sqlite3.connect(db)
+    assert con.execute("SELECT COUNT(*) FROM event_lease").fetchone() == (0,)
+    con.close()
