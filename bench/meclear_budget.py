@@ -27,6 +27,7 @@ from pathlib import Path
 
 from memsteward.clearance.case import Case, case_evaluator, case_game, parse_case
 from memsteward.clearance.cohort import synthetic_cohort
+from memsteward.clearance.evaluators.synthetic import STRUCTURES
 from memsteward.clearance.game import OutcomeStore
 from memsteward.clearance.metrics import CaseOutcome, exact_match, outcome, recall_hits
 from memsteward.clearance.pipeline import run_method
@@ -98,7 +99,9 @@ def row(outs: Sequence[CaseOutcome]) -> dict[str, float]:
             "exact": sum(exact_match(o.removed, o.faults) for o in outs) / n,
             "removed": sum(len(o.removed) for o in outs) / n, "calls": sum(o.calls for o in outs) / n,
             "max": max(o.calls for o in outs),
-            "recall": sum(recall_hits(o.ranking, o.faults) for o in outs) / targets if targets else 0.0}
+            "recall": sum(recall_hits(o.ranking, o.faults) for o in outs) / targets if targets else 0.0,
+            **{f"{key}:{s}": float(sum((o.recovered if key == "recovered" else 1) for o in outs if o.structure == s))
+               for s in STRUCTURES for key in ("recovered", "cases")}}
 
 
 def cohort_rows(cases: Sequence[Case], k: int, budgets: Sequence[int], estimators: Sequence[str],
@@ -145,7 +148,9 @@ def targets(k: int, rows: dict[tuple[str, int], dict[str, float]]) -> list[str]:
         ok32 = r32 >= c32 - 0.03
         out.append(f"K = {k}: at 64 calls MeClear {pct(r64)} % recovery (removed {s64:.2f}) against ContextCite "
                    f"{pct(c64)} % (removed {cs64:.2f}) — **{'met' if ok64 else 'not met'}**; at 32 calls "
-                   f"{pct(r32)} against {pct(c32)} % — **{'met' if ok32 else 'not met'}** (within 3 pp).")
+                   f"{pct(r32)} against {pct(c32)} % — **{'met' if ok32 else 'not met'}** (within 3 pp). "
+                   f"Recovered cases by fault structure, MeClear / ContextCite: at 32 calls {split(rows, 32)}; "
+                   f"at 64 calls {split(rows, 64)}.")
     else:
         surrogates = ("ContextCite", "ProxySPEX")
         verdicts = {b: "ahead" if all(get(me, b, "recovery") > get(x, b, "recovery") for x in surrogates)
@@ -161,6 +166,15 @@ def targets(k: int, rows: dict[tuple[str, int], dict[str, float]]) -> list[str]:
                    + ", ".join(f"{b}: {100 * g:+.1f} pp" for b, g in gaps.items())
                    + f" (**{'met' if all(g <= 0.02 for g in gaps.values()) else 'not met'}**, target ≤ 2 pp).")
     return out
+
+
+def split(rows: dict[tuple[str, int], dict[str, float]], budget: int) -> str:
+    """'direct 20 / 19 of 20, …' for the default variant against ContextCite at one budget."""
+    me, cc = rows.get((label(DEFAULT), budget)), rows.get(("ContextCite", budget))
+    if me is None or cc is None:
+        return "not run"
+    return ", ".join(f"{s} {me[f'recovered:{s}']:.0f} / {cc[f'recovered:{s}']:.0f} of {me[f'cases:{s}']:.0f}"
+                     for s in STRUCTURES if me[f"cases:{s}"])
 
 
 def plot(curves: dict[int, dict[tuple[str, int], dict[str, float]]]) -> str:
