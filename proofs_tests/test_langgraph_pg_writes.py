@@ -43,7 +43,7 @@ def _spy(gs, monkeypatch) -> list[tuple[str, bool]]:
     real = writes.Overlap.start
 
     def start(self):
-        seen.append((self.op.key, gs.store.conn.in_transaction))
+        seen.extend((op.key, gs.store.conn.in_transaction) for op in self.ops)
         real(self)
 
     monkeypatch.setattr(writes.Overlap, "start", start)

@@ -59,10 +59,12 @@ def scrub(inner: Any, wait: float = SNAPSHOT_WAIT) -> dict[str, Any]:
         return _scrub_sqlite(conn)
     if _pg(inner):
         with inner._cursor() as cur:
+            start = time.monotonic()
             held = _await_horizon(cur, wait)
+            waited = time.monotonic() - start
             cur.execute("VACUUM FULL store")
             cur.execute("VACUUM FULL store_vectors") if _has_vectors(cur) else None
-        return {"backend": "postgresql", "vacuum": True, "held_by": held}
+        return {"backend": "postgresql", "vacuum": True, "held_by": held, "waited_s": round(waited, 3)}
     return {"backend": type(inner).__name__, "vacuum": False}
 
 

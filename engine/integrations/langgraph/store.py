@@ -185,12 +185,18 @@ class GovernedStore(WritePath, BaseStore):
 
     def _batch(self, ops: Iterable[Op]) -> list[Result]:
         results: list[Result] = []
-        for op in ops:
-            if isinstance(op, PutOp) and op.value is None:
+        todo, k = list(ops), 0
+        while k < len(todo):
+            op, k = todo[k], k + 1
+            if isinstance(op, PutOp) and op.value is not None:  # a run of puts: recorded together when it can be
+                run = [op]
+                while k < len(todo) and isinstance(todo[k], PutOp) and cast(PutOp, todo[k]).value is not None:
+                    run.append(cast(PutOp, todo[k]))
+                    k += 1
+                results.extend(self._put_run(run))
+            elif isinstance(op, PutOp):
                 self._delete(op.namespace, op.key)
                 results.append(None)
-            elif isinstance(op, PutOp):
-                results.append(self._put(op))
             elif isinstance(op, SearchOp):
                 results.append(self._search(op))
             elif isinstance(op, GetOp):

@@ -2,6 +2,10 @@
 rule) before the wrapped store holds it, and an overwrite of an item with dependants is a
 ``correct`` event.
 
+Consecutive puts of one ``batch()`` call that are first-hand writes of distinct keys, each new or
+an overwrite without dependants, are recorded in one transaction (all or none) and written to the
+wrapped store in one batch (:meth:`WritePath._put_run`).
+
 On PostgreSQL the wrapped store's put is started from inside memsteward's record transaction, once
 every check has passed and just before its COMMIT (:class:`Overlap`), so the two durable commits
 overlap instead of following each other. A refused write never starts it. If the record fails
@@ -36,28 +40,28 @@ MAX_SOURCES = 10_000
 
 
 class Overlap:
-    """The wrapped store's put of ``op``, started on a worker thread by :meth:`start` (called by the
-    record transaction just before its COMMIT; at most once)."""
+    """The wrapped store's puts of ``ops``, started on a worker thread by :meth:`start` (called by
+    the record transaction just before its COMMIT; at most once)."""
 
-    def __init__(self, pool: ThreadPoolExecutor, inner: BaseStore, op: PutOp) -> None:
-        self.pool, self.inner, self.op = pool, inner, op
+    def __init__(self, pool: ThreadPoolExecutor, inner: BaseStore, ops: list[PutOp]) -> None:
+        self.pool, self.inner, self.ops = pool, inner, ops
         self.future: Future[list[Result]] | None = None
 
     def start(self) -> None:
         if self.future is None:
-            self.future = self.pool.submit(self.inner.batch, [self.op])
+            self.future = self.pool.submit(self.inner.batch, self.ops)
 
-    def result(self) -> Result:
+    def results(self) -> list[Result]:
         assert self.future is not None
-        return self.future.result()[0]
+        return self.future.result()
 
     def undo(self) -> None:
-        """The record failed after the put started: wait for it, then delete the item (fail closed)."""
+        """The record failed after the puts started: wait for them, then delete the items (fail closed)."""
         assert self.future is not None
         try:
             self.future.result()
         finally:
-            self.inner.batch([PutOp(self.op.namespace, self.op.key, None)])
+            self.inner.batch([PutOp(op.namespace, op.key, None) for op in self.ops])
 
 
 class WritePath(EventSync):
@@ -65,13 +69,17 @@ class WritePath(EventSync):
 
     _pool: ThreadPoolExecutor | None = None
 
+    def _overlap(self, ops: list[PutOp]) -> Overlap | None:
+        """An :class:`Overlap` of ``ops`` on PostgreSQL (a second durable commit to hide), else None."""
+        if not is_postgres(self.inner):
+            return None
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memsteward-langgraph-put")
+        return Overlap(self._pool, self.inner, ops)
+
     def _put(self, op: PutOp) -> Result:
         """Record ``op``, then write it to the wrapped store (overlapped on PostgreSQL)."""
-        overlap = None
-        if is_postgres(self.inner):
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memsteward-langgraph-put")
-            overlap = Overlap(self._pool, self.inner, op)
+        overlap = self._overlap([op])
         try:
             how = self._record(op, overlap.start if overlap is not None else None)
         except BaseException:
@@ -79,13 +87,66 @@ class WritePath(EventSync):
                 overlap.undo()
             raise
         if overlap is not None and overlap.future is not None:
-            return overlap.result()
+            return overlap.results()[0]
         if how == "corrected" or (how == "overwrite" and self.index_config):
             self.inner.batch([PutOp(op.namespace, op.key, None)])
         result = self.inner.batch([op])[0]
         if how == "corrected":
             self.scrub()
         return result
+
+    def _put_run(self, ops: list[PutOp]) -> list[Result]:
+        """Consecutive puts of one ``batch()``: when they are first-hand puts of distinct keys, each
+        new or an overwrite without dependants (:meth:`_grouped`), they are recorded in ONE
+        transaction (all or none) and written in one wrapped batch; otherwise one by one."""
+        writes = self._grouped(ops) if len(ops) > 1 else None
+        if writes is None:
+            return [self._put(op) for op in ops]
+        overlap = self._overlap(ops)
+        try:
+            self.store.record_many(writes, reingest="refuse" if self.reingest == "refuse" else "allow",
+                                   wait=self.write_wait,
+                                   before_commit=overlap.start if overlap is not None else None)
+        except WriteRefused as exc:
+            if overlap is not None and overlap.future is not None:
+                overlap.undo()
+            raise GovernedWriteRefused.wrap(exc) from None
+        except BaseException:
+            if overlap is not None and overlap.future is not None:
+                overlap.undo()
+            raise
+        if overlap is not None and overlap.future is not None:
+            return overlap.results()
+        return self.inner.batch(ops)
+
+    def _grouped(self, ops: list[PutOp]) -> list[dict[str, Any]] | None:
+        """The artifacts of a run of puts that can be recorded together (None: put them one by one)."""
+        addresses = [(tuple(op.namespace), op.key) for op in ops]
+        if self.reingest == "review" or len(set(addresses)) != len(ops) or \
+                any((op.value or {}).get(self.spec.provenance_field) for op in ops):
+            return None
+        current = self.latest(addresses)
+        if current and self.index_config:  # an overwrite on an indexed store deletes the old vectors first
+            return None
+        live = [i for i, st in current.values() if st in SERVABLE_STATES]
+        if live and self.store.reach(live) - set(live):  # an item with dependants: its put is a correct event
+            return None
+        prev = self.store.artifacts_of(live, content=False) if live else {}
+        out: list[dict[str, Any]] = []
+        for op, at in zip(ops, addresses):
+            art = self._artifact(op, [])
+            hit = current.get(at)
+            if hit is None:
+                ident = self.ids.of(at[0], at[1])
+            elif hit[0] in prev and prev[hit[0]].kind == art["kind"]:
+                ident = hit[0]
+            else:  # withdrawn, erased or another kind: a new incarnation
+                n = self.ids.incarnation(hit[0]) + 1
+                if n > MAX_INCARNATIONS:
+                    return None
+                ident = self.ids.of(at[0], at[1], n)
+            out.append({"id": ident, **art})
+        return out
 
     @property
     def index_config(self) -> Any:
