@@ -22,8 +22,10 @@ and the reply's bytes. So that:
   (an endpoint may echo the request's headers back); the SDK's exceptions, whose messages quote the
   body, are mapped by type and status only.
 * **only this endpoint's key goes out**: the guard sends the request to the endpoint's own scheme,
-  host and port only, drops every header but the SDK's plain protocol headers, and sets
-  ``Authorization`` itself from ``api_key_env`` (none for a loopback endpoint without a key), so
+  host and port only, drops every header but the SDK's plain protocol headers, and sets the
+  endpoint's own identity headers itself: ``Authorization`` from ``api_key_env`` (``api-key`` for an
+  Azure endpoint; none for a loopback endpoint without a key), and ``OpenAI-Organization`` /
+  ``OpenAI-Project`` from the endpoint's ``organization`` / ``project``, so
   neither the SDK's environment (``OPENAI_ADMIN_KEY``, ``OPENAI_ORG_ID``, ``OPENAI_PROJECT_ID``,
   ``OPENAI_CUSTOM_HEADERS``, ``OPENAI_BASE_URL``) nor a proxy setting reaches a policy's endpoint.
 * **replies are bounded**: at most :data:`MAX_BODY` bytes are read;
@@ -169,9 +171,9 @@ def _guard_class() -> type:
     class Guard(httpx2.BaseTransport):
         """The last step before the wire: the endpoint's origin only, plain headers, our key."""
 
-        def __init__(self, origin: tuple[str, str, int | None], key: str) -> None:
+        def __init__(self, origin: tuple[str, str, int | None], identity: dict[str, str]) -> None:
             self.inner = httpx2.HTTPTransport(trust_env=False, verify=ssl.create_default_context())
-            self.origin, self.key = origin, key
+            self.origin, self.identity = origin, identity
             self.local = threading.local()  # (end, total) of the call running on this thread
 
         def handle_request(self, request: httpx2.Request) -> httpx2.Response:
@@ -179,8 +181,7 @@ def _guard_class() -> type:
             if (url.scheme, url.host, url.port) != self.origin:
                 raise _Cut("the request left the endpoint's origin", retry=False)
             headers = {n: v for n, v in request.headers.items() if n.lower() in SENT_HEADERS}
-            if self.key:
-                headers["Authorization"] = f"Bearer {self.key}"
+            headers.update(self.identity)
             sent = httpx2.Request(request.method, url, headers=headers, stream=request.stream,
                                   extensions=request.extensions)  # the SDK's own request keeps its markers
             end, total = self.local.deadline
@@ -219,6 +220,7 @@ class ChatClient:
         except ValueError:
             raise EndpointError(f"endpoint {self.endpoint.base_url!r} has an invalid port", 0) from None
         self._origin = (parsed.scheme, parsed.hostname, port)
+        self._identity = identity_headers(self.endpoint, self._key)
         self._sdk: openai.OpenAI | None = None
         self._guard: Any = None
         self._lock = threading.Lock()
@@ -247,11 +249,17 @@ class ChatClient:
                 import httpx2
                 import openai
 
-                self._guard = _guard_class()(self._origin, self._key)
+                self._guard = _guard_class()(self._origin, self._identity)
                 http = httpx2.Client(transport=self._guard, trust_env=False, follow_redirects=False)
-                self._sdk = openai.OpenAI(api_key=self._key or "unused", admin_api_key="", organization="",
-                                          project="", webhook_secret="", base_url=self._base, max_retries=0,
-                                          default_headers={}, http_client=http)
+                ep = self.endpoint  # the guard sets the key and identity headers (below: what the SDK needs)
+                common: dict[str, Any] = {"api_key": self._key or "unused", "admin_api_key": "",
+                                          "organization": ep.organization or "", "max_retries": 0,
+                                          "default_headers": {}, "http_client": http}
+                if ep.api_version is not None:
+                    self._sdk = openai.AzureOpenAI(azure_endpoint=self._base, api_version=ep.api_version, **common)
+                else:
+                    self._sdk = openai.OpenAI(project=ep.project or "", webhook_secret="", base_url=self._base,
+                                              **common)
             return self._sdk
 
     def complete(self, model: str, messages: list[dict[str, str]], temperature: float,
@@ -332,6 +340,19 @@ class ChatClient:
 
     def _parse(self, data: bytes) -> str:
         return completion_text(data)
+
+
+def identity_headers(endpoint: Endpoint, key: str) -> dict[str, str]:
+    """The headers that say who calls: the key (``Authorization: Bearer``, or Azure's ``api-key``)
+    when there is one, and the endpoint's organization and project when it names them."""
+    out: dict[str, str] = {}
+    if key:
+        out.update({"api-key": key} if endpoint.api_version is not None else {"Authorization": f"Bearer {key}"})
+    if endpoint.organization:
+        out["OpenAI-Organization"] = endpoint.organization
+    if endpoint.project:
+        out["OpenAI-Project"] = endpoint.project
+    return out
 
 
 def _cut_in(exc: BaseException) -> _Cut | None:

@@ -84,3 +84,36 @@ def test_a_redirect_is_not_followed(llm):
     with pytest.raises(EndpointError, match=r"rejected \(HTTP 307\)"):
         ChatClient(endpoint(llm.url)).complete("scripted", MSGS, 0.0)
     assert llm.posts == 1
+
+
+def test_organization_and_project_come_from_the_endpoint_only(llm, monkeypatch):
+    for name, value in AMBIENT.items():
+        monkeypatch.setenv(name, value)
+    ChatClient(endpoint(llm.url, organization="org-policy", project="proj-policy")).complete("scripted", MSGS, 0.0)
+    headers = {k.lower(): v for k, v in llm.requests[0]["headers"].items()}
+    assert headers["openai-organization"] == "org-policy" and headers["openai-project"] == "proj-policy"
+    assert "ambient" not in _sent(llm.requests[0])
+
+
+def test_an_azure_endpoint_is_called_as_the_azure_client_does(llm, monkeypatch):
+    for name, value in {**AMBIENT, "AZURE_OPENAI_API_KEY": "az-ambient", "OPENAI_API_VERSION": "ambient-version",
+                        "AZURE_OPENAI_ENDPOINT": "http://127.0.0.1:9", "AZURE_OPENAI_AD_TOKEN": "ad-ambient"}.items():
+        monkeypatch.setenv(name, value)
+    base = llm.url.removesuffix("/v1")
+    text, _ = ChatClient(endpoint(base, api_version="2024-06-01")).complete("scripted", MSGS, 0.0)
+    assert text == "A b."
+    (req,) = llm.requests
+    assert req["path"] == "/openai/deployments/scripted/chat/completions?api-version=2024-06-01"
+    headers = {k.lower(): v for k, v in req["headers"].items()}
+    assert headers["api-key"] == SECRET and "authorization" not in headers
+    assert headers["user-agent"].startswith("AzureOpenAI/Python")
+    assert "ambient" not in _sent(req)
+
+
+@pytest.mark.parametrize("value", ["org 1", "org\r\nX-Injected: 1", "", "é", "x" * 129])
+def test_header_values_cannot_start_another_header(value):
+    from pydantic import ValidationError
+
+    for field in ("organization", "project", "api_version"):
+        with pytest.raises(ValidationError):
+            endpoint("http://127.0.0.1:9/v1", **{field: value})

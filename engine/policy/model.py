@@ -379,8 +379,18 @@ class SelectionSpec(Strict):
 # --------------------------------------------------------------------------- LLM endpoints
 
 
+#: a value memsteward puts in a request header or query (organization, project, API version):
+#: printable ASCII without spaces or line breaks, so it can never start another header
+HeaderValue = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=r"^[!-~]+$")]
+
+
 class Endpoint(Strict):
-    """An OpenAI-compatible endpoint. The API key is read from ``api_key_env`` only."""
+    """An OpenAI-compatible endpoint. The API key is read from ``api_key_env`` only.
+
+    Configured as users of the ``openai`` SDK know it: ``organization`` and ``project`` (the
+    ``OpenAI-Organization`` / ``OpenAI-Project`` headers), and ``api_version`` for an Azure OpenAI
+    resource (``base_url`` is its endpoint, ``https://NAME.openai.azure.com``, ``model`` the
+    deployment; the key goes in the ``api-key`` header). None of them is read from the environment."""
 
     base_url: str
     model: str
@@ -396,6 +406,9 @@ class Endpoint(Strict):
     # total seconds per call: connect + read + retries + backoff (default: every attempt's timeout
     # plus the backoff sleeps); `--deadline` on the command line overrides it
     deadline: float | None = Field(default=None, gt=0, le=MAX_DEADLINE_S)
+    organization: HeaderValue | None = None
+    project: HeaderValue | None = None
+    api_version: HeaderValue | None = None  # set: an Azure OpenAI resource (AzureOpenAI client)
 
 
 class Evaluator(Strict):
