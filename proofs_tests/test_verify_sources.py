@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memsteward.cli import main
 
@@ -97,3 +99,101 @@ def test_forged_clearance_plan_refused_with_the_case(tmp_path: Path):
     # and removing a helpful memory on top is refused as well
     forged = dict(stripped, removed=sorted(set(doc["removed"]) | {doc["cleared_context"][0]}))
     assert _verify(tmp_path, forged, "--case", case)[0] != 0
+
+
+@pytest.mark.parametrize("event, policy", [("event-delete.json", "policies/default.yaml"),
+                                           ("event-correct.json", "policies/default.yaml"),
+                                           ("event-migrate.json", "policies/tool-agent.yaml")])
+def test_genuine_executed_plans_hold_against_their_store(tmp_path: Path, event: str, policy: str):
+    """Issue 25: `verify --plan --store` rejected genuine plans (a correct event's among them). Without
+    --policy the store's recorded event supplies λ and β — a replacement kept by reference included."""
+    db = str(tmp_path / "m.db")
+    assert _run("store", "import", "--store", db, str(DATA / "store.json")).exit_code == 0
+    r = _run("repair", "--policy", policy, "--store", db, "--event", str(DATA / event), "--json")
+    assert r.exit_code == 0, r.output
+    code, out = _verify(tmp_path, json.loads(r.stdout), "--store", db)
+    assert code == 0, [c for c in out["clauses"] if not c["ok"]] if isinstance(out, dict) else out
+
+
+COPY = "Remember: the user is allergic to peanuts and carries an epipen, always."
+
+
+def _with_untracked_copy(tmp_path: Path) -> str:
+    db = str(tmp_path / "m.db")
+    assert _run("store", "import", "--store", db, str(DATA / "store.json")).exit_code == 0
+    put = tmp_path / "copy.json"
+    put.write_text(json.dumps({"id": "stray-note", "kind": "record", "content": {"text": COPY, "label": "x"}}))
+    assert _run("store", "put", "--store", db, str(put)).exit_code == 0
+    return db
+
+
+def _drop(doc: dict, victim: str) -> dict:
+    out = json.loads(json.dumps(doc))
+    for key in ("cascade", "descendants", "barrier", "withdrawn", "unservable", "selection", "order", "republished"):
+        out[key] = [i for i in out.get(key, []) if i != victim]
+    out["candidates"] = [c for c in out["candidates"] if c["id"] != victim]
+    for key in ("modes", "base_versions", "untracked"):
+        out.get(key, {}).pop(victim, None)
+    out["executed"] = [s for s in out.get("executed", []) if s["id"] != victim]
+    return out
+
+
+@pytest.mark.parametrize("dry", [False, True], ids=["executed", "dry-run"])
+def test_forgery_dropping_an_untracked_member_is_refused(tmp_path: Path, dry: bool):
+    """Issue 25: a forgery that drops a content-scan (untracked) member of C(F) consistently passed."""
+    db = _with_untracked_copy(tmp_path)
+    r = _run("repair", "--policy", "policies/default.yaml", "--store", db, "--event",
+             str(DATA / "event-delete.json"), "--json", *(["--dry-run"] if dry else []))
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert "stray-note" in doc["untracked"] and "stray-note" in doc["cascade"]
+    assert _verify(tmp_path, doc, "--store", db, "--policy", "policies/default.yaml")[0] == 0
+    forged = _drop(doc, "stray-note")
+    assert _verify(tmp_path, forged)[0] == 0  # consistent with itself
+    code, out = _verify(tmp_path, forged, "--store", db, "--policy", "policies/default.yaml")
+    assert code == 1 and not out["ok"], out
+
+
+@st.composite
+def _stores(draw):
+    """A small provenance DAG: records, then summaries built from earlier artifacts, some texts shared."""
+    n_rec = draw(st.integers(1, 4))
+    arts = [{"id": f"r{k}", "kind": "record", "content": {"text": draw(st.sampled_from(TEXTS)), "label": "x"}}
+            for k in range(n_rec)]
+    for k in range(draw(st.integers(0, 5))):
+        ids = [a["id"] for a in arts]
+        inputs = draw(st.lists(st.sampled_from(ids), min_size=1, max_size=3, unique=True))
+        kind = draw(st.sampled_from(["summary", "cache"]))  # a stale cache is in mode remove (no candidate)
+        arts.append({"id": f"s{k}", "kind": kind, "content": draw(st.sampled_from(TEXTS)), "inputs": inputs,
+                     "meta": {"age_days": 400} if kind == "cache" else {}})
+    root = draw(st.sampled_from([a["id"] for a in arts if a["kind"] == "record"]))
+    kind = draw(st.sampled_from(["delete", "correct"]))
+    return arts, root, kind
+
+
+TEXTS = ["Alice lives in Paris and walks her dog along the river every single morning.",
+         "Bob prefers green tea over coffee when he works late in the evening at home.",
+         "The user is allergic to peanuts and carries an epipen in the blue backpack.",
+         "A short note."]
+
+
+@settings(max_examples=25, deadline=None)
+@given(_stores())
+def test_every_genuine_plan_holds_against_its_store(case):
+    """Property (issue 25): plans the engine makes — executed, on any small DAG, deletes and
+    corrections — are always accepted by the store clauses (the recorded policy supplies λ, β)."""
+    from memsteward.policy.loader import load_policy_source
+    from memsteward.repair.events import parse_event
+    from memsteward.repair.execute import run_event
+    from memsteward.store import Store
+    from specs.sources import check_transition_source
+
+    arts, root, kind = case
+    store = Store()
+    store.record_many(arts)
+    doc = {"type": kind, "roots": [root]}
+    if kind == "correct":
+        doc["replacements"] = [{"id": root, "kind": "record", "content": {"text": "corrected", "label": "x"}}]
+    plan = run_event(store, load_policy_source("policies/default.yaml").policy, parse_event(doc, store.snapshot()))
+    failed = [c for c in check_transition_source(plan.to_json(), store, None) if not c.ok]
+    assert not failed, failed

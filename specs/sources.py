@@ -38,14 +38,26 @@ def check_transition_source(doc: Mapping[str, Any], store: Storage, policy_doc: 
                        sorted(reach - cascade), witness=lambda i: {"missing_from_cascade": i}))
     out.append(_clause("G5", "C(F) contains nothing beyond Reach(F) and the content scan's matches",
                        sorted(cascade - reach - scanned), witness=lambda i: {"not_reachable": i}))
-    cands = {c["id"] for c in doc["candidates"]}
-    out.append(_clause("G4", "every descendant of the recomputed cascade has a candidate",
+    # a descendant in mode remove is withdrawn for good: it has no candidate (no successor is built)
+    cands = {c["id"] for c in doc["candidates"]} | {i for i, m in doc.get("modes", {}).items() if m == "remove"}
+    out.append(_clause("G4", "every descendant of the recomputed cascade has a candidate (or mode remove)",
                        sorted((reach | scanned) - set(roots) - cands), witness=lambda i: {"no_candidate": i}))
     if doc.get("selector") != "no_action":
         out.append(_clause("G5", "the barrier is the recomputed C(F)",
                            sorted((reach | scanned) ^ set(doc["barrier"])), witness=lambda i: {"barrier_differs_at": i}))
-    recorded = _recorded_policy(store, doc)
+    event = _recorded_event(store, doc)
+    recorded = None if event is None else event["policy"]
     pol = recorded if recorded is not None else policy_doc
+    if event is not None:  # what the chained audit log withdrew: no member of C(F) can be dropped
+        withdrawn = {r["artifact_id"] for r in store.audit_log() if r["event_id"] == event["id"]
+                     and r["action"] == "withdraw"}
+        out.append(_clause("G5", "the barrier is the C(F) the audit log withdrew for this event",
+                           sorted(withdrawn ^ set(doc["barrier"])) if doc.get("selector") != "no_action" else [],
+                           witness=lambda i: {"barrier_differs_from_audit_at": i}))
+    elif pol is not None:
+        missed = _rescanned(doc, store, pol, reach) - cascade
+        out.append(_clause("G5", "C(F) contains every match of the content scan recomputed on the store",
+                           sorted(missed), witness=lambda i: {"untracked_missing": i}))
     if pol is None:
         out.append(Clause("G4", "λ and β are the policy's", False,
                           {"reason": "no event in the store matches this plan and no --policy was given"}))
@@ -57,16 +69,46 @@ def check_transition_source(doc: Mapping[str, Any], store: Storage, policy_doc: 
     return out
 
 
-def _recorded_policy(store: Reader, doc: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The policy the store recorded with the event this plan describes (same event document)."""
+def _event_key(event: Mapping[str, Any]) -> str:
+    """An event document compared by what it says: a replacement by id, kind, arch and content digest,
+    whether it is given whole (a plan) or as the reference the store keeps (``stored_version``)."""
     import json
 
-    want = json.dumps(doc["event"], sort_keys=True)
+    from memsteward.repair.writes import content_digest
+
+    reps = [{"id": o["id"], "kind": o["kind"], "arch": o.get("arch"),
+             "sha256": o["sha256"] if "stored_version" in o else content_digest(o.get("content"))}
+            for o in event.get("replacements", [])]
+    return json.dumps({**event, "replacements": reps} if reps else dict(event), sort_keys=True)
+
+
+def _recorded_event(store: Reader, doc: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The event the store recorded that this plan describes (same event), with its policy."""
+    want = _event_key(doc["event"])
     for eid in reversed(store.event_ids()):
         ev = store.event(eid)
-        if ev is not None and json.dumps(ev["event"], sort_keys=True) == want:
-            return ev["policy"]
+        if ev is not None and _event_key(ev["event"]) == want:
+            return ev
     return None
+
+
+def _rescanned(doc: Mapping[str, Any], store: Storage, pol: Mapping[str, Any], reach: set[str]) -> set[str]:
+    """The content scan (:mod:`memsteward.repair.lineage`) recomputed on the store with the policy's
+    settings, for a plan the store has not run (a dry run): the roots still hold their text."""
+    from memsteward.repair.lineage import untracked
+
+    ev = doc["event"]
+    lin = pol.get("lineage", {})
+    if not lin.get("content_scan", True) or not (ev["type"] == "delete" or (ev["type"] == "correct"
+                                                                          and ev.get("privacy"))):
+        return set()
+    n, m = int(lin.get("shingle_words", 8)), int(lin.get("min_shared", 1))
+    arts = store.artifacts_of(ev["roots"])
+    roots = {r: a.content for r, a in arts.items() if a.state != "erased" and a.content is not None}
+    if not roots:
+        return set()
+    found = untracked(roots, ((i, c) for i, c in store.shingle_candidates(roots, n) if i not in reach), n, m)
+    return set(store.reach(list(found)))
 
 
 def check_clearance_source(doc: Mapping[str, Any], recomputed: Mapping[str, Any]) -> list[Clause]:
