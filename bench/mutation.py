@@ -77,8 +77,18 @@ def _copy_tree(dest: Path) -> None:
     (dest / "engine" / "specs").symlink_to(dest / "specs", target_is_directory=True)
 
 
+# The pytest plugins the mapped tests use, loaded by name with autoloading off: other installed
+# plugins (langsmith's, platformdirs') cost about a third of a small test run's start-up.
+PLUGINS = ("pytest_asyncio.plugin", "pytest_mock", "_hypothesis_pytestplugin", "anyio.pytest_plugin")
+
+
 def _env(copy: Path) -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": f"{copy / '_import'}{os.pathsep}{copy}", "HYPOTHESIS_PROFILE": "ci"}
+    return {**os.environ, "PYTHONPATH": f"{copy / '_import'}{os.pathsep}{copy}", "HYPOTHESIS_PROFILE": "ci",
+            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+
+
+def _pytest(*args: str) -> list[str]:
+    return [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *(a for p in PLUGINS for a in ("-p", p)), *args]
 
 
 _CHILD_ENV = "MEMSTEWARD_MUTATE_COVERAGE"
@@ -104,8 +114,8 @@ def map_coverage(copy: Path, timeout: float, only_tests: list[str]) -> tuple[dic
     files = sorted(p.name for p in (copy / "proofs_tests").glob("test_*.py")
                    if p.name not in NOT_MAPPED and (not only_tests or any(o in p.name for o in only_tests)))
     outcomes = copy / ".mutate-outcomes.json"
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "bench.mutation_plugin",
-           "--cov=memsteward", "--cov-context=test", "--cov-report=", *(f"proofs_tests/{f}" for f in files)]
+    cmd = _pytest("-q", "-p", "pytest_cov.plugin", "-p", "bench.mutation_plugin", "--cov=memsteward",
+                  "--cov-context=test", "--cov-report=", *(f"proofs_tests/{f}" for f in files))
     rc = copy / ".mutate-coveragerc"
     rc.write_text(f"[run]\nparallel = true\ndata_file = {copy / '.coverage'}\nsource = memsteward\n")
     (copy / "_import" / "sitecustomize.py").write_text(_CHILD_COVERAGE)
@@ -174,7 +184,7 @@ def _run_one(m, copy: Path, rel: str, tests: list[str], timeout: float) -> dict:
                        if ln[:1] in "+-" and not ln.startswith(("+++", "---"))]
         if not tests:
             return {**row, "outcome": "not-covered", "seconds": 0.0}
-        cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests]
+        cmd = _pytest("-x", "-q", *tests)
         try:
             r = subprocess.run(cmd, cwd=copy, env=_env(copy), capture_output=True, text=True, timeout=timeout)
             outcome = "survived" if r.returncode == 0 else "killed"
@@ -187,8 +197,27 @@ def _run_one(m, copy: Path, rel: str, tests: list[str], timeout: float) -> dict:
     return row
 
 
+def _cached_map(map_file: Path | None, copy: Path, only_tests: list[str]) -> tuple[dict, dict[str, float], set[str]]:
+    """The coverage map of this tree: read from ``map_file`` when it was made from the same commit
+    and test selection (``git describe --always --dirty``), else computed and written there."""
+    head = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=ROOT, capture_output=True,
+                          text=True).stdout.strip()
+    key = {"commit": head, "tests": sorted(only_tests)}
+    if map_file is not None and map_file.exists():
+        doc = json.loads(map_file.read_text())
+        if doc.get("key") == key and not head.endswith("-dirty"):
+            print(f"coverage map read from {map_file} ({head})", flush=True)
+            cov = {m: {int(k): v for k, v in lines.items()} for m, lines in doc["map"].items()}
+            return cov, doc["durations"], set(doc["passed"])
+    print("mapping coverage (one run of the mapped test files) …", flush=True)
+    cov, durations, passed = map_coverage(copy, 3 * 3600, only_tests)
+    if map_file is not None:
+        map_file.write_text(json.dumps({"key": key, "map": cov, "durations": durations, "passed": sorted(passed)}))
+    return cov, durations, passed
+
+
 def run(size: int, budget_s: float, seed: int, only: list[str], workers: int, limit: int,
-        only_tests: list[str]) -> dict:
+        only_tests: list[str], map_file: Path | None = None) -> dict:
     """Copy the tree once per worker, map coverage once, draw the sample, run it on ``workers`` copies."""
     copies = [Path(tempfile.mkdtemp(prefix=f"memsteward-mutate-{w}-")) for w in range(workers)]
     start = time.monotonic()
@@ -196,8 +225,7 @@ def run(size: int, budget_s: float, seed: int, only: list[str], workers: int, li
     try:
         for c in copies:
             _copy_tree(c)
-        print("mapping coverage (one run of the mapped test files) …", flush=True)
-        cov, durations, passed = map_coverage(copies[0], 3 * 3600, only_tests)
+        cov, durations, passed = _cached_map(map_file, copies[0], only_tests)
         out["coverage_s"] = round(time.monotonic() - start, 1)
         out["tests_mapped"], out["tests_passing"] = len(durations), len(passed)
         plan, out["modules"] = draw_sample(copies[0], size, seed, only)
@@ -274,12 +302,15 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--only", action="append", default=[], help="substring of the modules to mutate")
     ap.add_argument("--map-only", action="append", default=[],
                     help="substring of the test files to map (default: every test file but NOT_MAPPED)")
+    ap.add_argument("--map", default=str(ROOT / ".venv" / "mutation-map.json"),
+                    help="where the coverage map is kept and reused for the same commit ('' to always remap)")
     ap.add_argument("--out", default=str(ROOT / "bench" / "mutation.json"), help="raw results (JSON)")
     a = ap.parse_args(argv)
     if not 1 <= a.sample <= 20000 or not 0 < a.budget_minutes <= 24 * 60 or not 1 <= a.workers <= 16 \
             or not 1 <= a.max_tests <= 10000:
         ap.error("--sample 1..20000, --budget-minutes 0..1440, --workers 1..16, --max-tests 1..10000")
-    result = run(a.sample, a.budget_minutes * 60, a.seed, a.only, a.workers, a.max_tests, a.map_only)
+    result = run(a.sample, a.budget_minutes * 60, a.seed, a.only, a.workers, a.max_tests, a.map_only,
+                 Path(a.map) if a.map else None)
     result["score"] = score(result)
     Path(a.out).write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
     s = result["score"]
