@@ -77,6 +77,12 @@ class WriteRefused(InputError):
         return out
 
 
+class StoreBusy(InputError):
+    """An event's barrier found the store busy: another event is unfinished, or the store changed
+    within the plan's scope since it was planned. :func:`memsteward.repair.execute.run_event` waits
+    for a running event and plans again (bounded); nothing was written."""
+
+
 class EventHeld(InputError):
     """Another live process holds the event (its lease in the store): this one does nothing.
     ``recover`` reports it and exits 0 (the holder completes the event); ``repair`` exits 2."""

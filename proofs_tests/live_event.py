@@ -5,6 +5,8 @@ stdin, then complete the event (publication) and print the final plan's withdraw
 ids as one JSON line.
 ``writer URL WRITES``: record each write of the JSON list (id, kind, content, inputs, wait), one at a
 time, printing each outcome as one JSON line as it comes: [id, "ok", version, content] or [id, reason].
+``stream URL N``: record N unrelated artifacts one by one, printing each acknowledged one as it commits
+(a process to kill -9 mid-transaction).
 """
 
 import json
@@ -45,8 +47,19 @@ def writer(url: str, writes: str) -> None:
     store.close()
 
 
+def stream(url: str, n: int) -> None:
+    store = Store.open(url)
+    for k in range(n):
+        content = f"stream note {k}"
+        got = store.record({"id": f"x{k}", "kind": "record", "content": content}, inputs=["m0"] if k % 2 else [])
+        print(json.dumps([got.id, "ok", got.version, content]), flush=True)
+    store.close()
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "holder":
         holder(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "stream":
+        stream(sys.argv[2], int(sys.argv[3]))
     else:
         writer(sys.argv[2], sys.argv[3])

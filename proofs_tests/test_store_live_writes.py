@@ -21,7 +21,7 @@ from memsteward.errors import InputError, WriteRefused
 from memsteward.policy.loader import load_policy_source
 from memsteward.repair.auditchain import first_broken
 from memsteward.repair.events import parse_event
-from memsteward.repair.execute import barrier, recover
+from memsteward.repair.execute import barrier, recover, run_event
 from memsteward.repair.plan import compute_plan
 from memsteward.store import Store
 from memsteward.store.live import retry_busy
@@ -96,6 +96,82 @@ def test_writes_go_on_while_another_process_holds_an_event(store_at):
         assert exc.value.reason == "tombstone"
         assert first_broken(s.audit_rows(), s.audit_head(), None) is None
     finally:
+        s.close()
+
+
+def test_kill_9_of_the_event_and_of_a_writer_loses_nothing(store_at):
+    """The event process is killed (SIGKILL) after its barrier, and a writer mid-stream (perhaps
+    mid-transaction) while the event is unfinished: recover completes the event from another
+    process, every acknowledged write is there with its content, nothing withdrawn is served."""
+    url = store_at("kill")
+    _seed(url)
+    holder = subprocess.Popen([sys.executable, CHILD, "holder", url, "n1", POLICY],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        writer = subprocess.Popen([sys.executable, CHILD, "stream", url, "100000"], stdout=subprocess.PIPE, text=True)
+        acked = [json.loads(writer.stdout.readline()) for _ in range(5)]  # writes go on during the event
+        holder.kill()  # the event's process dies mid-event
+        acked += [json.loads(writer.stdout.readline()) for _ in range(5)]
+        writer.kill()  # and a writer, wherever it is (inside a transaction, most likely)
+        rest, _ = writer.communicate(timeout=60)
+        acked += [json.loads(line) for line in rest.splitlines() if line.endswith("]")]
+    finally:
+        for proc in (holder,):
+            if proc.poll() is None:
+                proc.kill()
+        holder.wait(timeout=60)
+    s = Store.open(url)
+    try:
+        assert s.unfinished_event() is not None
+        final = recover(s)  # the dead holder's lease is taken over
+        assert final is not None and s.unfinished_event() is None
+        served = {a.id: a for a in s.serve()}
+        assert "n1" not in served and not set(final.withdrawn) & served.keys()
+        for ident, _, version, content in acked:
+            assert served[ident].version == version and served[ident].content == content
+        assert first_broken(s.audit_rows(), s.audit_head(), None) is None
+    finally:
+        s.close()
+
+
+def test_an_event_queues_behind_a_running_event_and_not_behind_a_dead_one(store_at):
+    """A second event while another process's event runs waits for it (it is not refused) and then
+    runs; behind an event whose process died it is refused at once, naming `memsteward recover`."""
+    url = store_at("queue")
+    _seed(url)
+    policy = load_policy_source(POLICY).policy
+    holder = subprocess.Popen([sys.executable, CHILD, "holder", url, "n1", POLICY],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    s = Store.open(url)
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        asked: list[bool] = []
+        real = s.event_running
+
+        def running(event_id: int) -> bool:  # the first time it waits, let the holder publish
+            alive = real(event_id)
+            if not asked:
+                holder.stdin.write("\n")
+                holder.stdin.flush()
+            asked.append(alive)
+            return alive
+        s.event_running = running
+        plan = run_event(s, policy, parse_event({"type": "delete", "roots": ["m0"]}, s))
+        assert asked and asked[0] is True and plan.status == "done"  # it waited for the live event
+        assert holder.wait(timeout=120) == 0 and s.states()["n1"][0] == "erased"
+        del s.event_running
+        holder = subprocess.Popen([sys.executable, CHILD, "holder", url, "m1", POLICY],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert holder.stdout.readline().strip() == "ready"
+        holder.kill()
+        holder.wait(timeout=60)
+        with pytest.raises(InputError, match="run `memsteward recover` first"):
+            run_event(s, policy, parse_event({"type": "delete", "roots": ["m2"]}, s))
+        assert recover(s) is not None
+    finally:
+        if holder.poll() is None:
+            holder.kill()
         s.close()
 
 

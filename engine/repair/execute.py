@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ..errors import InputError, StoreError, printable
+from ..errors import InputError, StoreBusy, StoreError, printable
 from ..jsonio import tree_problem
 from ..policy.model import Policy
 from ..policy.plugins import manifest
@@ -123,14 +123,38 @@ def run_event(store: RepairLog, policy: Policy, event: Event, selector: str = "m
               operators: OperatorRegistry | None = None, oracles: OracleRegistry | None = None,
               executor: Executor | str | None = None, progress: Progress | None = None) -> TransitionPlan:
     """Plan (pure) and execute one event on a store; ``executor`` runs the candidates' work
-    (:mod:`.executors`; None: sequential); ``progress`` as for :func:`resume`."""
+    (:mod:`.executors`; None: sequential); ``progress`` as for :func:`resume`.
+
+    Events queue: while another process's event is running (its lease holder alive), this one
+    waits, and when its barrier finds the store busy (:class:`~memsteward.errors.StoreBusy`: an
+    event started meanwhile, or a write changed the plan's scope) it is planned again — for up to
+    ``MEMSTEWARD_WRITE_WAIT`` seconds (default 30). An unfinished event nobody runs (its process
+    died) is refused at once: run ``memsteward recover``."""
+    from ..store.live import write_wait
+
     executor = executor_from(executor)
-    if store.unfinished_event() is not None:
-        raise InputError("the store has an unfinished event; run `memsteward recover` first", file=store.path)
     operators = operators or operators_for(policy)
-    generation = store.generation()
-    plan = compute_plan(policy, store, event, selector, backend, operators)
-    return execute(store, policy, plan, operators, oracles, generation, executor, progress)
+    deadline = time.monotonic() + write_wait()
+    while True:
+        _await_turn(store, deadline)
+        generation = store.generation()
+        plan = compute_plan(policy, store, event, selector, backend, operators)
+        try:
+            return execute(store, policy, plan, operators, oracles, generation, executor, progress)
+        except StoreBusy:
+            if time.monotonic() >= deadline:
+                raise
+
+
+def _await_turn(store: RepairLog, deadline: float) -> None:
+    """Return once no event is unfinished; wait while one is being completed by its live holder."""
+    while (found := store.unfinished_event()) is not None:
+        if not store.event_running(found.id):
+            raise InputError("the store has an unfinished event; run `memsteward recover` first", file=store.path)
+        if time.monotonic() >= deadline:
+            raise StoreBusy(f"event {found.id} is still running (waited MEMSTEWARD_WRITE_WAIT seconds); "
+                            "try again later", file=store.path)
+        time.sleep(0.05)
 
 
 def execute(store: RepairLog, policy: Policy, plan: TransitionPlan, operators: OperatorRegistry | None = None,

@@ -82,6 +82,15 @@ class Leases(PlanningReads):
             self._lease(event_id)
         return True
 
+    def event_running(self, event_id: int) -> bool:
+        """Whether another live process (or store object) holds the unfinished event's lease, so the
+        event is being completed: a new event waits for it (False: done, or its holder died — run
+        ``memsteward recover``)."""
+        row = self.conn.execute("SELECT owner, host, pid, started, session FROM event_lease WHERE event_id = ?",
+                                (event_id,)).fetchone()
+        return row is not None and row[0] != self.owner and _alive(row[0], row[1], int(row[2]), row[3], row[4],
+                                                                   self.conn)
+
     def act_for(self, owner: str) -> None:
         """Write as the lease holder ``owner``: an executor's worker process staging and validating
         for the coordinator that holds the event (:mod:`memsteward.repair.executors`). Once

@@ -11,7 +11,7 @@ import socket
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from ..errors import EventHeld, InputError
+from ..errors import EventHeld, InputError, StoreBusy
 from ..repair.artifacts import Snapshot
 from ..repair.auditchain import GENESIS, row_hash, seal, signing_key
 from ..repair.auditchain import tombstone_commitment as commitment
@@ -116,6 +116,10 @@ class MemoryStore(MemoryReads):
             raise EventHeld(f"event {event_id} was taken over by process {row[2]} on {row[1]} at {row[4]}",
                             {"event": event_id, "host": row[1], "pid": row[2], "since": row[4]}, file=self.path)
 
+    def event_running(self, event_id: int) -> bool:
+        """Never: one process holds a memory store, and a lease of another owner is of a store object gone."""
+        return False
+
     def take_event(self, event_id: int) -> bool:
         """One process holds a memory store: any lease of another owner is of a store object gone."""
         row = self.t.events.get(event_id)
@@ -135,9 +139,9 @@ class MemoryStore(MemoryReads):
 
     def barrier(self, spec: BarrierSpec) -> int:
         if self.unfinished_event() is not None:
-            raise InputError("the store has an unfinished event; run `memsteward recover` first", file=self.path)
+            raise StoreBusy("the store has an unfinished event; run `memsteward recover` first", file=self.path)
         if not self._planned_on_this(spec):
-            raise InputError("the store changed while the event was being planned; run it again", file=self.path)
+            raise StoreBusy("the store changed while the event was being planned; run it again", file=self.path)
         refuse_tombstoned_successors(self, spec.staged_roots)
         barrier = spec.barrier
         nxt = {r: max(v for (i, v) in self.t.versions if i == r) + 1 for r in spec.staged_roots}

@@ -13,7 +13,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from ..errors import InputError
+from ..errors import InputError, StoreBusy
 from ..repair.artifacts import Artifact
 from ..repair.events import STORED_VERSION, referenced
 from ..repair.writes import content_digest
@@ -77,9 +77,9 @@ class Transitions(Transfer):
         ids_text = json.dumps(barrier)  # encoded once: the UPDATE and the withdraw rows read it
         with self.transaction():
             if self.unfinished_event() is not None:
-                raise InputError("the store has an unfinished event; run `memsteward recover` first", file=self.path)
+                raise StoreBusy("the store has an unfinished event; run `memsteward recover` first", file=self.path)
             if not self._planned_on_this(generation, unchanged):
-                raise InputError("the store changed while the event was being planned; run it again",
+                raise StoreBusy("the store changed while the event was being planned; run it again",
                                  file=self.path)
             refuse_tombstoned_successors(self, staged_roots)
             # the replacements X_Δ are kept as references to the versions staged below, not as copies
