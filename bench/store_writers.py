@@ -1,0 +1,271 @@
+"""Benchmark: writes during an event, tenants in parallel, batched records (issue 28).
+
+* writers during an event — 8 writer processes record their own artifacts (one ``Store.record``
+  each, in a tight loop, outside any cascade) on one store: alone for a fixed time, then while
+  another process runs a delete; records/s over the event's wall time and every refusal counted,
+  and the event's own wall time alone and with the writers. Two deletes: a 2,000-artifact cascade
+  that is withdrawn and removed (summaries of the root only), and 200 summaries that are repaired
+  (each also derived from a retained note: staged and validated one transaction each, then
+  published). SQLite and PostgreSQL.
+* tenants (PostgreSQL) — W writer processes, each on its own tenant (its own schema in the same
+  database) or all on one tenant; records/s over wall time; and correct events per second with
+  each writer on its own tenant against all on one.
+* record_many (PostgreSQL, SQLite for reference) — one writer, batches of 1,000 new artifacts in one
+  transaction each (the versions rows go as one COPY on PostgreSQL); artifacts/s.
+
+PostgreSQL is the server named by MEMSTEWARD_PG_DSN (default: the loopback test server); each run
+works in its own schemas, dropped afterwards. Ratios within one run are what to compare.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import sys
+import tempfile
+import time
+import uuid
+from typing import Any
+
+from .common import table, write_section
+
+NAME = "store_writers"
+DSN = os.environ.get("MEMSTEWARD_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+def _pg_url() -> str:
+    return f"{DSN}{'&' if '?' in DSN else '?'}schema=bw_{uuid.uuid4().hex[:12]}"
+
+
+def _drop(url: str) -> None:
+    if not url.startswith("postgresql"):
+        return
+    import psycopg
+
+    base = url.rsplit("schema=", 1)[1].split("&")[0]
+    with psycopg.connect(DSN, autocommit=True) as con:
+        rows = con.execute("SELECT schema_name FROM information_schema.schemata WHERE schema_name = %s "
+                           "OR starts_with(schema_name, %s)", (base, f"{base}__")).fetchall()
+        for (name,) in rows:
+            con.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+
+
+def _tenant(url: str, t: str) -> str:
+    return f"{url}{'&' if '?' in url else '?'}tenant={t}"
+
+
+def _seed_cascade(url: str, n: int, repaired: bool) -> None:
+    from memsteward.repair.artifacts import Artifact, Edge, Snapshot
+    from memsteward.store import Store
+
+    arts = [Artifact("r", "record", None, 1, "root fact about alice", {}, "servable"),
+            Artifact("n", "record", None, 1, "Bob likes jazz", {}, "servable")]
+    arts += [Artifact(f"d{k}", "summary", None, 1, f"root fact about alice. Bob likes jazz. ({k})", {}, "servable")
+             for k in range(n)]
+    edges = [Edge(p, f"d{k}", "influence") for k in range(n) for p in (("r", "n") if repaired else ("r",))]
+    s = Store.open(url, create=True)
+    s.import_snapshot(Snapshot({a.id: a for a in arts}, edges))
+    s.close()
+
+
+def _writer(url: str, me: int, start: Any, stop: Any, out: Any) -> None:
+    from memsteward.errors import WriteRefused
+    from memsteward.store import Store
+
+    s = Store.open(url)
+    ok = refused = 0
+    start.wait()
+    t0 = time.perf_counter()
+    while not stop.is_set():
+        try:
+            s.record({"id": f"w{me}-{ok}", "kind": "record", "content": f"writer {me} note {ok}"}, wait=0)
+            ok += 1
+        except WriteRefused:
+            refused += 1
+    out.put((ok, refused, time.perf_counter() - t0))
+    s.close()
+
+
+def _event(url: str, start: Any, done: Any) -> None:
+    from memsteward.api import apply_event, bundled_path, load_policy
+    from memsteward.store import Store
+
+    s = Store.open(url)
+    policy = load_policy(bundled_path("policies", "default.yaml"))
+    start.wait()
+    t0 = time.perf_counter()
+    plan = apply_event(s, policy, {"type": "delete", "roots": ["r"]})
+    done.put((time.perf_counter() - t0, len(plan.republished)))
+    s.close()
+
+
+def _writers_during(url: str, writers: int, seconds: float | None) -> tuple[float, int, float, int]:
+    """(records/s, refusals, wall seconds, successors republished: 0 without an event); no writers:
+    the event alone."""
+    ctx = mp.get_context("fork")
+    with_event = seconds is None
+    start, stop, out, done = ctx.Barrier(writers + 1 + with_event), ctx.Event(), ctx.Queue(), ctx.Queue()
+    procs = [ctx.Process(target=_writer, args=(url, i, start, stop, out)) for i in range(writers)]
+    if with_event:
+        procs.append(ctx.Process(target=_event, args=(url, start, done)))
+    for p in procs:
+        p.start()
+    start.wait()
+    t0 = time.perf_counter()
+    if with_event:
+        wall, republished = done.get(timeout=3600)
+    else:
+        time.sleep(seconds or 0)
+        wall, republished = time.perf_counter() - t0, 0
+    stop.set()
+    rows = [out.get(timeout=600) for _ in range(writers)] or [(0, 0, 0.0)]
+    for p in procs:
+        p.join()
+        if p.exitcode != 0:
+            raise RuntimeError(f"a process failed with exit code {p.exitcode}")
+    return sum(r[0] for r in rows) / wall, sum(r[1] for r in rows), wall, republished
+
+
+def _record_worker(url: str, me: int, n: int, start: Any, done: Any) -> None:
+    from memsteward.store import Store
+
+    s = Store.open(url, create=True)
+    start.wait()
+    for k in range(n):
+        s.record({"id": f"w{me}-{k}", "kind": "record", "content": f"writer {me} note {k}"})
+    s.close()
+    done.put(time.perf_counter())
+
+
+def _event_worker(url: str, me: int, n: int, start: Any, done: Any) -> None:
+    from memsteward.api import apply_event, bundled_path, load_policy
+    from memsteward.errors import InputError
+    from memsteward.store import Store
+
+    s = Store.open(url, create=True)
+    policy = load_policy(bundled_path("policies", "default.yaml"))
+    root = f"n{me}a"
+    s.record({"id": root, "kind": "record", "content": f"topic {me} fact a"})
+    s.record({"id": f"n{me}b", "kind": "record", "content": f"topic {me} fact b"})
+    s.record({"id": f"s{me}", "kind": "summary", "content": f"topic {me} fact a. topic {me} fact b"},
+             inputs=[root, f"n{me}b"])
+    start.wait()
+    for k in range(n):
+        repl = {"id": root, "kind": "record", "content": f"topic {me} fact a, corrected at {k}"}
+        while True:
+            try:
+                apply_event(s, policy, {"type": "correct", "roots": [root], "replacements": [repl]})
+                break
+            except InputError as exc:  # one tenant for all: another writer's event is unfinished
+                if "unfinished event" not in str(exc) and "changed while" not in str(exc):
+                    raise
+                time.sleep(0.005)
+    s.close()
+    done.put(time.perf_counter())
+
+
+def _rate(urls: list[str], worker: Any, per_writer: int) -> float:
+    ctx = mp.get_context("fork")
+    start, done = ctx.Barrier(len(urls) + 1), ctx.Queue()
+    procs = [ctx.Process(target=worker, args=(u, i, per_writer, start, done)) for i, u in enumerate(urls)]
+    for p in procs:
+        p.start()
+    start.wait()
+    t0 = time.perf_counter()
+    ends = [done.get(timeout=1800) for _ in procs]
+    for p in procs:
+        p.join()
+        if p.exitcode != 0:
+            raise RuntimeError(f"writer failed with exit code {p.exitcode}")
+    return len(urls) * per_writer / (max(ends) - t0)
+
+
+def _record_many(url: str, batches: int, size: int) -> float:
+    from memsteward.store import Store
+
+    s = Store.open(url, create=True)
+    t0 = time.perf_counter()
+    for b in range(batches):
+        s.record_many([{"id": f"b{b}-{k}", "kind": "record", "content": f"batch {b} note {k}"} for k in range(size)])
+    rate = batches * size / (time.perf_counter() - t0)
+    s.close()
+    return rate
+
+
+def run(quick: bool = False) -> None:
+    cascade, repaired, writers, alone = (200, 20, 4, 2.0) if quick else (2_000, 200, 8, 10.0)
+    per_writer, events = (20, 2) if quick else (100, 4)
+    batches, size = (2, 200) if quick else (10, 1_000)
+    load_start = os.getloadavg()
+    rows_w = []
+    with tempfile.TemporaryDirectory(prefix="memsteward-writers-") as tmp:
+        for kind in ("sqlite", "postgresql"):
+            for n, fixed in ((cascade, False), (repaired, True)):
+                urls = [_pg_url() if kind == "postgresql" else os.path.join(tmp, f"{uuid.uuid4().hex[:8]}.db")
+                        for _ in range(2)]
+                for u in urls:
+                    _seed_cascade(u, n, fixed)
+                _, _, solo, _ = _writers_during(urls[0], 0, None)  # the event alone
+                base, base_refused, _, _ = _writers_during(urls[1], writers, alone)
+                during, refused, wall, republished = _writers_during(urls[1], writers, None)
+                what = f"{n:,} {'repaired' if fixed else 'removed'}"
+                rows_w.append([kind, what, base, during, during / base, refused + base_refused, solo, wall])
+                print(f"[store_writers] {kind} {what}: alone {base:.3g}/s, during {during:.3g}/s (event {solo:.1f} s "
+                      f"alone, {wall:.1f} s with writers, {republished} republished), refused {refused}",
+                      file=sys.stderr, flush=True)
+                for u in urls:
+                    _drop(u)
+        base_url = _pg_url()
+        rows_t = []
+        for w in (1, 8):
+            own = _rate([_tenant(base_url, f"t{i}") for i in range(w)], _record_worker, per_writer)
+            shared = _rate([_tenant(base_url, f"s{w}")] * w, _record_worker, per_writer)
+            rows_t.append([w, own, shared])
+            print(f"[store_writers] tenants w={w}: own {own:.3g}/s, one shared {shared:.3g}/s", file=sys.stderr, flush=True)
+        rows_e = []
+        for w in (1, 8):
+            own = _rate([_tenant(base_url, f"e{w}t{i}") for i in range(w)], _event_worker, events)
+            shared = _rate([_tenant(base_url, f"e{w}shared")] * w, _event_worker, events)
+            rows_e.append([w, own, shared])
+            print(f"[store_writers] tenant events w={w}: own {own:.3g}/s, shared {shared:.3g}/s", file=sys.stderr,
+                  flush=True)
+        _drop(base_url)
+        many = {}
+        for kind in ("postgresql", "sqlite"):
+            url = _pg_url() if kind == "postgresql" else os.path.join(tmp, f"{uuid.uuid4().hex[:8]}.db")
+            many[kind] = _record_many(url, batches, size)
+            _drop(url)
+        print(f"[store_writers] record_many: {many}", file=sys.stderr, flush=True)
+    load_end = os.getloadavg()
+    t1, t8 = rows_t[0][1], rows_t[1][1]
+    e1, e8 = rows_e[0][1], rows_e[1][1]
+    md = ["## Store writers: writes during an event, tenants, batches (issue 28)\n",
+          f"`python -m bench {NAME}{' --quick' if quick else ''}`. Each writer is its own process.\n",
+          f"**Writes during an event.** {writers} writers record their own artifacts (one `record` each, in a "
+          f"tight loop, outside any cascade) on one store: alone for {alone:g} s, then while another process runs "
+          f"a delete — of a root with {cascade:,} summaries removed with it, or with {repaired} summaries that are "
+          "repaired (each staged and validated in its own transactions, then published). Before this release "
+          "every one of those writes was refused while the event was unfinished. The event's own wall time is "
+          "measured alone (same store, no writers) and with the writers.\n",
+          table(["backend", "cascade", "records/s alone", "records/s during the event", "during / alone", "refused",
+                 "event alone (s)", "event with writers (s)"], rows_w), "",
+          "Writers in a tight loop keep the store's one write lock busy, and every transaction of the event "
+          "(barrier, each staged successor and step outcome, publication) takes its turn behind them, so the "
+          "event itself is slowed by the writers (last two columns); the writers are not.\n",
+          f"**Tenants (PostgreSQL).** W writers, each on its own tenant (its own schema in the same database), "
+          f"against W writers on one tenant; {per_writer} records each. Events: correct events ({events} per "
+          "writer), each writer on its own tenant against all on one (where they queue: one event at a time).\n",
+          table(["writers", "records/s, a tenant each", "records/s, one tenant"], rows_t), "",
+          f"8 tenants / 1 tenant: ×{t8 / t1:.2f} records/s.\n",
+          table(["writers", "events/s, a tenant each", "events/s, one tenant"], rows_e), "",
+          f"8 tenants / 1 tenant: ×{e8 / e1:.2f} events/s.\n",
+          f"**record_many**, one writer, {batches} batches of {size:,} new artifacts (one transaction each): "
+          f"PostgreSQL {many['postgresql']:,.0f} artifacts/s, SQLite {many['sqlite']:,.0f} artifacts/s.\n",
+          f"Machine load average (1 min) {load_start[0]:.1f} at the start, {load_end[0]:.1f} at the end "
+          f"({os.cpu_count()} cores, shared with other work): with 2 cores, 8 writer processes compete for "
+          "CPU with the event and the server, so the ratios, not the rates, are the result."]
+    write_section(NAME, "\n".join(md))
+
+
+if __name__ == "__main__":
+    run(quick="--quick" in sys.argv)
