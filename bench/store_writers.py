@@ -251,7 +251,9 @@ def run(quick: bool = False) -> None:
                  "event alone (s)", "event with writers (s)"], rows_w), "",
           "Writers in a tight loop keep the store's one write lock busy, and every transaction of the event "
           "(barrier, each staged successor and step outcome, publication) takes its turn behind them, so the "
-          "event itself is slowed by the writers (last two columns); the writers are not.\n",
+          "event itself is slowed by the writers (last two columns); on a 2-core machine the event's own work "
+          "(planning, operators, oracles) also takes CPU from the writers, and on PostgreSQL each of the event's "
+          "transactions holds the store's advisory lock for several round trips while the writers queue behind it.\n",
           f"**Tenants (PostgreSQL).** W writers, each on its own tenant (its own schema in the same database), "
           f"against W writers on one tenant; {per_writer} records each. Events: correct events ({events} per "
           "writer), each writer on its own tenant against all on one (where they queue: one event at a time).\n",
