@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+from pathlib import Path
 
 from langgraph.store.memory import InMemoryStore
 
@@ -81,3 +82,23 @@ def test_without_an_index_nothing_is_embedded():
     gs.put(NS, "s", {"content": "Alice lives in Paris. Alice likes tea.", "derived_from": [[list(NS), "a"], [list(NS), "b"]]})
     gs.delete(NS, "a")
     assert EMBED_KEY not in gs.store.get(gs.artifact_id(NS, "s")).meta
+
+
+def test_the_embedding_oracle_checks_the_adapters_vector(tmp_path):
+    """A policy whose summary regeneration is validated by the ``embedding`` oracle: through the
+    adapter the oracle checks the store-embedder's vector against the republished text, and passes."""
+    text = Path(memsteward.bundled_path("policies", "default.yaml")).read_text()
+    anchor = "  - mode: regen\n    kind: summary\n    oracles:\n"
+    assert anchor in text
+    path = tmp_path / "policy.yaml"
+    path.write_text(text.replace(anchor, anchor + "      - oracle: embedding\n"))
+    inner = InMemoryStore(index={"dims": DIMS, "embed": embed, "fields": ["content"]})
+    gs = GovernedStore(inner, memsteward.open_store(), memsteward.load_policy(path))
+    gs.put(NS, "home", {"content": "Alice lives at 12 Rue Cler in Paris."})
+    gs.put(NS, "tea", {"content": "Alice drinks green tea every morning."})
+    gs.put(NS, "profile", {"content": "Alice lives at 12 Rue Cler in Paris. Alice drinks green tea every morning.",
+                           "derived_from": [[list(NS), "home"], [list(NS), "tea"]]})
+    gs.delete(NS, "home")
+    (step,) = [s for s in gs.last_plan.executed if s.id == gs.artifact_id(NS, "profile")]
+    assert ("embedding", True) in [(r["oracle"], r["passed"]) for r in step.reports]
+    assert "Rue Cler" not in gs.get(NS, "profile").value["content"]
