@@ -10,6 +10,9 @@
 * tenants (PostgreSQL) — W writer processes, each on its own tenant (its own schema in the same
   database) or all on one tenant; records/s over wall time; and correct events per second with
   each writer on its own tenant against all on one.
+* async (PostgreSQL) — the longest event-loop stall while ``GovernedStore.adelete`` runs a delete
+  whose cascade is 300 summaries (a task sleeping 5 ms in a loop records how late it wakes),
+  against the same delete run on the loop's thread (what ``abatch`` did before).
 * record_many (PostgreSQL, SQLite for reference) — one writer, batches of 1,000 new artifacts in one
   transaction each (the versions rows go as one COPY on PostgreSQL); artifacts/s.
 
@@ -180,6 +183,53 @@ def _rate(urls: list[str], worker: Any, per_writer: int) -> float:
     return len(urls) * per_writer / (max(ends) - t0)
 
 
+async def _probe(stop: Any, lags: list[float]) -> None:
+    import asyncio
+
+    while not stop.is_set():
+        t0 = time.perf_counter()
+        await asyncio.sleep(0.005)
+        lags.append(time.perf_counter() - t0 - 0.005)
+
+
+def _loop_stall(n: int, on_loop: bool) -> tuple[float, float]:
+    """(longest loop stall, event seconds) of a delete with ``n`` dependent summaries, run through
+    ``adelete`` or (``on_loop``) on the loop's own thread."""
+    import asyncio
+
+    from langgraph.store.memory import InMemoryStore
+
+    import memsteward
+    from memsteward.integrations.langgraph import GovernedStore
+
+    url, ns = _pg_url(), ("mem", "alice")
+    gs = GovernedStore(InMemoryStore(), memsteward.open_store(url),
+                       memsteward.load_policy(memsteward.bundled_path("policies", "default.yaml")), scrub_files=False)
+    gs.put(ns, "n1", {"content": "Alice lives in Paris near the old museum"})
+    gs.put(ns, "n2", {"content": "Alice likes green tea in the morning"})
+    for k in range(n):
+        gs.put(ns, f"s{k}", {"content": f"Summary {k}: Alice lives in Paris and likes tea",
+                             "derived_from": [[list(ns), "n1"], [list(ns), "n2"]]})
+
+    async def run() -> tuple[float, float]:
+        stop, lags = asyncio.Event(), []
+        probe = asyncio.create_task(_probe(stop, lags))
+        await asyncio.sleep(0.02)
+        t0 = time.perf_counter()
+        if on_loop:
+            gs.delete(ns, "n1")
+        else:
+            await gs.adelete(ns, "n1")
+        took = time.perf_counter() - t0
+        stop.set()
+        await probe
+        return max(lags), took
+    out = asyncio.run(run())
+    gs.store.close()
+    _drop(url)
+    return out
+
+
 def _record_many(url: str, batches: int, size: int) -> float:
     from memsteward.store import Store
 
@@ -236,6 +286,10 @@ def run(quick: bool = False) -> None:
             many[kind] = _record_many(url, batches, size)
             _drop(url)
         print(f"[store_writers] record_many: {many}", file=sys.stderr, flush=True)
+        summaries = 30 if quick else 300
+        stalls = [[label, *_loop_stall(summaries, on_loop)] for label, on_loop in
+                  (("on the loop's thread (before)", True), ("`adelete` (now)", False))]
+        print(f"[store_writers] async: {stalls}", file=sys.stderr, flush=True)
     load_end = os.getloadavg()
     t1, t8 = rows_t[0][1], rows_t[1][1]
     e1, e8 = rows_e[0][1], rows_e[1][1]
@@ -263,6 +317,10 @@ def run(quick: bool = False) -> None:
           f"8 tenants / 1 tenant: ×{e8 / e1:.2f} events/s.\n",
           f"**record_many**, one writer, {batches} batches of {size:,} new artifacts (one transaction each): "
           f"PostgreSQL {many['postgresql']:,.0f} artifacts/s, SQLite {many['sqlite']:,.0f} artifacts/s.\n",
+          f"**Async (PostgreSQL).** The longest event-loop stall (a task sleeping 5 ms in a loop) while a delete "
+          f"with {summaries} dependent summaries runs through `GovernedStore.adelete`, against the same delete on "
+          "the loop's own thread (what `abatch` did before):\n",
+          table(["delete run", "longest stall (s)", "event (s)"], stalls), "",
           f"Machine load average (1 min) {load_start[0]:.1f} at the start, {load_end[0]:.1f} at the end "
           f"({os.cpu_count()} cores, shared with other work): with 2 cores, 8 writer processes compete for "
           "CPU with the event and the server, so the ratios, not the rates, are the result."]
