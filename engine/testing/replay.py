@@ -34,7 +34,7 @@ from ..errors import InputError
 from ..policy.model import Policy
 from ..repair.artifacts import Artifact, Snapshot
 from ..repair.closure import DEFAULT_BACKEND
-from ..repair.events import Event, event_from_dict, load_event
+from ..repair.events import STORED_VERSION, Event, event_from_dict, load_event
 from ..repair.execute import run_event
 from ..repair.plan import TransitionPlan
 from ..store.api import Storage
@@ -124,8 +124,25 @@ def recorded_events(store: Storage) -> list[dict[str, Any]]:
     for i in range(1, latest["id"] + 1):
         ev = store.event(i)
         if ev is not None and ev["status"] == "done":
-            docs.append(ev["event"])
+            docs.append(_inlined(store, ev["event"]))
     return docs
+
+
+def _inlined(store: Storage, doc: dict[str, Any]) -> dict[str, Any]:
+    """The event with each replacement the store keeps by reference (its staged version) read back
+    into content and meta, as it was given; a version a later delete erased stays a reference."""
+    reps = doc.get("replacements")
+    if not reps:
+        return doc
+    out = []
+    for o in reps:
+        if STORED_VERSION in o:
+            kept = store.version_of(o["id"], int(o[STORED_VERSION]))
+            if kept is not None and kept.content is not None:
+                o = {**{k: o[k] for k in ("id", "kind", "arch") if o.get(k) is not None},
+                     "content": kept.content, "meta": dict(kept.meta)}
+        out.append(o)
+    return {**doc, "replacements": out}
 
 
 def unknown_meta(store: Storage) -> frozenset[str]:
