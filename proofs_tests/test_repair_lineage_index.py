@@ -12,6 +12,7 @@ disappear with erased content.
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 
 import pytest
@@ -43,10 +44,10 @@ def ref_rows(store: Store) -> set[tuple[int, str]]:
     import re
 
     out = set()
-    for a in store.snapshot().artifacts.values():
-        if a.content is None:
-            continue
-        stack = [a.content]
+    values = [(i, v) for i in store.states() for v, erased, _ev in store.versions(i) if not erased]
+    for ident, version in values:  # every version it holds, meta strings too (issue 25)
+        a = store.version_of(ident, version)
+        stack = [a.content, dict(a.meta)]
         while stack:
             v = stack.pop()
             if isinstance(v, str):
@@ -64,8 +65,13 @@ def index_rows(store: Store) -> set[tuple[int, str]]:
 
 
 def scan(store: Store, roots: dict, n: int, m: int) -> dict:
-    """The reference: the content scan over every servable artifact."""
-    return untracked(roots, [(a.id, a.content) for a in store.serve() if a.id not in roots], n, m)
+    """The reference: the content scan over the content and meta of every stored version of every
+    servable artifact and of every one an earlier event left withdrawn (issue 25)."""
+    held = [(i, [[a.content, dict(a.meta)] for v, erased, _ev in store.versions(i) if not erased
+                 for a in [store.version_of(i, v)]])
+            for i, (state, _v) in sorted(store.states().items())
+            if state in ("servable", "republished", "withdrawn") and i not in roots]
+    return untracked(roots, held, n, m)
 
 
 def indexed(source, roots: dict, n: int, m: int) -> dict:
@@ -122,7 +128,8 @@ def test_indexed_lookup_finds_exactly_what_the_scan_finds(case, common):
         assert indexed(store, roots, n, m) == expected
         assert indexed(store.snapshot(), roots, n, m) == expected
         assert index_rows(store) == ref_rows(store)
-        assert {i for i, _ in store.shingle_candidates(roots, n)} <= {a.id for a in store.serve()}
+        assert {i for i, _ in store.shingle_candidates(roots, n)} <= {
+            i for i, (state, _v) in store.states().items() if state != "erased"}
     finally:
         lineage.COMMON = old
 
@@ -154,8 +161,8 @@ def test_the_index_follows_writes_versions_and_erasure():
                  inputs=["r-keep"])
     assert index_rows(store) == ref_rows(store)
     store.record({"id": "other", "kind": "summary", "content": "a new version about the winter train"})
-    assert index_rows(store) == ref_rows(store)  # the old version's trigrams are gone from the index
-    assert "other" not in {i for i, _ in store.shingle_candidates({"q": "reads poetry on sundays by the lake"}, 3)}
+    assert index_rows(store) == ref_rows(store)  # the old version's trigrams stay: it still holds the text
+    assert "other" in {i for i, _ in store.shingle_candidates({"q": "reads poetry on sundays by the lake"}, 3)}
     plan = run_event(store, policy, parse_event({"type": "delete", "roots": ["r-secret"]}, store.snapshot()))
     assert set(plan.untracked) == {"copy"}
     assert index_rows(store) == ref_rows(store)
@@ -210,3 +217,25 @@ def test_no_policy_can_ask_for_runs_shorter_than_the_index_unit():
     assert bounds == [lineage.INDEX_WORDS]
     with pytest.raises(ValueError, match="at least 3"):
         lineage.windows({"r": "a b c d"}, 2)
+
+
+def test_the_scan_reads_meta_older_versions_and_withdrawn_artifacts():
+    """Issue 25: the content scan missed copies in another artifact's meta, in an older version, and in
+    an artifact outside C(F) an earlier event left withdrawn. Each is now an untracked member of C(F)
+    and erased with the delete."""
+    policy = load_policy("policies/default.yaml")
+    secret = "Zq7 orchid lantern 4411 lives at 12 Quiet Mews with a blue door"
+    store = Store()
+    store.record({"id": "r-secret", "kind": "record", "content": {"text": secret}})
+    store.record({"id": "in-meta", "kind": "summary", "content": "harmless", "meta": {"note": secret.lower()}})
+    store.record({"id": "old-version", "kind": "summary", "content": f"Recap: {secret}."})
+    store.record({"id": "old-version", "kind": "summary", "content": "a newer, harmless version"})
+    store.record({"id": "src", "kind": "record", "content": "something else entirely"})
+    store.record({"id": "left-withdrawn", "kind": "summary", "content": f"copied: {secret}"}, inputs=["src"])
+    store.conn.execute("UPDATE artifacts SET state = 'withdrawn' WHERE id = 'left-withdrawn'")  # an earlier event's
+    plan = run_event(store, policy, parse_event({"type": "delete", "roots": ["r-secret"]}, store.snapshot()))
+    assert {"in-meta", "old-version", "left-withdrawn"} <= set(plan.untracked), plan.untracked
+    for ident in ("in-meta", "old-version", "left-withdrawn"):
+        for version, erased, _ev in store.versions(ident):
+            held = store.version_of(ident, version)
+            assert erased or "orchid" not in json.dumps([held.content, dict(held.meta)]).lower(), (ident, version)

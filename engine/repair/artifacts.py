@@ -23,6 +23,8 @@ EDGE_TYPES: tuple[str, ...] = ("influence", "semantic")
 STATES: tuple[str, ...] = ("servable", "withdrawn", "staged", "republished", "erased")
 SERVABLE = "servable"
 SERVABLE_STATES: frozenset[str] = frozenset({SERVABLE, "republished"})
+SCANNED_STATES: frozenset[str] = SERVABLE_STATES | {"withdrawn"}
+"""States the content scan reads (issue 25): served, or left withdrawn by an earlier event."""
 ABSENT = "absent"  # the state planning gives an influence parent that has no artifact (never support)
 ARTIFACT_FIELDS: frozenset[str] = frozenset({"id", "kind", "arch", "version", "content", "meta", "state"})
 
@@ -125,8 +127,8 @@ class Snapshot:
 
         index: dict[int, list[str]] = {}
         for i, a in sorted(self.artifacts.items()):
-            if a.state in SERVABLE_STATES and a.content is not None:
-                for h in index_hashes(a.content):
+            if a.state in SCANNED_STATES:
+                for h in index_hashes([[a.content, dict(a.meta)]]):
                     index.setdefault(h, []).append(i)
         return index
 
@@ -137,7 +139,7 @@ class Snapshot:
 
         index = self._shingle_index
         ids = candidates(roots, n, lambda h, limit: index.get(h, [])[:limit])
-        return [(i, self.artifacts[i].content) for i in sorted(ids)]
+        return [(i, [[self.artifacts[i].content, dict(self.artifacts[i].meta)]]) for i in sorted(ids)]
 
     def as_dict(self) -> dict[str, Any]:
         return {"artifacts": [a.as_dict() for a in self.artifacts.values()],

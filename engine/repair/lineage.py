@@ -14,6 +14,10 @@ edge), so it and everything derived from it join the cascade: withdrawn at the b
 or removed under the policy, erased on delete — and listed as ``untracked`` in the plan and the
 attestation.
 
+What is scanned (issue 25): the content *and meta* of every version an artifact still holds (an older
+version keeps its text until erased), of every servable artifact and of every one an earlier event
+left withdrawn; never an erased one. The index below holds all of them.
+
 Cost: the scan does not read the store. Every artifact's current content is indexed at write time
 by the hashes of its word trigrams (``INDEX_WORDS`` = 3, the smallest ``shingle_words`` a policy
 may set), in the same transaction as the write (``shingles`` table of the store; an in-memory

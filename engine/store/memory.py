@@ -186,9 +186,8 @@ class MemoryReads:
 
     def shingle_candidates(self, roots: Mapping[str, Any], n: int) -> list[tuple[str, Any]]:
         ids = candidates(roots, n, self._posting)
-        arts = [self._artifact(i) for i in sorted(ids)]
-        return [(a.id, a.content) for a in arts
-                if a is not None and a.state in SERVABLE_STATES and a.content is not None]
+        return [(i, self._versions_text(i)) for i in sorted(ids)
+                if i in self.t.artifacts and self.t.artifacts[i][3] in (*SERVABLE_STATES, "withdrawn")]
 
     def _posting(self, h: int, limit: int | None) -> list[str]:
         ids = sorted(i for k, i in self.t.shingles if k == h)
@@ -199,9 +198,12 @@ class MemoryReads:
         self.t.shingles = {(h, i) for h, i in self.t.shingles if i not in gone}
         self.t.shingles |= {(h, i) for i, c in contents.items() if c is not None for h in index_hashes(c)}
 
+    def _versions_text(self, ident: str) -> list[list[Any]]:
+        """[[content, meta], …] of every version ``ident`` still holds (the SQL store's ``_by_id``)."""
+        return [[_load(r[0]), _load(r[1])] for (i, _v), r in sorted(self.t.versions.items()) if i == ident and not r[3]]
+
     def _reindex(self, ids: Collection[str]) -> None:
-        current = {i: a.content for i in ids if (a := self._artifact(i)) is not None}
-        self._index(current, replace=ids)
+        self._index({i: self._versions_text(i) for i in ids}, replace=ids)
 
     # ------------------------------------------------------------------ import, export, state
 
@@ -230,7 +232,7 @@ class MemoryReads:
                 t.versions[(a.id, a.version)] = [None if erased else _dump(a.content), _dump(dict(a.meta)), None,
                                                  int(erased), None]
             t.edges |= {(e.src, e.dst, e.type) for e in snap.edges}
-            self._index({a.id: a.content for a in snap.artifacts.values() if a.state != "erased"})
+            self._index({a.id: [[a.content, dict(a.meta)]] for a in snap.artifacts.values() if a.state != "erased"})
             self._audit("import", detail={"file": file, "artifacts": len(snap.artifacts), "edges": len(snap.edges)})
 
     def snapshot(self) -> Snapshot:
@@ -320,7 +322,6 @@ class MemoryReads:
         t = self.t
         known = {i: (r[0], r[1], r[3]) for i, r in t.artifacts.items()}
         out: list[Artifact] = []
-        existed = {w.artifact.id for w in batch if w.artifact.id in known}
         manifest = hashlib.sha256()
         for k, w in enumerate(batch):
             a, where = w.artifact, (f"writes[{k}]." if len(batch) > 1 else "")
@@ -364,7 +365,7 @@ class MemoryReads:
             t.edges |= {(i, a.id, "influence") for i in w.inputs} | {(i, a.id, "semantic") for i in w.semantic}
             manifest.update(canonical_json([a.id, version, w.digest, w.inputs]).encode("utf-8") + b"\n")
             out.append(Artifact(a.id, a.kind, a.arch, version, a.content, dict(a.meta), "servable"))
-        self._index({a.id: a.content for a in out}, replace=sorted(existed))
+        self._index({a.id: [[a.content, dict(a.meta)]] for a in out})
         if len(batch) == 1:
             w = batch[0]
             self._audit("record", w.artifact.id, detail={"version": out[0].version, "sha256": w.digest,

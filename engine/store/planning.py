@@ -9,7 +9,7 @@ transaction that changes a current version. Planning work grows with |C(F)|, not
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from operator import itemgetter
 from typing import Any
 
@@ -21,6 +21,24 @@ __all__ = ["PlanningReads"]
 
 REACH_NARROW, REACH_NARROW_LEVELS = 64, 32  # reach: after 32 levels of < 64 ids, one recursive query
 _FIRST = itemgetter(0)
+
+
+SCANNED_STATES = "('servable', 'republished', 'withdrawn')"
+"""States whose versions the content scan reads (issue 25): what is served, and what an earlier event
+left withdrawn (its text is still stored); never an erased artifact."""
+
+
+def _by_id(rows: Iterable[tuple[str, str | None, str]]) -> list[tuple[str, Any]]:
+    """(id, [[content, meta], …]) per id, from (id, content, meta) rows ordered by id: every stored
+    version's text, what the lineage index and the content scan read (issue 25)."""
+    out: list[tuple[str, Any]] = []
+    for ident, content, meta in rows:
+        pair = [None if content is None else json.loads(content), json.loads(meta)]
+        if out and out[-1][0] == ident:
+            out[-1][1].append(pair)
+        else:
+            out.append((ident, [pair]))
+    return out
 
 
 class PlanningReads(Reads):
@@ -64,10 +82,10 @@ class PlanningReads(Reads):
         ids = candidates(roots, n, self._posting)
         if not ids:
             return []
-        q = ("SELECT a.id, v.content FROM json_each(?) j CROSS JOIN artifacts a ON a.id = j.value "
-             "JOIN versions v ON v.id = a.id AND v.version = a.version "
-             "WHERE a.state IN ('servable', 'republished') AND v.content IS NOT NULL ORDER BY a.id")
-        return [(i, json.loads(c)) for i, c in self.conn.execute(q, (json.dumps(sorted(ids)),))]
+        q = ("SELECT a.id, v.content, v.meta FROM json_each(?) j CROSS JOIN artifacts a ON a.id = j.value "
+             "JOIN versions v ON v.id = a.id WHERE a.state IN " + SCANNED_STATES + " AND v.erased = 0 "
+             "ORDER BY a.id, v.version")
+        return _by_id(self.conn.execute(q, (json.dumps(sorted(ids)),)))
 
     def _posting(self, h: int, limit: int | None) -> list[str]:
         """Ids whose current content holds the trigram of hash ``h`` (at most ``limit``), by the index key."""
@@ -84,14 +102,12 @@ class PlanningReads(Reads):
                               (json.dumps(sorted(replace)),))
         rows = sorted({(h, i) for i, c in contents.items() if c is not None for h in index_hashes(c)})
         for start in range(0, len(rows), 50_000):
-            self.conn.executemany("INSERT INTO shingles(h, id) VALUES (?, ?)", rows[start:start + 50_000])
+            self.conn.executemany("INSERT OR IGNORE INTO shingles(h, id) VALUES (?, ?)", rows[start:start + 50_000])
 
     def _reindex(self, ids: Collection[str]) -> None:
-        """Re-index ``ids`` from their current versions as stored (republished, erased, …)."""
+        """Re-index ``ids`` from every version they still hold (content and meta; erased ones are gone)."""
         if not ids:
             return
-        q = ("SELECT a.id, v.content FROM json_each(?) j CROSS JOIN artifacts a ON a.id = j.value "
-             "JOIN versions v ON v.id = a.id AND v.version = a.version")
-        current = {i: None if c is None else json.loads(c)
-                   for i, c in self.conn.execute(q, (json.dumps(sorted(set(ids))),))}
-        self._index(current, replace=ids)
+        q = ("SELECT v.id, v.content, v.meta FROM json_each(?) j JOIN versions v ON v.id = j.value "
+             "WHERE v.erased = 0 ORDER BY v.id, v.version")
+        self._index(dict(_by_id(self.conn.execute(q, (json.dumps(sorted(set(ids))),)))), replace=ids)

@@ -132,8 +132,9 @@ def _pg_v1_to_v2(conn: Any) -> str:
     return "ALTER TABLE event_lease ADD COLUMN IF NOT EXISTS session TEXT"
 
 
-_INDEX_CONTENTS = ("SELECT a.id, v.content FROM artifacts a JOIN versions v ON v.id = a.id AND v.version = a.version "
-                   "WHERE v.content IS NOT NULL")
+# every version a store still holds, content and meta, as the write path indexes them (issue 25)
+_INDEX_CONTENTS = ("SELECT v.id AS id, '[[' || COALESCE(v.content, 'null') || ',' || v.meta || ']]' AS content FROM versions v "
+                   "WHERE v.erased = 0")
 
 
 def _index_hashes_json(content: str | None) -> str:

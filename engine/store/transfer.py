@@ -61,7 +61,7 @@ class Transfer(Erasure):
                         _dump(dict(a.meta)), int(a.state == "erased")) for a in snap.artifacts.values()])
         c.executemany("INSERT OR IGNORE INTO edges(src, dst, type) VALUES (?,?,?)",
                       [(e.src, e.dst, e.type) for e in snap.edges])
-        self._index({a.id: a.content for a in snap.artifacts.values() if a.state != "erased"})
+        self._index({a.id: [[a.content, dict(a.meta)]] for a in snap.artifacts.values() if a.state != "erased"})
         self._audit("import", detail={"file": file, "artifacts": len(snap.artifacts),
                                       "edges": len(snap.edges)})
 

@@ -157,7 +157,6 @@ class Writes(Transitions):
                                       "(SELECT value FROM json_each(?))",
                                       (json.dumps(sorted(set().union(*said))),)).fetchall())
         versions, edges, arts, out = [], [], [], []
-        existed = {w.artifact.id for w in batch if w.artifact.id in known}  # their index rows are replaced
         manifest = hashlib.sha256()
         for k, w in enumerate(batch):
             a, where = w.artifact, (f"writes[{k}]." if len(batch) > 1 else "")
@@ -208,7 +207,8 @@ class Writes(Transitions):
                       "ON CONFLICT(id) DO UPDATE SET version = excluded.version, state = 'servable', "
                       "staged_version = NULL", arts)
         c.executemany("INSERT OR IGNORE INTO edges(src, dst, type) VALUES (?,?,?)", edges)
-        self._index({a.id: a.content for a in out}, replace=sorted(existed))
+        # every version stays indexed, content and meta (issue 25): the content scan reads them all
+        self._index({a.id: [[a.content, dict(a.meta)]] for a in out})
         # one chained audit row per call: a single write names itself; a batch pins its manifest
         # (SHA-256 over [id, version, content sha256, inputs] lines, in order)
         if len(batch) == 1:
