@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 import z3
 
-from memsteward.policy.analysis import MAX_RULES, analyze
+from memsteward.policy.analysis import MAX_META_CONDITIONS, MAX_RULES, analyze
 from memsteward.policy.encoding import Encoding, solve
 from memsteward.policy.loader import load_policy_source
 
@@ -41,7 +41,7 @@ def policy_doc(n: int, seed: int = 0) -> dict[str, Any]:
     for i in range(n):
         kind = rng.choice(["cache", "summary", "skill", "record"])
         when: dict[str, Any] = {"kind": kind}
-        if kind in ("cache", "summary"):
+        if kind in ("cache", "summary") and sum("meta" in r["when"] for r in rules) < MAX_META_CONDITIONS:
             when["meta"] = {"age_days": {"gt": rng.randint(0, 5000), "le": rng.randint(5000, 10000)}}
         if kind == "skill":
             when["arch"] = rng.choice(["prompt", "chain"])

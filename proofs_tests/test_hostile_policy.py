@@ -281,3 +281,33 @@ def test_deadline_is_at_most_600_seconds(tmp_path: Path):
     assert result.exit_code == 2 and "--deadline" in result.output, result.output
     slow = Endpoint(base_url="https://api.example.com/v1", model="m", timeout=300, retries=8)
     assert ChatClient(slow).total == 600 and ChatClient(slow, deadline=5000).total == 600
+
+
+def _meta_rules(n: int, per_rule: int) -> dict:
+    """The worst shape measured for `check` (issue 25): n rules on one kind, each with ``per_rule``
+    numeric meta conditions with overlapping ranges (docs/security.md has the times)."""
+    import random
+
+    rng = random.Random(0)
+    fields = [f"f{j}" for j in range(per_rule)]
+    rules = [{"when": {"kind": "cache", "meta": {f: {"gt": rng.randint(0, 5000), "le": rng.randint(5000, 10000)}
+                                                 for f in fields}}, "mode": "remove"} for _ in range(n)]
+    return {"version": 1, "kinds": {"record": {}, "cache": {"meta": {f: {"min": 0, "max": 10000} for f in fields}}},
+            "modes": rules + [{"when": {}, "mode": "remove"}]}
+
+
+def test_meta_conditions_are_limited_to_what_check_answers(tmp_path: Path):
+    """Issue 25: 5,000 rules of 3 meta conditions (within the documented rule limit) kept `check` busy
+    for more than 25 minutes. Meta conditions are limited (MAX_META_CONDITIONS): beyond it the policy
+    is refused at once with the finding `limit`; the worst shape at the limit is analysed."""
+    from memsteward.policy.analysis import MAX_META_CONDITIONS
+
+    p = tmp_path / "p.yaml"
+    p.write_text(json.dumps(_meta_rules(1000, 3)))  # the issue had 5,000; 1,000 keeps the test fast
+    code, findings = _check(p)
+    assert code == 1 and [f["code"] for f in findings if f["severity"] == "error"] == ["limit"]
+    p.write_text(json.dumps(_meta_rules(MAX_META_CONDITIONS // 3 + 1, 3)))
+    assert [f["code"] for f in _check(p)[1] if f["severity"] == "error"] == ["limit"]
+    p.write_text(json.dumps(_meta_rules(MAX_META_CONDITIONS // 30, 30)))  # at the limit: analysed
+    code, findings = _check(p)
+    assert "limit" not in [f["code"] for f in findings], findings

@@ -32,6 +32,10 @@ from .rulesolver import RuleAnalysis, RuleFacts, rule_facts
 MAX_GAPS = 12
 MAX_NAMED = 8  # rules named in one shadowing message (all are listed in the finding's JSON)
 MAX_RULES = 5000  # documented limit of `check`: beyond it the analysis is refused (bench: check_scaling)
+MAX_META_CONDITIONS = 600
+"""Documented limit of `check` on numeric ``meta`` conditions over all mode rules (issue 25): the
+analysis' cost is driven by them (400 rules of 3 conditions on one kind took 62 s here, 5,000 more
+than 25 minutes), so a policy with more is refused; docs/security.md records the measurements."""
 
 
 def analyze(src: PolicySource, rules: EndpointRules | None = None) -> list[Finding]:
@@ -43,9 +47,14 @@ def analyze(src: PolicySource, rules: EndpointRules | None = None) -> list[Findi
     policy = src.policy
     rules = EndpointRules.from_environment() if rules is None else rules
     findings = list(_references(src)) + list(_parameters(src)) + list(_endpoints(src, rules))
+    conditions = sum(len(r.when.meta) for r in policy.modes)
     if len(policy.modes) > MAX_RULES:
         findings.append(_at(src, ("modes",), "error", "limit",
                             f"{len(policy.modes)} mode rules exceed the analysed limit of {MAX_RULES}"))
+    elif conditions > MAX_META_CONDITIONS:
+        findings.append(_at(src, ("modes",), "error", "limit",
+                            f"{conditions} meta conditions in mode rules exceed the analysed limit of "
+                            f"{MAX_META_CONDITIONS}"))
     elif not any(f.code == "unknown-reference" for f in findings):
         enc = Encoding([policy])
         ra = rule_facts(enc, policy)
