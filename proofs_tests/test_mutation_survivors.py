@@ -141,3 +141,204 @@ def test_migrating_one_api_keeps_the_other_apis_tools_in_a_chain():
     assert plan.republished == ("chain",)
     assert store.get("chain").content["calls"] == [{"tool": "get_forecast", "args": {"city": "Lyon"}},
                                                    {"tool": "web_search", "args": {"q": "museum"}}]
+
+
+# ------------------------------------------------------------ survivors of the 0348b64 run (issue 33)
+
+
+def test_strong_components_lift_low_links_to_the_parent_frame():
+    """scope.py `u = work[-1][0]` → `work[-2][0]` / `work[-1][1]` survived: the low link of a
+    finished vertex must go to the vertex that called it, not to another frame's vertex nor to the
+    calling frame's child counter (a cycle through every vertex is one component)."""
+    from memsteward.repair.scope import strong_components
+
+    def comps(succ):
+        return sorted(sorted(c) for c in strong_components(succ))
+
+    assert comps([[1], [2], [0]]) == [[0, 1, 2]]
+    assert comps([[2], [0], [1]]) == [[0, 1, 2]]  # 0→2→1→0: a frame's child counter is not its vertex
+    assert comps([[1], [2], [1], []]) == [[0], [1, 2], [3]]
+    assert comps([[1, 3], [2], [0], [4], [3]]) == [[0, 1, 2], [3, 4]]
+    # sinks first: {3, 4} is reached from {0, 1, 2}, so it comes out before it
+    assert [sorted(c) for c in strong_components([[1, 3], [2], [0], [4], [3]])] == [[3, 4], [0, 1, 2]]
+
+
+def test_stratified_radius_adds_the_bias_bound_of_an_empty_stratum():
+    """stratified.py `bias += (1.0 − f_lo + f_hi) / k` → `(1.0 − f_lo) % f_hi` survived: with no
+    sample, the radius is exactly the bias bound (r_hi − r_lo)/K of the one middle stratum."""
+    import pytest
+
+    from memsteward.clearance.stratified import estimate
+
+    ids = ("a", "b", "c")
+    game = Game(Task("q", "r", tuple(Memory(i) for i in ids)),
+                TableEvaluator({frozenset(ids): 0.9, frozenset(): 0.0}), trials=1)
+    est = estimate(game, {"a": 0.1, "b": 0.2, "c": 0.3}, ())
+    # f(T) = Σ d_j + h(|T|), h(3) = h(2) = 0.9 − 0.6 = 0.3, h(0) = 0, h(1) = 0.15:
+    # over |T| = 1, f ∈ [0.25, 0.45]; r = v̂ − f ∈ [−0.45, 0.75]; bias = 1.2 / 3
+    assert est.counts == {1: 0}
+    assert est.radius == pytest.approx(0.4, abs=1e-12)
+
+
+def test_fingerprints_hold_the_raw_and_the_json_escaped_text():
+    """erasure.py `json.dumps(w)[1:-1]` → `[0:-1]`, `[2:-1]`, `[1:-2]`, `[1:0]` survived: the
+    escaped needle is the JSON string body exactly (no quote, no character lost, never empty)."""
+    from memsteward.repair.erasure import fingerprints
+
+    assert fingerprints(["café au lait, s'il vous plaît"]) == [
+        "café au lait, s'il vous plaît".encode(), b"caf\\u00e9 au lait, s'il vous pla\\u00eet"]
+    assert fingerprints([{"t": 'say "hello" to everyone'}]) == [
+        b'say "hello" to everyone', b'say \\"hello\\" to everyone']
+    assert fingerprints(["plain ascii text here"]) == [b"plain ascii text here"]  # one needle, not two
+
+
+def test_scan_finds_a_needle_split_across_two_chunks(tmp_path, monkeypatch):
+    """erasure.py `overlap = max(len) − 1` → `− 2` survived: chunks must overlap by the longest
+    needle less one byte, or a needle whose last byte starts the next chunk is missed."""
+    from memsteward.repair import erasure
+
+    monkeypatch.setattr(erasure, "CHUNK", 8)
+    f = tmp_path / "db"
+    f.write_bytes(b"xxxxxABC" + b"Dyyyyyyy")  # chunk 1 ends with ABC, chunk 2 starts with D
+    got = erasure.scan([str(f)], [b"ABCD", b"zz"])
+    assert got["found"] == {"db": 1} and got["bytes"] == 16
+    f.write_bytes(b"xxxxxxAB" + b"CDyyyyyy")
+    assert erasure.scan([str(f)], [b"ABCD"])["found"] == {"db": 1}
+
+
+def test_migrate_event_supplies_the_interface_as_the_root_successor():
+    """execute.py `event.type == "migrate"` → `event.type > "migrate"` survived: a migration's root
+    successor is the stored root with the event's interface as content (kind, arch, meta kept)."""
+    from memsteward.repair.artifacts import Artifact, Snapshot
+    from memsteward.repair.events import Event
+    from memsteward.repair.execute import root_successors
+
+    snap = Snapshot({"api": Artifact("api", "record", None, 3, {"v": 1}, {"owner": "ops"})}, ())
+    got = root_successors(Event("migrate", ("api",), interfaces={"api": {"v": 2}}), snap)
+    assert got == {"api": Artifact("api", "record", None, 1, {"v": 2}, {"owner": "ops"})}
+    assert root_successors(Event("delete", ("api",)), snap) == {}
+
+
+def test_schema_maximum_is_inclusive():
+    """oracles.py `value > schema["maximum"]` → `is not` was not covered: no test used "maximum"."""
+    from memsteward.repair.oracles import schema_errors
+
+    schema = {"type": "number", "minimum": 1, "maximum": 5}
+    assert schema_errors(4, schema) == [] and schema_errors(5, schema) == [] and schema_errors(1.5, schema) == []
+    assert schema_errors(6, schema) == ["$: above maximum"]
+    assert schema_errors(0, schema) == ["$: below minimum"]
+
+
+def test_replay_oracle_names_the_failing_run():
+    """oracles.py `f"replay {run + 1} failed"` → `run // 1` was not covered: no test had an
+    operator raise on replay. Runs are numbered from 1."""
+    from types import SimpleNamespace
+
+    from memsteward.repair.artifacts import Artifact
+    from memsteward.repair.operators import OperatorError, RepairContext, Successor
+    from memsteward.repair.oracles import OracleInput, check_replay
+
+    class FailsOnSecondCall:
+        calls = 0
+
+        def __call__(self, art, ctx):
+            self.calls += 1
+            if self.calls == 2:
+                raise OperatorError("boom")
+            return Successor({"n": 1}, {})
+
+    art = Artifact("c", "cache", None, 1, {"n": 0}, {})
+    x = OracleInput(art, Successor({"n": 1}, {}), RepairContext("delete"), FailsOnSecondCall())  # type: ignore[arg-type]
+    report = check_replay(SimpleNamespace(runs=3, tolerance=0.0), x)
+    assert (report.passed, report.detail) == (False, "replay 2 failed: boom")
+    x = OracleInput(art, Successor({"n": 2}, {}), RepairContext("delete"), FailsOnSecondCall())  # type: ignore[arg-type]
+    report = check_replay(SimpleNamespace(runs=3, tolerance=0.0), x)
+    assert (report.passed, report.detail) == (False, "replay 1 differs from the staged successor")
+
+
+def test_grounded_accepts_a_sentence_exactly_at_min_support():
+    """oracles.py `< min_support − 1e-12` → `+ 1e-12` survived: a sentence with exactly the
+    required share of supported content words is grounded (the bound is inclusive)."""
+    from memsteward.repair.oracles import _words, grounding_problems
+
+    text = "Anna likes volcanoes."
+    support = ["Anna likes tea."]
+    assert len(_words(text) & _words(support[0])) / len(_words(text)) == 2 / 3
+    assert grounding_problems(text, support, [], [], 2 / 3) == []
+    assert grounding_problems(text, support, [], [], 0.7) != []
+
+
+def test_embedding_oracle_fails_without_a_reembedding_operator():
+    """oracles.py `Report("embedding", False, …)` → `True` survived: a successor no ReEmbed built
+    must fail the oracle, not only say why."""
+    from memsteward.policy.model import EmbeddingOracle
+    from memsteward.repair.artifacts import Artifact
+    from memsteward.repair.operators import RegenText, RepairContext, Successor
+    from memsteward.repair.oracles import OracleInput, check_embedding
+
+    x = OracleInput(Artifact("n", "note", None, 1, "x", {}), Successor("new text.", {}), RepairContext("delete"),
+                    RegenText())
+    report = check_embedding(EmbeddingOracle(oracle="embedding"), x)
+    assert not report.passed and "declare 'embed'" in report.detail
+
+
+def test_budget_setting_verdicts():
+    """compare.py `if path == "selection.budget" and (old is None or new is None)` → `if not (…)`
+    was not covered: adding a cap is stricter, dropping it looser; a smaller cap is stricter,
+    a larger λ is stricter."""
+    from memsteward.policy.compare import setting_verdict
+
+    assert setting_verdict("selection.budget", None, 5) == "stricter"
+    assert setting_verdict("selection.budget", 5, None) == "looser"
+    assert setting_verdict("selection.budget", 5, 3) == "stricter"
+    assert setting_verdict("selection.budget", 3, 5) == "looser"
+    assert setting_verdict("selection.tradeoff", 1.0, 2.0) == "stricter"
+    assert setting_verdict("selection.tradeoff", 2.0, 1.0) == "looser"
+    assert setting_verdict("support.sufficient", 1, 2) == "changed"
+
+
+def test_a_non_skill_cell_has_no_architecture():
+    """encoding.py `-1 if arch is None` → `1` survived: the arch of a non-skill cell must differ
+    from every architecture index (else a guard on ARCHITECTURES[1] would match non-skills)."""
+    import z3
+
+    from memsteward.policy.encoding import Encoding
+    from memsteward.policy.model import ARCHITECTURES
+
+    enc = Encoding([Policy.model_validate({"kinds": {"record": {}}, "modes": [{"when": {}, "mode": "remove"}]})])
+    for arch in ARCHITECTURES:
+        s = z3.Solver()
+        s.add(enc.is_arch(None), enc.is_arch(arch))
+        assert s.check() == z3.unsat, arch
+
+
+def test_prefixes_end_with_the_grand_coalition():
+    """attribution.py `range(len(perm) + 1)` → `+ 0` survived: S_K = M is a prefix (`+ 2` is
+    equivalent: perm[:K + 1] == perm[:K], deduplicated)."""
+    from memsteward.clearance.attribution import prefixes
+
+    assert prefixes([("a", "b"), ("b", "a")]) == [frozenset(), frozenset("a"), frozenset("ab"), frozenset("b")]
+
+
+def test_an_attribution_without_stratified_samples_reports_zero():
+    """attribution.py `samples: int = 0` → `1` / `-1` survived: the permutation and exact
+    estimators sample no stratified coalitions, and the plan reports that count."""
+    from memsteward.clearance.attribution import fixed_attribution
+
+    ids = ("a", "b")
+    values = {frozenset(s): v for s, v in (([], 0.0), (["a"], 0.5), (["b"], 0.5), (["a", "b"], 1.0))}
+    game = Game(Task("q", "r", tuple(Memory(i) for i in ids)), TableEvaluator(values), trials=1)
+    assert fixed_attribution(game, 2, 0, exact=True).samples == 0
+    assert fixed_attribution(game, 2, 0, exact=False).samples == 0
+
+
+def test_ortools_backend_is_used_when_capacities_fit_int64():
+    """closure.py `if 2·Σ|ints| + 2 < INT64_SAFE` → `if not (…)` survived: both branches find the
+    same cut, but a small instance must be cut by OR-Tools, not fall back to networkx."""
+    from memsteward.repair.candidates import Candidate
+    from memsteward.repair.closure import max_weight_closure
+
+    cands = [Candidate("a", "cache", None, "recompute", "op", (), True, 2.0, 1.0),
+             Candidate("b", "cache", None, "recompute", "op", ("a",), True, 1.0, 3.0)]
+    sel = max_weight_closure(cands, 1.0, "ortools")
+    assert (sel.selected, sel.method) == (frozenset({"a"}), "mincut/ortools")

@@ -477,3 +477,25 @@ def test_store_reach_by_levels_and_by_the_recursive_query_matches_networkx(case)
     finally:
         store_mod.REACH_NARROW, store_mod.REACH_NARROW_LEVELS = saved
     store.close()
+
+
+def test_array_assignment_groups_edges_given_in_descending_child_order():
+    """candidates.py `if np.any(dst[1:] < dst[:-1])` → `>` survived (issue 33): edges listed child
+    by child but in descending order (no ascending pair) must still be grouped, or the array pass
+    slices each member's descendant parents out of the wrong range (prerequisites P_i)."""
+    from bench.repair_policies import load
+    from memsteward.repair.artifacts import Artifact
+    from memsteward.repair.candidates import assign
+    from memsteward.repair.events import Event
+    from memsteward.repair.scope import Scope, States, order_and_cycles
+
+    policy = load("tool-agent")
+    event = Event("delete", ("r",))
+    arts = {"r": Artifact("r", "record"), **{s: Artifact(s, "summary") for s in ("s1", "s2", "s3")}}
+    edges = [("s2", "s3"), ("s1", "s2"), ("r", "s1"), ("x", "s1")]  # children s3, s2, s1, s1
+    scope = Scope(("r",), frozenset({"r", "s1", "s2", "s3"}), edges, arts, States())
+    one_by_one = assign(policy, scope, event, None, order_and_cycles(scope))
+    with _peel_everything(whole=True):
+        levels = assign(policy, scope, event)
+    assert {c.id: c.prerequisites for c in levels.candidates} == {"s1": (), "s2": ("s1",), "s3": ("s2",)}
+    assert levels.candidates == one_by_one.candidates and dict(levels.modes) == dict(one_by_one.modes)
