@@ -93,3 +93,16 @@ def test_a_dead_publishers_step_is_taken_over_once(tmp_path: Path):
     con = sqlite3.connect(db)
     assert con.execute("SELECT COUNT(*) FROM event_lease").fetchone() == (0,)
     con.close()
+
+
+def test_a_scan_that_found_text_outweighs_a_not_scanned_row_of_an_older_log():
+    """A log written before this fix may hold a "not scanned" row first and the scan that found text
+    after it: the attestation fails on the finding, never passes on the first row."""
+    from memsteward.repair.attestation import _physical_check
+
+    erasure = [{"id": "p1", "root": True, "versions": 1, "content_remaining": []}]
+    not_scanned = {"checkpoint": True, "vacuum": True, "scan": None, "complete": True}
+    found = {"checkpoint": True, "vacuum": True, "complete": False,
+             "scan": {"found": {"m.db": 3}, "needles": 4, "bytes": 100, "files": ["m.db"]}}
+    log = [{"action": "physical-erasure", "detail": not_scanned}, {"action": "physical-erasure", "detail": found}]
+    assert _physical_check(log, erasure)["ok"] is False
