@@ -342,3 +342,36 @@ def test_ortools_backend_is_used_when_capacities_fit_int64():
              Candidate("b", "cache", None, "recompute", "op", ("a",), True, 1.0, 3.0)]
     sel = max_weight_closure(cands, 1.0, "ortools")
     assert (sel.selected, sel.method) == (frozenset({"a"}), "mincut/ortools")
+
+
+def test_schema_max_items_is_inclusive():
+    """oracles.py `len(value) > schema["maxItems"]` → `!=` was not covered: no test used "maxItems"."""
+    from memsteward.repair.oracles import schema_errors
+
+    schema = {"type": "array", "minItems": 1, "maxItems": 2}
+    assert schema_errors([1], schema) == [] and schema_errors([1, 2], schema) == []
+    assert schema_errors([1, 2, 3], schema) == ["$: more than 2 items"]
+    assert schema_errors([], schema) == ["$: fewer than 1 items"]
+
+
+def test_partitions_need_both_a_forget_and_a_reference_set():
+    """candidates.py `forget > 0 and kept > 0` → `>=` survived: a neural skill has partitions only
+    when it has an invalidated input (forget set) and a retained one (reference set)."""
+    from memsteward.policy.loader import load_policy
+    from memsteward.repair.artifacts import Artifact
+    from memsteward.repair.candidates import assign
+    from memsteward.repair.events import Event
+    from memsteward.repair.scope import Scope, States
+
+    policy = load_policy("policies/default.yaml")
+    arts = {"r": Artifact("r", "record", None, 1, {"t": "old"}), "n": Artifact("n", "skill", "neural")}
+
+    def partitions(event: Event, parents: list[str]) -> bool:
+        scope = Scope(("r",), frozenset({"r", "n"}), [(p, "n") for p in parents], arts, States())
+        return assign(policy, scope, event).cells["n"].partitions
+
+    delete = Event("delete", ("r",))
+    assert partitions(delete, ["r", "x"])  # forget {r}, reference {x}
+    assert not partitions(delete, ["r"])  # no retained input: no reference set
+    correct = Event("correct", ("r",), (Artifact("r", "record", None, 1, {"t": "new"}),))
+    assert not partitions(correct, ["r", "x"])  # the replacement is retained: no forget set
