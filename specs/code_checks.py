@@ -486,17 +486,19 @@ def check_g5_lease(ignore_status: bool = False) -> int:
     from memsteward.repair.artifacts import parse_store_document
     from memsteward.repair.events import parse_event
     from memsteward.repair.execute import run_event
-    from memsteward.store.leases import Leases
     from memsteward.store.opening import open_store
 
     policy = load_policy(str(resources.files("memsteward") / "data" / "policies" / "default.yaml"))
-    real_take = Leases.take_event
+    probe = open_store()
+    cls = type(probe)  # the concrete store class (the lease methods are its own)
+    probe.close()
+    own = cls.__dict__.get("take_event")
     if ignore_status:  # broken variant: an event already published can be taken (and run) again
         def take_ignoring_status(self, event_id: int) -> bool:
             with self.transaction():
                 self._lease(event_id)
             return True
-        Leases.take_event = take_ignoring_status  # type: ignore[method-assign]
+        cls.take_event = take_ignoring_status  # type: ignore[method-assign]
     n = 0
     try:
         with tempfile.TemporaryDirectory(prefix="memsteward-g5-lease-") as tmp:
@@ -517,7 +519,10 @@ def check_g5_lease(ignore_status: bool = False) -> int:
                                     "schedule": schedule, "raced": _diff(got, want)})
                 n += 1
     finally:
-        Leases.take_event = real_take  # type: ignore[method-assign]
+        if own is not None:
+            cls.take_event = own  # type: ignore[method-assign]
+        elif "take_event" in cls.__dict__:
+            del cls.take_event
     return n
 
 
