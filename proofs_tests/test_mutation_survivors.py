@@ -375,3 +375,33 @@ def test_partitions_need_both_a_forget_and_a_reference_set():
     assert not partitions(delete, ["r"])  # no retained input: no reference set
     correct = Event("correct", ("r",), (Artifact("r", "record", None, 1, {"t": "new"}),))
     assert not partitions(correct, ["r", "x"])  # the replacement is retained: no forget set
+
+
+def test_stratified_radius_of_a_partly_sampled_stratum():
+    """stratified.py `ln(2K/δ)/2 · Σ w²/n` → `2K % δ` / `ln(…) % 2` survived: the Hoeffding part of
+    the radius, worked by hand. K = 3, all LOO effects 0, v̂(M) = 1, v̂(∅) = 0: f = h(|T|) with
+    h(1) = 0.5, so over |T| = 1 r ∈ [−0.5, 0.5] and w_1 = max(0.5, 0.25) − min(−0.5, −0.25) = 1;
+    one of the three singletons sampled: ε = sqrt(ln(2·3/0.05)/2 · 1²/1)."""
+    import math
+
+    import pytest
+
+    from memsteward.clearance.stratified import estimate
+
+    ids = ("a", "b", "c")
+    game = Game(Task("q", "r", tuple(Memory(i) for i in ids)),
+                TableEvaluator({frozenset(ids): 1.0, frozenset(): 0.0, frozenset("a"): 0.5}), trials=1)
+    est = estimate(game, {"a": 0.0, "b": 0.0, "c": 0.0}, [frozenset("a")])
+    assert est.counts == {1: 1}
+    assert est.radius == pytest.approx(math.sqrt(math.log(120.0) / 2.0), rel=1e-9)
+
+
+def test_replay_compares_numbers_within_the_tolerance_at_any_depth():
+    """oracles.py `if number(a) and number(b)` → `if not (…)` survived: numbers are compared with
+    the absolute tolerance (nested in lists and objects too), everything else exactly."""
+    from memsteward.repair.oracles import _close
+
+    assert _close(1.0, 1.05, 0.1) and not _close(1.0, 1.2, 0.1)
+    assert _close({"x": [1.0, {"y": 2.0}]}, {"x": [1.04, {"y": 1.97}]}, 0.05)
+    assert not _close({"x": [1.0]}, {"x": [1.0, 2.0]}, 0.05) and not _close({"x": 1}, {"z": 1}, 0.05)
+    assert _close("same", "same", 0.0) and not _close("same", "other", 1.0)
