@@ -22,7 +22,7 @@ from typing import IO
 
 #: files SQLite keeps beside a database (a rollback journal, the WAL and its shared-memory index)
 #: and the key file a key store may keep beside it: writing any of them destroys the store.
-SIDECARS: tuple[str, ...] = ("-wal", "-shm", "-journal", ".keys", ".key")
+SIDECARS: tuple[str, ...] = ("-wal", "-shm", "-journal", ".keys", ".key", ".keys-wal", ".keys-shm", ".keys-journal")
 
 
 def same_file(a: str, b: str) -> bool:

@@ -11,6 +11,20 @@ settings.register_profile("thorough", max_examples=2000, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 
+# ----------------------------------------------------------------------------- master key
+# Stores seal their versions under DEKs wrapped by a master key (memsteward.shred). The suite uses one
+# made for this session (a 0600 file in a temporary folder), never the user's ~/.config/memsteward key;
+# child processes inherit it.
+if not os.environ.get("MEMSTEWARD_MASTER_KEY") and not os.environ.get("MEMSTEWARD_MASTER_KEY_FILE"):
+    import tempfile
+
+    from memsteward.shred.master import create_key_file
+
+    _key_dir = tempfile.mkdtemp(prefix="memsteward-test-key-")
+    create_key_file(os.path.join(_key_dir, "master.key"))
+    os.environ["MEMSTEWARD_MASTER_KEY_FILE"] = os.path.join(_key_dir, "master.key")
+
+
 # ----------------------------------------------------------------------------- store backends
 # The store suite runs once per backend: a module opts in with
 #     pytestmark = pytest.mark.usefixtures("store_backend")
@@ -71,6 +85,7 @@ class _PgSchemas:
                                           "starts_with(schema_name, %s)", (f"{name}__",)).fetchall()
                     for schema in [name, *(t for (t,) in tenants)]:  # its tenants' schemas too
                         con.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+                        con.execute(f'DROP SCHEMA IF EXISTS "{schema}_keys" CASCADE')  # its key store (memsteward.shred)
 
 
 @pytest.fixture

@@ -89,12 +89,12 @@ def test_the_executable_exits_quickly_and_still_closes_its_stores(env, tmp_path)
     to the collector is closed, its WAL checkpointed and removed (a freeze without the collection
     leaves ``-wal``/``-shm`` behind); exit codes and messages are those of ``main``."""
     db, event = tiny_store(tmp_path, env)
-    assert sorted(p.name for p in tmp_path.glob("tiny.db*")) == ["tiny.db"]
+    assert sorted(p.name for p in tmp_path.glob("tiny.db*")) == ["tiny.db", "tiny.db.keys"]  # and its key file
     args = ["repair", "--policy", str(POLICY), "--store", db, "--event", event]
     done = subprocess.run([sys.executable, "-m", "memsteward", *args], capture_output=True, text=True, env=env,
                           cwd=tmp_path, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert sorted(p.name for p in tmp_path.glob("tiny.db*")) == ["tiny.db"]
+    assert sorted(p.name for p in tmp_path.glob("tiny.db*")) == ["tiny.db", "tiny.db.keys"]  # and its key file
     again = subprocess.run([sys.executable, "-m", "memsteward", *args], capture_output=True, text=True, env=env,
                            cwd=tmp_path, timeout=120)
     in_process = CliRunner().invoke(main, args, env={verdicts.CACHE_VAR: env[verdicts.CACHE_VAR]})

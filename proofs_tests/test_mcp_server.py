@@ -7,6 +7,7 @@ starts `memsteward mcp` as a child process; the HTTP tests live in test_mcp_http
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -101,8 +102,11 @@ def test_whole_flow_through_the_in_process_sdk_client() -> None:
 
 
 def test_whole_flow_over_stdio_in_a_child_process(tmp_path: Path) -> None:
+    # an MCP client passes the server only a few variables (HOME, PATH, …): the master key's is named,
+    # as a user's mcpServers block does (docs/mcp.md), so the server seals under the key this test reads with
     params = StdioServerParameters(command=MEMSTEWARD, args=["mcp", "--store", str(tmp_path / "m.db"),
-                                                             "--tenant", "alice"])
+                                                             "--tenant", "alice"],
+                                   env={k: v for k, v in os.environ.items() if k.startswith("MEMSTEWARD_")})
 
     async def main() -> dict[str, Any]:
         async with Client(params) as client:

@@ -18,6 +18,7 @@ import random
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from shred_helpers import to_plaintext
 
 from memsteward.policy.loader import load_policy
 from memsteward.repair import lineage
@@ -34,15 +35,18 @@ VOCAB = ["alice", "tea", "paris", "likes", "the", "river", "walks", "on", "sunda
          "orchid", "lantern", "garden", "blue", "house", "north", "coffee", "train", "winter", "lake"]
 
 
-def ref_hash(ws: list[str]) -> int:
-    """The index key, written out independently of lineage.shingle_hash."""
-    return int.from_bytes(hashlib.blake2b(" ".join(ws).encode(), digest_size=8).digest(), "big", signed=True)
+def ref_hash(ws: list[str], key: bytes = b"") -> int:
+    """The index key, written out independently of lineage.shingle_hash: BLAKE2b-64, keyed in a sealed
+    store with HMAC-SHA256(index key, "memsteward-shingles") (memsteward.shred.digests)."""
+    return int.from_bytes(hashlib.blake2b(" ".join(ws).encode(), digest_size=8, key=key).digest(), "big", signed=True)
 
 
 def ref_rows(store: Store) -> set[tuple[int, str]]:
     """What the index must hold: (hash of every 3-word run of a string, id) for each current content."""
+    import hmac
     import re
 
+    key = hmac.new(store.vault._index, b"memsteward-shingles", hashlib.sha256).digest() if store.sealed else b""
     out = set()
     values = [(i, v) for i in store.states() for v, erased, _ev in store.versions(i) if not erased]
     for ident, version in values:  # every version it holds, meta strings too (issue 25)
@@ -52,7 +56,7 @@ def ref_rows(store: Store) -> set[tuple[int, str]]:
             v = stack.pop()
             if isinstance(v, str):
                 ws = [w.lower() for w in re.findall(r"\w+", v)]
-                out |= {(ref_hash(ws[k:k + 3]), a.id) for k in range(len(ws) - 2)}
+                out |= {(ref_hash(ws[k:k + 3], key), a.id) for k in range(len(ws) - 2)}
             elif isinstance(v, dict):
                 stack += list(v.values())
             elif isinstance(v, list):
@@ -168,7 +172,7 @@ def test_the_index_follows_writes_versions_and_erasure():
     assert index_rows(store) == ref_rows(store)
     ids = {i for _, i in index_rows(store)}
     assert "r-secret" not in ids and "copy" not in ids  # erased content leaves no row
-    secret = lineage.index_hashes("Zq7 orchid lantern 4411 lives at 12 Quiet Mews with a blue door")
+    secret = lineage.index_hashes("Zq7 orchid lantern 4411 lives at 12 Quiet Mews with a blue door", store._keyed)
     assert not {h for h, _ in index_rows(store)} & secret
 
 
@@ -180,18 +184,22 @@ def test_store_migrate_builds_the_index_of_a_store_from_before_it(tmp_path, stor
     store.record({"id": "a", "kind": "record", "content": "alice likes tea in paris on sundays"})
     store.record({"id": "b", "kind": "summary", "content": {"t": ["Tea in Paris, on Sundays", "x"]}}, inputs=["a"])
     store.record({"id": "a", "kind": "record", "content": "alice now likes coffee in the winter"})
-    expected = index_rows(store)
-    assert expected and expected == ref_rows(store)
-    store.conn.execute("DROP TABLE shingles")  # as written by a release of schema version 2
+    assert index_rows(store) == ref_rows(store)
+    store.conn.execute("DROP TABLE shingles")  # as written by a release of schema version 2 (in plaintext)
     store.conn.execute("UPDATE memsteward_schema SET version = 2 WHERE one = 1")
-    store.close()
+    to_plaintext(store)
     with pytest.raises(InputError, match="store migrate"):
         Store.open(url)
     again = Store.open(url, migrate=True)
     try:
-        assert again.migrated == (2, SCHEMA_VERSION)
-        assert index_rows(again) == expected
+        assert again.migrated == (2, SCHEMA_VERSION) and not again.sealed
+        expected = index_rows(again)  # built by the migration, unkeyed until `migrate --encrypt`
+        assert expected and expected == ref_rows(again)
         roots = {"r": "she likes tea in paris on sundays"}
+        assert indexed(again, roots, 5, 1) == scan(again, roots, 5, 1) != {}
+        from memsteward.store.encryption import encrypt_in_place
+        encrypt_in_place(again)  # sealed: the index is rebuilt keyed, and finds the same
+        assert again.sealed and index_rows(again) == ref_rows(again) and not index_rows(again) & expected
         assert indexed(again, roots, 5, 1) == scan(again, roots, 5, 1) != {}
     finally:
         again.close()

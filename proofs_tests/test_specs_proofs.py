@@ -51,6 +51,7 @@ BROKEN = [
     ("G5 a write since planning left out", lambda: g5_barrier.prove(3, 6, variant="broken-stale-plan")),
     ("G6 erase the roots only", lambda: g6_erasure.prove(4, variant="broken-roots-only")),
     ("G6 no content scan", lambda: g6_erasure.prove(4, variant="broken-no-scan")),
+    ("G6 a DEK kept for one erased version", lambda: g6_erasure.prove(4, variant="broken-kept-dek")),
 ]
 
 

@@ -46,8 +46,19 @@ def rows(store: Any) -> dict[str, Any]:
 
 def _detail(action: str, detail: dict[str, Any]) -> dict[str, Any]:
     """A ``physical-erasure`` row describes the backend's own files (an optional capability): only
-    its verdict is compared."""
-    return {"complete": detail.get("complete")} if action == "physical-erasure" else detail
+    its verdict is compared. A content digest is compared as present or not: a sealed SQL store's are
+    keyed under its own index key (crypto-shredding, docs/erasure.md), the reference's plain SHA-256."""
+    return {"complete": detail.get("complete")} if action == "physical-erasure" else _digests_masked(detail)
+
+
+def _digests_masked(value: Any) -> Any:
+    """``value`` with every ``sha256``/``manifest_sha256`` string replaced by a marker."""
+    if isinstance(value, dict):
+        return {k: "<digest>" if k in ("sha256", "manifest_sha256") and isinstance(v, str) else _digests_masked(v)
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [_digests_masked(v) for v in value]
+    return value
 
 
 def differences(ref: dict[str, Any], got: dict[str, Any]) -> list[str]:

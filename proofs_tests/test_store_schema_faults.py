@@ -79,7 +79,12 @@ def _imported(loc: str) -> str:
 
 
 def _downgrade_to_v1(loc: str) -> None:
-    """The store as release 1 left it: no session column in event_lease; SQLite without the version table."""
+    """The store as release 1 left it: no session column in event_lease; SQLite without the version table;
+    every version in plaintext and no key store (encryption at rest came with schema version 6)."""
+    from shred_helpers import to_plaintext
+
+    from memsteward.store.sqlstore import Store
+    to_plaintext(Store.open(loc))
     if loc.startswith("postgresql://"):
         _sql(loc, "ALTER TABLE event_lease DROP COLUMN session", "UPDATE memsteward_schema SET version = 1")
     else:

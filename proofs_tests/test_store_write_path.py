@@ -7,6 +7,7 @@ hand-written canonical JSON, servable sets from the raw states table, fencing by
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import math
 from pathlib import Path
@@ -76,8 +77,13 @@ def test_tombstone_digest_matches_independent_sha256():
     # hand-written canonical JSON of the erased root's content
     want = hashlib.sha256(b'"Alice lives in Paris"').hexdigest()
     assert content_digest("Alice lives in Paris") == want
-    assert s.is_tombstoned(want)
-    assert not s.is_tombstoned(hashlib.sha256(b'"Alice likes tea"').hexdigest())
+    # the store keeps it keyed: HMAC-SHA256 under its index key (memsteward.shred.digests)
+    keyed = hmac.new(s.vault._index, b'"Alice lives in Paris"', hashlib.sha256).hexdigest()
+    held = {r[0] for r in s.conn.execute("SELECT digest FROM tombstones")}
+    assert keyed in held and want not in held
+    assert hmac.new(s.vault._index, b'"Alice likes tea"', hashlib.sha256).hexdigest() not in held
+    # callers ask with the text and get the store's own (keyed) digest back
+    assert s.tombstone_of("Alice lives in Paris") in held and s.tombstone_of("Alice likes tea") is None
     assert content_digest({"b": [1, "é"], "a": None}) == \
         hashlib.sha256('{"a":null,"b":[1,"é"]}'.encode()).hexdigest()
 

@@ -54,11 +54,13 @@ _STATEMENTS: tuple[Guarantee, ...] = (
     Guarantee(
         "G6", "erasure",
         "After a delete is published, no version of any artifact built from a deleted root's content holds that "
-        "content (database file, WAL, exports, served artifacts), and no servable artifact carries a fingerprint of "
-        "it (untracked derivations are found by content scan); the audit records ids and digests only.",
-        "∀ i, v: built_from(i@v, F) ⇒ erased(i@v); ∀ servable i: ¬fingerprint(F) ⊑ content(i)",
+        "content (database file, WAL, exports, served artifacts), the data key of every such version is destroyed "
+        "(so no copy of its ciphertext — replica, backup — decrypts), and no servable artifact carries a fingerprint "
+        "of it (untracked derivations are found by content scan); the audit records ids and keyed digests only.",
+        "∀ i, v: built_from(i@v, F) ⇒ erased(i@v) ∧ ¬dek_alive(i@v); ∀ servable i: ¬fingerprint(F) ⊑ content(i)",
         "GDPR Art. 17 practice; MemoRepair §2.1 (C(F))",
-        "untracked copies share a fingerprint with the root (content scan); SQLite secure_delete, WAL checkpoint, VACUUM"),
+        "untracked copies share a fingerprint with the root (content scan); every version sealed at rest under its "
+        "own DEK (AES-256-GCM), DEKs only in the key store"),
 )
 
 # The Hypothesis properties (and process-level tests) that tie the implementation to each statement.

@@ -564,8 +564,8 @@ def check_g6(erase_roots_only: bool = False) -> int:
     """The real engine on every influence DAG among r0, d1, d2, d3 (64) (an untracked copy of r0's
     text in d3 too, once the engine scans content: ``UNTRACKED``), with no successor rejected or d1
     rejected: after
-    ``delete r0`` is published no stored version of any artifact holds r0's text, and nothing
-    servable does."""
+    ``delete r0`` is published no stored version of any artifact holds r0's text, nothing
+    servable does, and the DEK of every erased version is destroyed (no copy of it decrypts)."""
     from importlib import resources
 
     from memsteward.policy.loader import load_policy
@@ -594,11 +594,13 @@ def check_g6(erase_roots_only: bool = False) -> int:
                     held = [f"{i}@v{v}" for i in store.states() for v, _, _ in store.versions(i)
                             if MARK in json.dumps(store.version_of(i, v).content)]
                     served = [a.id for a in store.serve() if MARK in json.dumps(a.content)]
+                    erased = [(i, v) for i in store.states() for v, e, _ in store.versions(i) if e]
+                    keyed = sorted(f"{i}@v{v}" for i, v in store.vault.alive(erased))  # crypto-shredding
                     store.close()
-                    if held or served:
+                    if held or served or keyed:
                         raise Mismatch({"influence": [f"{u}->{v}" for u, v in edges], "untracked copy in d3": untracked,
                                         "rejected": list(reject), "versions holding r0's text": held,
-                                        "servable with it": served})
+                                        "servable with it": served, "erased versions whose DEK is alive": keyed})
                     n += 1
     finally:
         execute.erasure_targets = real_targets

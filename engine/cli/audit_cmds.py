@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 
@@ -32,9 +33,14 @@ def integrity_claim(signed: bool, anchored: bool) -> str:
 @click.option("--check", "check_chain", is_flag=True, help="Only verify the audit log's hash chain.")
 @click.option("--expect-head", default=None, metavar="SHA256",
               help="A head hash published earlier (e.g. from an attestation): the log must still contain it.")
+@click.option("--deep", is_flag=True, help="Scan the store's files (and --backup files) once each for erased text "
+                                           "that is not also retained, and for erased versions that still decrypt.")
+@click.option("--backup", "backups", multiple=True, type=click.Path(dir_okay=False),
+              help="With --deep: a backup to check (SQLite copy or pg_dump plain dump); repeatable.")
+@click.option("--text", "texts", multiple=True, help="With --deep: erased text to look for (a marker); repeatable.")
 @handle_errors
 def audit(store_path: str, event_id: int | None, fmt: str, as_json: bool, check_chain: bool,
-          expect_head: str | None) -> None:
+          expect_head: str | None, deep: bool, backups: tuple[str, ...], texts: tuple[str, ...]) -> None:
     """Attest what an event did: barrier, withdrawn cascade, republished successors and the
     support they were built from, failures, the roots' erasure, and checks anyone can re-run.
 
@@ -53,6 +59,9 @@ def audit(store_path: str, event_id: int | None, fmt: str, as_json: bool, check_
 
     fmt = "json" if as_json else fmt
     store = open_store(store_path)
+    if deep:
+        _deep(store, store_path, list(backups), list(texts), fmt)
+        return
     if check_chain:
         rows = store.audit_rows()
         key = signing_key()
@@ -83,3 +92,23 @@ def audit(store_path: str, event_id: int | None, fmt: str, as_json: bool, check_
     else:
         click.echo(render_markdown(attestation), nl=False)
     sys.exit(0 if attestation["ok"] else EXIT_FINDINGS)
+
+
+def _deep(store: Any, store_path: str, backups: list[str], texts: list[str], fmt: str) -> None:
+    """`audit --deep`: memsteward.store.deep_audit; exit 1 when anything erased is found."""
+    report = store.deep_audit(backups, texts)
+    if fmt == "json":
+        emit_json(report)
+    else:
+        scan = report["scan"]
+        for f in scan["files"]:
+            found = ", ".join(f"{label}: {n}" for label, n in f["found"].items())
+            click.echo(terminal(f"{f['file']}: {f['bytes']} bytes, " + (f"ERASED TEXT FOUND ({found})" if found
+                                                                        else "clean")))
+        for d in report["decryptable"]:
+            click.echo(terminal(f"{d['backup']}: erased version {d['id']} v{d['version']} STILL DECRYPTS"))
+        click.echo(terminal(f"{store_path}: deep audit {'clean' if report['clean'] else 'FAILED'} "
+                            f"({report['erased_versions']} erased versions, {scan['needles']} needles, "
+                            f"{scan['retained_windows']} windows left out as retained)"))
+    if not report["clean"]:
+        sys.exit(EXIT_FINDINGS)

@@ -46,6 +46,8 @@ def demo_policies(echo: Callable[[str], None] = click.echo) -> None:
 
 def demo_audit(echo: Callable[[str], None] = click.echo) -> None:
     """Apply the bundled delete event to a SQLite store and print its attestation's checks."""
+    import os
+    import shutil
     import tempfile
 
     from ..policy.loader import load_policy
@@ -53,21 +55,47 @@ def demo_audit(echo: Callable[[str], None] = click.echo) -> None:
     from ..repair.attestation import attest
     from ..repair.events import load_event
     from ..repair.execute import run_event
+    from ..shred.master import MASTER_KEY_ENV, MASTER_KEY_FILE_ENV, create_key_file
     from ..store.opening import open_store
 
     with tempfile.TemporaryDirectory(prefix="memsteward-demo-") as tmp:
-        db = str(Path(tmp) / "demo.db")
-        store = open_store(db, create=True)
-        doc, text = read_json(str(bundled("repair", "store.json")))
-        store.import_snapshot(parse_store_document(doc, "store.json", text))
-        run_event(store, load_policy(bundled("policies", "default.yaml")),
-                  load_event(str(bundled("repair", "event-delete.json")), store))
-        a = attest(store)
-        echo(f"  memsteward audit --store demo.db --event {a['event']['id']}   (delete of {', '.join(a['event']['roots'])})")
-        for c in a["checks"]:
-            echo(f"    {'pass' if c['ok'] else 'FAIL'}  {c['check']:<20} {c['detail']}")
-        echo(f"  audit head {a['audit_head'][:16]}…  (`memsteward audit --check` re-verifies the hash chain)")
-        store.close()
+        saved = {k: os.environ.pop(k, None) for k in (MASTER_KEY_ENV, MASTER_KEY_FILE_ENV)}
+        os.environ[MASTER_KEY_FILE_ENV] = str(Path(tmp) / "master.key")  # the demo's own master key
+        create_key_file(os.environ[MASTER_KEY_FILE_ENV])
+        try:
+            db = str(Path(tmp) / "demo.db")
+            store = open_store(db, create=True)
+            doc, text = read_json(str(bundled("repair", "store.json")))
+            store.import_snapshot(parse_store_document(doc, "store.json", text))
+            event = load_event(str(bundled("repair", "event-delete.json")), store)
+            store.close()  # the last connection's close checkpoints the WAL into the file
+            shutil.copyfile(db, str(Path(tmp) / "backup.db"))  # a backup taken before the delete
+            store = open_store(db)
+            run_event(store, load_policy(bundled("policies", "default.yaml")), event)
+            a = attest(store)
+            echo(f"  memsteward audit --store demo.db --event {a['event']['id']}   (delete of {', '.join(a['event']['roots'])})")
+            for c in a["checks"]:
+                echo(f"    {'pass' if c['ok'] else 'FAIL'}  {c['check']:<20} {c['detail']}")
+            echo(f"  audit head {a['audit_head'][:16]}…  (`memsteward audit --check` re-verifies the hash chain)")
+            roots = [x["content"] for x in doc["artifacts"] if x["id"] in a["event"]["roots"]]
+            deep = store.deep_audit([str(Path(tmp) / "backup.db")], [json_text(r) for r in roots])
+            echo(f"  memsteward audit --deep --backup backup.db: {'clean' if deep['clean'] else 'FAILED'} — "
+                 f"{len(deep['decryptable'])} of the {deep['erased_versions']} erased versions decrypt from the backup "
+                 f"taken before the delete; no plaintext of the deleted record in {len(deep['scan']['files'])} files "
+                 f"(one pass each)" if deep["clean"] else "  memsteward audit --deep: erased content FOUND")
+            store.close()
+        finally:
+            for k, v in saved.items():
+                os.environ.pop(k, None)
+                if v is not None:
+                    os.environ[k] = v
+
+
+def json_text(value: object) -> str:
+    """A content's longest string (the text a reviewer would search for)."""
+    from ..shred.deepscan import string_leaves
+
+    return max(string_leaves(value), key=len, default="")
 
 
 def demo_verify(echo: Callable[[str], None] = click.echo) -> None:

@@ -51,11 +51,13 @@ def import_cmd(store_path: str, document: str, as_json: bool) -> None:
 @contextmanager
 def new_file_kept_on_success(store_path: str) -> Iterator[list[Storage]]:
     """A SQLite store file that the block creates is removed again (with its -wal/-shm/-journal
-    files) when the block fails: a refused first write leaves no empty store behind. An existing
+    files, and the key file beside it when the block made that too) when the block fails: a refused first write leaves no empty store behind. An existing
     store, a server URL or ``:memory:`` is left as it is. The block appends the store it opens to the
     list it is given, which is closed before its files are removed."""
     path = store_path[len("sqlite:///"):] if store_path.startswith("sqlite:///") else store_path
     fresh = path not in ("", ":memory:") and not is_postgres_url(path) and not os.path.lexists(path)
+    keys = f"{path}.keys"  # the key file a new store makes beside it (memsteward.shred.keystores)
+    files = [path] + ([] if os.path.lexists(keys) else [keys])
     opened: list[Storage] = []
     try:
         yield opened
@@ -63,7 +65,7 @@ def new_file_kept_on_success(store_path: str) -> Iterator[list[Storage]]:
         if fresh:
             for store in opened:
                 store.close()
-            for name in (path, f"{path}-wal", f"{path}-shm", f"{path}-journal"):
+            for name in (f"{f}{end}" for f in files for end in ("", "-wal", "-shm", "-journal")):
                 with suppress(FileNotFoundError):
                     os.unlink(name)
         raise
@@ -215,8 +217,11 @@ def copy_cmd(src: str, dst: str, as_json: bool, progress: bool | None) -> None:
 @click.option("--store", "store_path", default=None, help="SQLite store file or postgresql://…[?schema=NAME].")
 @click.argument("legacy_store", metavar="[STORE]", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Report the schema versions (from, to) as JSON.")
+@click.option("--encrypt", is_flag=True,
+              help="Then seal every plaintext version in place (resumable) and end with the deep scan "
+                   "(docs/erasure.md).")
 @handle_errors
-def migrate_cmd(store_path: str | None, legacy_store: str | None, as_json: bool) -> None:
+def migrate_cmd(store_path: str | None, legacy_store: str | None, as_json: bool, encrypt: bool) -> None:
     """Bring the store (SQLite file or postgresql://…?schema=…) written by an older release to this
     release's schema version, in one transaction under the store's write lock. Every other command
     refuses an older store (exit 2, nothing changed) and names this one. Already current: exit 0.
@@ -237,8 +242,15 @@ def migrate_cmd(store_path: str | None, legacy_store: str | None, as_json: bool)
                          file=store_path)
     store = open_store(store_path, migrate=True)
     done = store.migrated
-    doc = {"store": store.path, "from": SCHEMA_VERSION if done is None else done[0], "to": SCHEMA_VERSION,
-           "migrated": done is not None}
+    doc: dict[str, Any] = {"store": store.path, "from": SCHEMA_VERSION if done is None else done[0],
+                           "to": SCHEMA_VERSION, "migrated": done is not None}
+    if encrypt:
+        try:
+            doc["encrypt"] = store.encrypt_in_place()
+        finally:
+            store.close()
+        _report_encrypt(doc, as_json)
+        return
     store.close()
     if as_json:
         emit_json(doc)
@@ -262,3 +274,43 @@ def tenants_cmd(store_path: str, as_json: bool) -> None:
         return
     for name in names:
         click.echo(name)
+
+
+def _report_encrypt(doc: dict[str, Any], as_json: bool) -> None:
+    """`store migrate --encrypt`'s outcome; exit 1 when the closing scan found plaintext."""
+    enc = doc["encrypt"]
+    if as_json:
+        emit_json(doc)
+    else:
+        scan = enc["scan"]
+        where = ("not scanned (a PostgreSQL server's files are not readable from a client)" if scan is None else
+                 f"deep scan of {len(scan['files'])} files: " + ("no plaintext found" if scan["clean"] else
+                                                                 "PLAINTEXT FOUND in " + ", ".join(
+                                                                     f["file"] for f in scan["files"] if f["found"])))
+        click.echo(terminal(f"{doc['store']}: sealed {enc['sealed_now']} versions; {where}; {enc['note']}"))
+    if not enc["clean"]:
+        raise SystemExit(1)
+
+
+@store_group.command("rotate-key")
+@click.option("--store", "store_path", required=True, help="SQLite store file or postgresql://…[?schema=NAME].")
+@click.option("--new-key-file", required=True, type=click.Path(dir_okay=False),
+              help="The new master key (base64 or hex of 32 bytes; mode 0600).")
+@click.option("--json", "as_json", is_flag=True)
+@handle_errors
+def rotate_key_cmd(store_path: str, new_key_file: str, as_json: bool) -> None:
+    """Rewrap every data key of the store (and its index key) under the master key in --new-key-file,
+    without touching the data. The current master key must open the key store (exit 2 otherwise,
+    nothing changed). Afterwards set MEMSTEWARD_MASTER_KEY_FILE to the new file for this store."""
+    from ..shred.master import read_key_file
+
+    new = read_key_file(new_key_file)
+    store = open_store(store_path)
+    try:
+        doc = store.rotate_key(new)
+    finally:
+        store.close()
+    if as_json:
+        emit_json(doc)
+    else:
+        click.echo(terminal(f"{doc['store']}: {doc['rewrapped']} data keys rewrapped under master key {doc['kid']}"))

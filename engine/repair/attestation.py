@@ -14,8 +14,10 @@ the database:
 * ``failures-withdrawn`` — failed or blocked candidates (and so their dependents) stay withdrawn;
 * ``erasure`` — every version built from a deleted root's content (the root's own versions and the
   versions of C(F) up to the event, and every version of a member not republished) is erased;
-* ``physical-erasure`` — after publication the WAL was checkpointed and truncated, the database
-  vacuumed, and a scan of the files for fingerprints of the erased content found none;
+* ``physical-erasure`` — the keys of all N erased versions are destroyed (checked against the live
+  key store) and the store seals every version at rest, so no plaintext of them is in the store's
+  files; backups and replicas hold only ciphertext whose keys are gone (``audit --deep`` scans the
+  bytes: memsteward.shred.deepscan);
 * ``audit-chain`` — the audit log's hash chain verifies (tampering is detected).
 """
 
@@ -202,7 +204,7 @@ def _checks(store: Reader, log: list[dict], plan: dict, event: dict, cascade: li
                       f"all {sum(e['versions'] for e in erasure)} versions built from the erased content"
                       if not remaining else f"{remaining[0]['id']} v{remaining[0]['content_remaining'][0]} "
                       "still holds content built from erased data"))
-    out.append(_physical_check(log, erasure))
+    out.append(_physical_check(store, log, erasure))
     broken = first_broken(store.audit_rows(), store.audit_head(), expect_head, store.audit_seal(), signing_key())
     out.append(_check("audit-chain", broken is None, "hash chain over the whole audit log verifies"
                       if broken is None else f"row {broken[0]}: {broken[1]}"))
@@ -212,8 +214,10 @@ def _checks(store: Reader, log: list[dict], plan: dict, event: dict, cascade: li
     return out
 
 
-def _physical_check(log: list[dict], erasure: list[dict]) -> dict[str, Any]:
-    """The bytes are gone from the files: checkpoint, VACUUM and the publication-time scan."""
+def _physical_check(store: Reader, log: list[dict], erasure: list[dict]) -> dict[str, Any]:
+    """Crypto-shredding: the DEK of every version the event erased is gone from the key store (checked
+    now, against the live key store, not only as recorded), and the store seals every version at rest,
+    so no file — database, WAL, replica, backup — ever held their plaintext."""
     if not erasure:
         return _check("physical-erasure", True, "the event erased nothing")
     rows = [r["detail"] for r in log if r["action"] == "physical-erasure"]
@@ -221,30 +225,29 @@ def _physical_check(log: list[dict], erasure: list[dict]) -> dict[str, Any]:
     # found text outweighs a "not scanned" row written beside it
     row = next((d for d in rows if (d.get("scan") or {}).get("found")), rows[0] if rows else None)
     if row is None:
-        return _check("physical-erasure", False, "no physical erasure recorded (run `memsteward recover`)")
+        return _check("physical-erasure", False, "no key destruction recorded (run `memsteward recover`)")
     if row.get("file") is False:
         return _check("physical-erasure", bool(row.get("complete")), "in-memory store: no file holds the content")
-    if row.get("backend") == "postgresql":  # nothing read the server's files: the byte-level claim is unverified
-        return _check("physical-erasure", bool(row.get("complete")),
-                      "unverified at the byte level: VACUUM FULL rewrote versions and tombstones without the erased "
-                      "tuples, but no client can read the server's data files, WAL segments or backups"
-                      if row.get("complete") else
-                      f"VACUUM FULL did not get its lock within {row.get('wait_seconds')} s; erased bytes may "
-                      "remain in the server's files", looked=False)
-    scan = row.get("scan")
-    if not row.get("checkpoint") or not row.get("vacuum"):
-        return _check("physical-erasure", False, f"WAL checkpoint or VACUUM did not complete within "
-                      f"{row.get('wait_seconds')} s (a reader held the WAL); erased bytes may remain on disk")
-    if scan is None:
-        return _check("physical-erasure", bool(row.get("complete")),
-                      "WAL checkpointed and truncated, database vacuumed; not scanned (interrupted after "
-                      "publication, the erased text was no longer in memory)", looked=False)
-    if scan.get("found"):
-        where = ", ".join(f"{f}: {n}" for f, n in sorted(scan["found"].items()))
-        return _check("physical-erasure", False, f"erased content found on disk ({where} fingerprints)")
-    return _check("physical-erasure", bool(row.get("complete")),
-                  f"WAL truncated, database vacuumed; {scan.get('needles')} fingerprints of the erased content "
-                  f"found in none of {scan.get('bytes')} bytes ({', '.join(scan.get('files', []))})")
+    refs = [(r["artifact_id"], int(v["version"])) for r in log if r["action"] == "erase"
+            for v in r["detail"].get("versions", [])]
+    alive = store.keys_alive(refs)
+    if alive:
+        ident, version = alive[0]
+        return _check("physical-erasure", False, f"the key of {ident} v{version} (one of {len(alive)} erased "
+                      "versions) is not destroyed: its ciphertext, in any copy of the store, still decrypts")
+    if row.get("key_checkpoint") is False:
+        return _check("physical-erasure", False, "the key file's WAL was not checkpointed after the keys were "
+                      "destroyed (a reader held it): their wrapped bytes may remain in it; run `memsteward recover`")
+    if not row.get("sealed"):
+        return _check("physical-erasure", False, f"the keys of all {len(refs)} erased versions are destroyed, but "
+                      "the store was not sealed at rest (plaintext written before `memsteward store migrate "
+                      "--encrypt` may remain in its files and backups)")
+    said = (f"the keys of all {len(refs)} erased versions are destroyed; no plaintext of them is in the store's "
+            f"files (sealed at rest: the database, its WAL, replicas and backups hold only ciphertext whose key "
+            f"is gone; key store {row.get('key_store')})")
+    if row.get("key_residue"):  # destroyed in the live key store, but copies of it are out of reach: say so
+        return _check("physical-erasure", True, f"{said}; unverified: {row['key_residue']}", looked=False)
+    return _check("physical-erasure", True, said)
 
 
 def _shown_status(check: dict[str, Any]) -> str:

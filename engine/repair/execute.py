@@ -23,7 +23,6 @@ from ..store.api import BarrierSpec, OracleReport, Provenance, PublishSpec, Repa
 from ..store.connection import db_errors
 from .artifacts import SERVABLE_STATES, Artifact, Snapshot, artifact_field_problem
 from .candidates import Candidate
-from .erasure import fingerprints
 from .events import Event
 from .executors import Executor, LocalPool, Serialized, Shared, executor_from, prepare
 from .operators import OperatorError, OperatorRegistry, RepairContext, Successor, operators_for
@@ -220,7 +219,7 @@ def recover(store: RepairLog, operators: OperatorRegistry | None = None,
         prepare(executor)
     if found is None:
         for event_id in store.pending_physical_erasure():  # killed between publication and the file step
-            store.erase_physically(event_id, [], scanned=False)
+            store.erase_physically(event_id)
         return None
     event_id, _event, policy_doc, plan_doc = found
     if not store.take_event(event_id):  # one writer per event: a live holder makes this raise EventHeld
@@ -472,7 +471,7 @@ def _publish(store: RepairLog, event_id: int, plan: TransitionPlan, results: lis
                          withdrawn=tuple(i for i in plan.barrier if i not in published), status="done")
     gone = store.publish(PublishSpec(event_id, republished + root_updates, erase, final.to_json(), scrub, tombstone))
     if erase or scrub:
-        store.erase_physically(event_id, fingerprints(gone))
+        store.erase_physically(event_id, gone)
     return final
 
 

@@ -89,18 +89,26 @@ def untracked(roots: Mapping[str, Any], candidates: Iterable[tuple[str, Any]], n
     return out
 
 
-def shingle_hash(ws: Sequence[str]) -> int:
-    """h(t): a signed 64-bit key of a run of words (BLAKE2b; the index stores these, never words)."""
-    return int.from_bytes(hashlib.blake2b(" ".join(ws).encode("utf-8"), digest_size=8).digest(), "big", signed=True)
+Keyed = Callable[[str], int] | None
+"""A store's keyed trigram hash (:meth:`memsteward.shred.vault.Vault.shingle_hash`); None: unkeyed BLAKE2b."""
 
 
-def index_hashes(value: Any) -> set[int]:
+def shingle_hash(ws: Sequence[str], keyed: Keyed = None) -> int:
+    """h(t): a signed 64-bit key of a run of words (BLAKE2b; the index stores these, never words). An
+    encrypted store keys it (keyed BLAKE2b under its index key), so a phrase's hash needs that key."""
+    text = " ".join(ws)
+    if keyed is not None:
+        return keyed(text)
+    return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "big", signed=True)
+
+
+def index_hashes(value: Any, keyed: Keyed = None) -> set[int]:
     """index(value): the hashes of every ``INDEX_WORDS``-word run within one string value."""
     n = INDEX_WORDS
-    return {shingle_hash(ws[k:k + n]) for ws in words(value) for k in range(len(ws) - n + 1)}
+    return {shingle_hash(ws[k:k + n], keyed) for ws in words(value) for k in range(len(ws) - n + 1)}
 
 
-def windows(roots: Mapping[str, Any], n: int) -> set[tuple[int, ...]]:
+def windows(roots: Mapping[str, Any], n: int, keyed: Keyed = None) -> set[tuple[int, ...]]:
     """For every n-word run of a root: the hashes of its n − 2 trigrams (any copy of the run holds all)."""
     if n < INDEX_WORDS:
         raise ValueError(f"shingle_words must be at least {INDEX_WORDS} (the index unit)")
@@ -108,7 +116,7 @@ def windows(roots: Mapping[str, Any], n: int) -> set[tuple[int, ...]]:
     span = n - INDEX_WORDS + 1
     for value in roots.values():
         for ws in words(value):
-            hs = [shingle_hash(ws[k:k + INDEX_WORDS]) for k in range(len(ws) - INDEX_WORDS + 1)]
+            hs = [shingle_hash(ws[k:k + INDEX_WORDS], keyed) for k in range(len(ws) - INDEX_WORDS + 1)]
             out.update(tuple(hs[k:k + span]) for k in range(len(hs) - span + 1))
     return out
 
@@ -117,13 +125,13 @@ Posting = Callable[[int, int | None], Sequence[str]]
 """posting(h, limit): ids whose indexed content holds trigram h (at most ``limit`` of them; None: all)."""
 
 
-def candidates(roots: Mapping[str, Any], n: int, posting: Posting) -> set[str]:
+def candidates(roots: Mapping[str, Any], n: int, posting: Posting, keyed: Keyed = None) -> set[str]:
     """Ids that may share an n-word run with a root: for each window of :func:`windows`, the posting
     list of its rarest trigram (a superset of the matches; :func:`untracked` checks them exactly)."""
     probed: dict[int, Sequence[str]] = {}
     full: dict[int, Sequence[str]] = {}
     found: set[str] = set()
-    for window in sorted(windows(roots, n)):
+    for window in sorted(windows(roots, n, keyed)):
         for h in window:
             if h not in probed:
                 probed[h] = posting(h, COMMON + 1)

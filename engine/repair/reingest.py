@@ -1,7 +1,7 @@
 """The re-ingestion rule: what a write whose content equals an erased item's content may do.
 
-A tombstone (:meth:`Store.is_tombstoned`) keeps the SHA-256 of a deleted root's content. A later
-write with that digest is one of two things:
+A tombstone keeps digests of a deleted root's content (exact and normalised text; keyed in a sealed
+store). A later write whose content one of them matches (:meth:`Store.tombstone_of`) is one of two things:
 
 * **first-hand** (no influence inputs): the user says the thing again. Under ``allow`` it is a new
   memory (a new incarnation), under ``review`` it is recorded but held back until approved (the

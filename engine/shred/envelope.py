@@ -14,7 +14,6 @@ Wrapping a DEK under the master key is the same seal with its own associated dat
 from __future__ import annotations
 
 import base64
-import json
 import secrets
 
 from cryptography.exceptions import InvalidTag
@@ -34,8 +33,10 @@ def new_dek() -> bytes:
 
 
 def associated(store_id: str, artifact_id: str, version: int, part: str) -> bytes:
-    """The associated data of a field of a version (canonical JSON, so no two tuples collide)."""
-    return json.dumps([store_id, artifact_id, int(version), part], separators=(",", ":")).encode("utf-8")
+    """The associated data of a field of a version: ``len:store id|len:artifact id|version|field``
+    (length-prefixed, so no two tuples give the same bytes)."""
+    s, a = store_id.encode("utf-8"), artifact_id.encode("utf-8")
+    return b"%d:%s|%d:%s|%d|%s" % (len(s), s, len(a), a, int(version), part.encode("ascii"))
 
 
 def seal_bytes(key: bytes, plaintext: bytes, aad: bytes) -> bytes:
@@ -50,6 +51,19 @@ def open_bytes(key: bytes, blob: bytes, aad: bytes) -> bytes:
         return AESGCM(key).decrypt(blob[:NONCE], blob[NONCE:], aad)
     except InvalidTag:
         raise Undecryptable("authentication failed") from None
+
+
+def seal_pair(key: bytes, ident: str, version: int, store_id: str, content: str | None,
+              meta: str) -> tuple[str | None, str]:
+    """A version's content (None stays None) and meta sealed under its DEK with one cipher object."""
+    aead = AESGCM(key)
+
+    def one(text: str, part: str) -> str:
+        nonce = secrets.token_bytes(NONCE)
+        blob = nonce + aead.encrypt(nonce, text.encode("utf-8"), associated(store_id, ident, version, part))
+        return PREFIX + base64.b64encode(blob).decode("ascii")
+
+    return (None if content is None else one(content, "content")), one(meta, "meta")
 
 
 def seal_text(key: bytes, text: str, aad: bytes) -> str:

@@ -54,6 +54,7 @@ class FileKeyStore:
             if store_id is None:
                 raise KeyStoreError("a new key file needs the store's id", file=path)
         self.path = path
+        self.checkpointed = True  # whether the last destroy's WAL checkpoint completed
         try:
             self.conn = sqlite3.connect(path, isolation_level=None, timeout=30.0, check_same_thread=False)
             self._setup(master, store_id, create)
@@ -89,6 +90,7 @@ class FileKeyStore:
         fresh = {(str(i), int(v)): new_dek() for i, v in refs}
         rows = [(i, v, self._wrapper.wrap(i, v, k)) for (i, v), k in fresh.items()]
         c = self.conn
+        before = c.total_changes
         c.execute("BEGIN IMMEDIATE")
         try:
             for start in range(0, len(rows), _PART):
@@ -98,7 +100,8 @@ class FileKeyStore:
         except BaseException:
             c.execute("ROLLBACK")
             raise
-        return self.get(fresh)
+        # every ref new (the write path's case): the fresh keys; else read back the ones that existed
+        return fresh if c.total_changes - before == len(rows) else self.get(fresh)
 
     def get(self, refs: Collection[VersionRef]) -> dict[VersionRef, bytes]:
         """The live DEKs of ``refs`` (a destroyed one is absent)."""
@@ -160,6 +163,13 @@ class FileKeyStore:
         self._wrapper = fresh
         self.checkpoint()
         return len(rows)
+
+    def adopt_index_key(self, key: bytes) -> None:
+        """Take another store's index key (``store copy``: its keyed digests stay valid); only while empty."""
+        if self.count():
+            raise KeyStoreError("the key store already holds keys: its index key stays", file=self.path)
+        self.conn.execute("UPDATE keyfile SET index_key = ? WHERE one = 1", (self._wrapper.wrap_index(key),))
+        self._index = key
 
     def count(self) -> int:
         return int(self.conn.execute("SELECT COUNT(*) FROM deks").fetchone()[0])

@@ -84,14 +84,31 @@ def read_key_file(path: str) -> MasterKey:
 
 
 def create_key_file(path: str) -> MasterKey:
-    """Write a new random master key to ``path`` (mode 0600, never over an existing file)."""
+    """Write a new random master key to ``path`` (mode 0600), atomically: written to a private temporary
+    file, then linked into place, which fails if the path exists (another process made it first: its key
+    is read instead)."""
     key = secrets.token_bytes(KEY_BYTES)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w", encoding="ascii") as fh:
-        fh.write(base64.b64encode(key).decode("ascii") + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
+    tmp = f"{path}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="ascii") as fh:
+            fh.write(base64.b64encode(key).decode("ascii") + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.link(tmp, path)
+    except FileExistsError:
+        return read_key_file(path)
+    finally:
+        os.unlink(tmp)
     return MasterKey(key, path)
+
+
+def default_key_file() -> str:
+    """The user's master key file: ``$XDG_CONFIG_HOME/memsteward/master.key`` (``~/.config/…``), its folder 0700."""
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    folder = os.path.join(base, "memsteward")
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    return os.path.join(folder, "master.key")
 
 
 def load_master(default_file: str | None, create: bool = False) -> MasterKey:

@@ -43,6 +43,11 @@ def _split(url: str) -> tuple[str, str, str]:
 class PgKeyStore:
     """:class:`~.api.KeyStore` in PostgreSQL (psycopg 3), in its own connection and schema."""
 
+    residue = ("the key server keeps a destroyed key's wrapped bytes in dead rows until VACUUM and in its WAL, "
+               "replicas and backups, which no client can read (they open only under the master key: rotate it "
+               "with `memsteward store rotate-key` and discard the old one to make them useless)")
+    """What destroying a key cannot reach here, stated by the attestation (``unverified``, never ``pass``)."""
+
     def __init__(self, url: str, master: MasterKey, store_id: str | None = None, create: bool = False) -> None:
         dsn, self.schema, self.path = _split(url)
         try:
@@ -151,6 +156,14 @@ class PgKeyStore:
                               (new.kid, fresh.wrap_index(self._index), self.store_id))
         self._wrapper = fresh
         return len(rows)
+
+    def adopt_index_key(self, key: bytes) -> None:
+        """Take another store's index key (``store copy``: its keyed digests stay valid); only while empty."""
+        if self.count():
+            raise KeyStoreError("the key store already holds keys: its index key stays", file=self.path)
+        self.conn.execute(self._q("UPDATE K.keyfile SET index_key = %s WHERE store_id = %s"),
+                          (self._wrapper.wrap_index(key), self.store_id))
+        self._index = key
 
     def count(self) -> int:
         return int(self.conn.execute(self._q("SELECT COUNT(*) FROM K.deks WHERE store_id = %s"),

@@ -15,14 +15,15 @@ from typing import Any
 from ..errors import InputError
 from ..repair.auditchain import GENESIS, chain_same, chain_same_bytes, row_hash, seal, sealed_head_problem
 from .api import AuditRow
-from .core import StoreCore, _done, _dump, _now
+from .core import _done, _dump, _now
+from .sealing import Sealing
 
 __all__ = ["WITHDRAW_PART", "AuditChain"]
 
 WITHDRAW_PART = 25_000  # withdraw rows per INSERT of a barrier; larger barriers write while they pack and hash
 
 
-class AuditChain(StoreCore):
+class AuditChain(Sealing):
     """Appending to the hash-chained ``audit`` table and reading it back."""
 
     def _audit(self, action: str, artifact_id: str | None = None, event_id: int | None = None,

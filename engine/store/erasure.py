@@ -1,26 +1,23 @@
-"""Erasure: deleted content nulled in every version at publication, then made unrecoverable from files.
+"""Erasure by crypto-shredding: erased versions' DEKs destroyed and their ciphertext nulled at publication.
 
-At publication the targeted versions lose content and metadata (id, version and the content's
-SHA-256 stay; a ``tombstones`` row keeps a deleted root's digest, never its text). The physical
-step then rewrites the files: SQLite checkpoints the WAL, VACUUMs and scans the files for the
-erased text's fingerprints; PostgreSQL runs ``VACUUM FULL`` on the tables that held it. Its outcome
-is one chained ``physical-erasure`` audit row (counts only).
+At publication the targeted versions' data keys are destroyed in the key store and their content and
+metadata nulled (id, version and the content's keyed digest stay; a ``tombstones`` row keeps a deleted
+root's keyed digests, never its text). Whatever a file, WAL segment, replica or backup still holds of
+them is ciphertext whose key is gone, so no VACUUM runs per delete. The step after publication checks
+the keys are gone and records one chained ``physical-erasure`` audit row (counts only).
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import EventHeld
 from ..repair.auditchain import tombstone_commitment as commitment
-from ..repair.writes import content_digest
 from ..textnorm import text_digests
 from .api import ErasureReport
-from .connection import db_errors
-from .core import _dump, _now
+from .core import _dump, _load, _now
 from .leases import Leases, _alive
 
 __all__ = ["Erasure"]
@@ -30,38 +27,47 @@ class Erasure(Leases):
     """Nulling erased versions and the physical-erasure step."""
 
     def _erase_versions(self, event_id: int, targets: Mapping[str, int | None],
-                        tombstone: frozenset[str]) -> list[Any]:
-        """Null the content and metadata of the targeted versions (inside the caller's transaction),
-        keeping id, version and the content's SHA-256; one chained ``erase`` row per artifact."""
+                        tombstone: frozenset[str]) -> list[tuple[str, int]]:
+        """Erase the targeted versions inside the caller's (publication's) transaction, by crypto-shredding:
+        destroy their DEKs in the key store (committed there at once: cost ∝ the versions erased), then
+        null their ciphertext and metadata, keeping id, version and the content's digest (stored with
+        the version, so no erased content is decrypted here); one chained ``erase`` row per artifact.
+        Killed after the keys went and before the commit, the event is unfinished and ``recover``
+        publishes it again: the destruction repeats as a no-op and the rows end as uninterrupted."""
         ids = sorted(targets)
-        rows: list[tuple[str, int, str | None]] = []
+        rows: list[tuple[str, int, str | None, str | None]] = []
         for start in range(0, len(ids), 500):
             chunk = ids[start:start + 500]
             rows += self.conn.execute(
-                f"SELECT id, version, content FROM versions WHERE erased = 0 AND id IN ({','.join('?' * len(chunk))}) "
-                "ORDER BY id, version", chunk).fetchall()
+                f"SELECT id, version, content, sha256 FROM versions WHERE erased = 0 AND id IN "
+                f"({','.join('?' * len(chunk))}) ORDER BY id, version", chunk).fetchall()
         erased: dict[str, list[dict[str, Any]]] = {i: [] for i in ids}
-        updates, stones, gone = [], [], []
-        for ident, version, content in rows:
+        updates: list[tuple[str, str, int]] = []
+        stones: list[tuple[str, str, int]] = []
+        refs: list[tuple[str, int]] = []
+        for ident, version, content, stored in rows:
             limit = targets[ident]
             if limit is not None and version > limit:
                 continue
-            value = None if content is None else json.loads(content)
-            sha = content_digest(value)
-            if value is not None:
-                gone.append(value)
+            sha = stored if stored is not None else self.digest_of(self._open_content([(ident, version, content)])[0])
+            refs.append((ident, int(version)))
             erased[ident].append({"version": int(version), "sha256": sha})
             updates.append((sha, ident, version))
             if ident in tombstone and content is not None:
                 stones.append((sha, ident, event_id))
-                stones += [(d, ident, event_id) for d in sorted(text_digests(value))]  # normalised (issue 25)
+                opened = self.vault.open([(ident, int(version), content, "{}")], shredded_as_erased=True)[0][0]
+                if opened is not None:  # normalised digests (issue 25), keyed; gone if a crash took the key
+                    stones += [(d, ident, event_id) for d in sorted(self._tomb_digests(text_digests(_load(opened)),
+                                                                                      plain=False))]
+        self.vault.destroy(refs)
+        self.checkpoint()  # crash point: the keys are destroyed, the publication not yet committed
         self.conn.executemany("UPDATE versions SET content = NULL, meta = '{}', erased = 1, sha256 = ? "
                               "WHERE id = ? AND version = ?", updates)
         self.conn.executemany("INSERT OR IGNORE INTO tombstones(digest, root, event_id) VALUES (?,?,?)", stones)
         pinned = self._tombstone_commitments(event_id, sorted({s[1] for s in stones}))
         self._append_audit([(_now(), event_id, "erase", i, _dump({"versions": erased[i], **pinned.get(i, {})}))
                             for i in ids if erased[i]])
-        return gone
+        return refs
 
     def _tombstone_commitments(self, event_id: int, roots: Sequence[str]) -> dict[str, dict[str, Any]]:
         """Each root's ``{"tombstones": commitment}`` over the rows this event wrote for it (a digest an
@@ -84,40 +90,43 @@ class Erasure(Leases):
             stones.setdefault((r, int(e)), []).append(d)
         return versions, stones
 
-    def erase_physically(self, event_id: int, needles: Sequence[bytes], scanned: bool = True) -> ErasureReport:
-        """Make erased bytes unrecoverable from the files, then prove it (the erasure issue, item 2).
+    def erased_refs(self, event_id: int) -> list[tuple[str, int]]:
+        """(artifact id, version) of every version an event erased, from its chained ``erase`` rows."""
+        out: list[tuple[str, int]] = []
+        for ident, detail in self.conn.execute("SELECT artifact_id, detail FROM audit WHERE action = 'erase' AND "
+                                               "event_id = ? ORDER BY seq", (event_id,)):
+            out += [(ident, int(v["version"])) for v in json.loads(detail).get("versions", [])]
+        return out
 
-        WAL checkpoint (TRUNCATE), VACUUM, checkpoint (TRUNCATE) again — each waiting at most
-        ``erase_wait`` seconds (SQLite's busy handler) for concurrent readers to let go of the WAL —
-        then a scan of the database and WAL files for ``needles`` (:func:`memsteward.repair.erasure.
-        fingerprints` of the erased content). The outcome is one chained ``physical-erasure``
-        audit row (counts only). ``scanned=False`` records that the text was no longer available
-        (``recover`` after a crash between publication and this step).
-        """
-        from ..repair.erasure import scan, store_files
-
+    def erase_physically(self, event_id: int, refs: Sequence[tuple[str, int]] | None = None) -> ErasureReport:
+        """The erasure's evidence after publication: the DEKs of every version the event erased are gone
+        from the key store (destroyed again if a crash left any: idempotent), and SQLite's WAL is
+        checkpointed (TRUNCATE; ``secure_delete`` has zeroed the nulled ciphertext in the pages). No
+        whole-file VACUUM (SQLite) or ``VACUUM FULL`` (PostgreSQL, whose autovacuum reclaims the dead
+        tuples in the background, without an exclusive lock): what any file, WAL segment, replica or
+        backup still holds of these versions is ciphertext whose key is gone. The byte scan is
+        ``memsteward audit --deep``. One chained ``physical-erasure`` row (counts only)."""
         if not self._take_physical(event_id):
             return self._physical_row(event_id) or {}
-        detail: ErasureReport = {"wait_seconds": self.erase_wait}
-        if self.backend == "postgresql":
-            detail.update(self._vacuum_postgres())
-        elif self.path == ":memory:":
-            detail.update({"complete": True, "file": False})
-        else:
+        refs = self.erased_refs(event_id) if refs is None else list(refs)
+        alive = self.vault.alive(refs)
+        if alive:
+            self.vault.destroy(alive)
+            alive = self.vault.alive(refs)
+        detail: ErasureReport = {"versions": len(refs), "keys_destroyed": len(refs) - len(alive),
+                                 "keys_alive": len(alive), "sealed": self.sealed,
+                                 "key_store": str(getattr(self.vault.keys, "path", "?"))}
+        if self.backend == "sqlite" and self.path != ":memory:":
             self.conn.execute(f"PRAGMA busy_timeout = {int(self.erase_wait * 1000)}")
             try:
-                first = self._checkpoint_truncate()
-                try:
-                    self.conn.execute("VACUUM")
-                    vacuumed = True
-                except sqlite3.OperationalError:
-                    vacuumed = False
-                last = self._checkpoint_truncate()
+                detail["checkpoint"] = self._checkpoint_truncate()
             finally:
                 self.conn.execute("PRAGMA busy_timeout = 30000")
-            result = scan(store_files(self.path), needles) if scanned else None
-            detail.update({"checkpoint": first and last, "vacuum": vacuumed, "scan": result,
-                           "complete": first and last and vacuumed and (result is None or not result["found"])})
+        detail["key_checkpoint"] = bool(getattr(self.vault.keys, "checkpointed", True))  # the key file's WAL emptied
+        residue = getattr(self.vault.keys, "residue", None)  # a key store whose files this process cannot read
+        if residue:
+            detail["key_residue"] = str(residue)
+        detail["complete"] = not alive and self.sealed and detail["key_checkpoint"]
         with self.transaction() as c:
             self._check_lease(event_id)  # fencing: a process that took the step over writes its row alone
             if self._physical_row(event_id) is not None:
@@ -152,26 +161,6 @@ class Erasure(Leases):
         row = self.conn.execute("SELECT detail FROM audit WHERE action = 'physical-erasure' AND event_id = ? "
                                 "ORDER BY seq LIMIT 1", (event_id,)).fetchone()
         return None if row is None else json.loads(row[0])
-
-    def _vacuum_postgres(self) -> ErasureReport:
-        """PostgreSQL's physical step: ``VACUUM FULL`` rewrites ``versions``, ``tombstones`` and the
-        lineage index ``shingles`` (hashes of the erased text's trigrams) into new files without the
-        dead tuples that held the erased text, waiting at most
-        ``erase_wait`` seconds for its lock. The server's WAL segments and base backups are not
-        readable from a client, so they are not scanned (``scan`` is None, ``server_files`` says so)."""
-        raw = self.conn.raw
-        try:
-            raw.execute(f"SET lock_timeout = {int(self.erase_wait * 1000)}")
-            raw.execute("VACUUM FULL versions")
-            raw.execute("VACUUM FULL tombstones")
-            raw.execute("VACUUM FULL shingles")
-            vacuumed = True
-        except db_errors():
-            vacuumed = False
-        finally:
-            raw.execute("SET lock_timeout = 0")
-        return {"backend": "postgresql", "vacuum": vacuumed, "checkpoint": vacuumed, "scan": None,
-                "server_files": "not scanned (WAL segments and backups live on the server)", "complete": vacuumed}
 
     def _checkpoint_truncate(self) -> bool:
         busy, log, done = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()

@@ -25,12 +25,12 @@ from ..errors import InputError, WriteRefused
 from ..repair.artifacts import ABSENT, SERVABLE_STATES, Artifact, Edge, Snapshot
 from ..repair.lineage import candidates, index_hashes
 from ..repair.reingest import verdict as reingest_verdict
-from ..repair.writes import Write, canonical_json, parse_put, prepare
+from ..repair.writes import Write, canonical_json, content_digest, parse_put, prepare
 from ..textnorm import text_digests
 from .core import _dump, _load
 from .live import LiveEvent, ordered_after, pending_tombstones, retry_busy
 from .planstore import read_fields
-from .tombstoned import first_tombstoned, refusal
+from .tombstoned import first_tombstoned, refusal, said_digests
 
 __all__ = ["MemoryTables", "MemoryReads"]
 
@@ -147,8 +147,16 @@ class MemoryReads:
     def version_count(self) -> int:
         return len(self.t.versions)
 
-    def is_tombstoned(self, digest: str) -> bool:
-        return digest in self.t.tombstones
+    def tombstone_of(self, content: Any, meta: Mapping[str, Any] | None = None) -> str | None:
+        hit = first_tombstoned([("", content, meta or {})], self.tombstones_of, self.said_digests)
+        return None if hit is None else hit[1]
+
+    def said_digests(self, content: Any, meta: Any) -> set[str]:
+        """What a tombstone may hold of them (plain digests: this store keeps no keyed ones)."""
+        try:
+            return said_digests(content, meta or {})
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"content is not JSON: {exc}", file=self.path, field="content") from None
 
     def has_tombstones(self) -> bool:
         return bool(self.t.tombstones)
@@ -230,7 +238,7 @@ class MemoryReads:
                 t.artifacts[a.id] = [a.kind, a.arch, a.version, a.state, None]
                 erased = a.state == "erased"
                 t.versions[(a.id, a.version)] = [None if erased else _dump(a.content), _dump(dict(a.meta)), None,
-                                                 int(erased), None]
+                                                 int(erased), None if erased else content_digest(a.content)]
             t.edges |= {(e.src, e.dst, e.type) for e in snap.edges}
             self._index({a.id: [[a.content, dict(a.meta)]] for a in snap.artifacts.values() if a.state != "erased"})
             self._audit("import", detail={"file": file, "artifacts": len(snap.artifacts), "edges": len(snap.edges)})
@@ -264,7 +272,8 @@ class MemoryReads:
         t = self.t
         tables = {
             "artifacts": [(i, *r) for i, r in t.artifacts.items()],
-            "versions": [(i, v, *r) for (i, v), r in t.versions.items()],
+            # the digest column as whether one is kept (a sealed SQL store keeps a keyed digest, its own)
+            "versions": [(i, v, *r[:4], r[4] is not None) for (i, v), r in t.versions.items()],
             "edges": list(t.edges),
             "events": [(i, *r) for i, r in t.events.items()],
             "plan_steps": [(e, s, *r) for (e, s), r in t.plan_steps.items()],
@@ -360,7 +369,7 @@ class MemoryReads:
                                        f"{where}id")
             version = max((v for (i, v) in t.versions if i == a.id), default=0) + 1
             known[a.id] = (a.kind, a.arch, "servable")
-            t.versions[(a.id, version)] = [w.content_text, w.meta_text, None, 0, None]
+            t.versions[(a.id, version)] = [w.content_text, w.meta_text, None, 0, w.digest]
             t.artifacts[a.id] = [a.kind, a.arch, version, "servable", None]
             t.edges |= {(i, a.id, "influence") for i in w.inputs} | {(i, a.id, "semantic") for i in w.semantic}
             manifest.update(canonical_json([a.id, version, w.digest, w.inputs]).encode("utf-8") + b"\n")

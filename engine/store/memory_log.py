@@ -82,6 +82,10 @@ class MemoryStore(MemoryReads):
     def generation(self) -> int:
         return self.t.audit[-1][0] if self.t.audit else 0
 
+    def keys_alive(self, refs: Sequence[tuple[str, int]]) -> list[tuple[str, int]]:
+        """No data key exists: nothing outside the process ever held a byte of a memory store."""
+        return []
+
     # ------------------------------------------------------------------ events
 
     def unfinished_event(self) -> EventRecord | None:
@@ -175,7 +179,7 @@ class MemoryStore(MemoryReads):
 
     def _insert_version(self, event_id: int, ident: str, content: Any, meta: Mapping[str, Any]) -> int:
         version = max(v for (i, v) in self.t.versions if i == ident) + 1
-        self.t.versions[(ident, version)] = [_dump(content), _dump(dict(meta)), event_id, 0, None]
+        self.t.versions[(ident, version)] = [_dump(content), _dump(dict(meta)), event_id, 0, content_digest(content)]
         self.t.artifacts[ident][4] = version
         return version
 
@@ -217,7 +221,7 @@ class MemoryStore(MemoryReads):
                 t.artifacts[ident][3] = "withdrawn"
             self._audit(status, ident, event_id, {"report": report} if status != "validated" else {})
 
-    def publish(self, spec: PublishSpec) -> list[Any]:
+    def publish(self, spec: PublishSpec) -> list[tuple[str, int]]:
         event_id = spec.event_id
         targets: dict[str, int | None] = dict(spec.scrub)
         targets.update({r: None for r in spec.erase})
@@ -247,8 +251,9 @@ class MemoryStore(MemoryReads):
                                                                "plan_sha256": digest(final)})
         return gone
 
-    def _erase_versions(self, event_id: int, targets: Mapping[str, int | None], tombstone: frozenset[str]) -> list[Any]:
-        gone: list[Any] = []
+    def _erase_versions(self, event_id: int, targets: Mapping[str, int | None],
+                        tombstone: frozenset[str]) -> list[tuple[str, int]]:
+        gone: list[tuple[str, int]] = []
         for ident in sorted(targets):
             erased, stoned = [], False
             for (i, version), row in sorted(self.t.versions.items()):
@@ -257,8 +262,7 @@ class MemoryStore(MemoryReads):
                     continue
                 value = None if row[0] is None else json.loads(row[0])
                 sha = content_digest(value)
-                if value is not None:
-                    gone.append(value)
+                gone.append((ident, version))
                 erased.append({"version": version, "sha256": sha})
                 if ident in tombstone and row[0] is not None:
                     stoned = True
@@ -279,7 +283,7 @@ class MemoryStore(MemoryReads):
             stones.setdefault((r, e), []).append(d)
         return versions, stones
 
-    def erase_physically(self, event_id: int, needles: Sequence[bytes], scanned: bool = True) -> ErasureReport:
+    def erase_physically(self, event_id: int, refs: Sequence[tuple[str, int]] | None = None) -> ErasureReport:
         """Nothing outside the process holds a byte of a memory store: the step only records that."""
         done = [r for r in self.t.audit if r[3] == "physical-erasure" and r[2] == event_id]
         if done:  # exactly once per event, as the SQL store

@@ -79,13 +79,20 @@ class PlanningReads(Reads):
         """(id, content) of the servable artifacts that may share an n-word run with one of ``roots``'
         contents: :func:`memsteward.repair.lineage.candidates` over the ``shingles`` index (the
         rarest trigram's posting list per window), then one read of those artifacts."""
-        ids = candidates(roots, n, self._posting)
+        ids = candidates(roots, n, self._posting, self._keyed)
         if not ids:
             return []
-        q = ("SELECT a.id, v.content, v.meta FROM json_each(?) j CROSS JOIN artifacts a ON a.id = j.value "
+        q = ("SELECT a.id, v.version, v.content, v.meta FROM json_each(?) j CROSS JOIN artifacts a ON a.id = j.value "
              "JOIN versions v ON v.id = a.id WHERE a.state IN " + SCANNED_STATES + " AND v.erased = 0 "
              "ORDER BY a.id, v.version")
-        return _by_id(self.conn.execute(q, (json.dumps(sorted(ids)),)))
+        return self._opened_by_id(self.conn.execute(q, (json.dumps(sorted(ids)),)).fetchall())
+
+    def _opened_by_id(self, rows: Iterable[tuple[str, int, str | None, str]]) -> list[tuple[str, Any]]:
+        """:func:`_by_id` of (id, version, content, meta) rows, their sealed texts opened (a version whose
+        key a crashed publication already destroyed reads as erased: ``recover`` re-plans over it)."""
+        rows = list(rows)
+        opened = self.vault.open([(i, int(v), c, m) for i, v, c, m in rows], shredded_as_erased=True)
+        return _by_id((r[0], c, m) for r, (c, m) in zip(rows, opened, strict=True))
 
     def _posting(self, h: int, limit: int | None) -> list[str]:
         """Ids whose current content holds the trigram of hash ``h`` (at most ``limit``), by the index key."""
@@ -100,7 +107,7 @@ class PlanningReads(Reads):
         if replace:
             self.conn.execute("DELETE FROM shingles WHERE id IN (SELECT value FROM json_each(?))",
                               (json.dumps(sorted(replace)),))
-        rows = sorted({(h, i) for i, c in contents.items() if c is not None for h in index_hashes(c)})
+        rows = sorted({(h, i) for i, c in contents.items() if c is not None for h in index_hashes(c, self._keyed)})
         for start in range(0, len(rows), 50_000):
             self.conn.executemany("INSERT OR IGNORE INTO shingles(h, id) VALUES (?, ?)", rows[start:start + 50_000])
 
@@ -108,6 +115,7 @@ class PlanningReads(Reads):
         """Re-index ``ids`` from every version they still hold (content and meta; erased ones are gone)."""
         if not ids:
             return
-        q = ("SELECT v.id, v.content, v.meta FROM json_each(?) j JOIN versions v ON v.id = j.value "
+        q = ("SELECT v.id, v.version, v.content, v.meta FROM json_each(?) j JOIN versions v ON v.id = j.value "
              "WHERE v.erased = 0 ORDER BY v.id, v.version")
-        self._index(dict(_by_id(self.conn.execute(q, (json.dumps(sorted(set(ids))),)))), replace=ids)
+        self._index(dict(self._opened_by_id(self.conn.execute(q, (json.dumps(sorted(set(ids))),)).fetchall())),
+                    replace=ids)

@@ -21,12 +21,6 @@ _CURRENT = ("SELECT a.id, a.kind, a.arch, a.version, a.state, v.content, v.meta 
             "JOIN versions v ON v.id = a.id AND v.version = a.version ")
 
 
-def _artifact(row: Sequence[Any]) -> Artifact:
-    """A row of ``_CURRENT`` as the artifact at its current version."""
-    i, k, ar, ver, st, c, m = row
-    return Artifact(i, k, ar, ver, None if c is None else json.loads(c), json.loads(m), st)
-
-
 _SERVABLE_SQL = ", ".join(f"'{s}'" for s in sorted(SERVABLE_STATES))
 
 
@@ -34,11 +28,11 @@ class Reads(AuditChain):
     """Reading artifacts, versions, states and events."""
 
     def _rows(self, where: str = "", args: Sequence[Any] = ()) -> list[Artifact]:
-        return list(map(_artifact, self.conn.execute(_CURRENT + where + " ORDER BY a.id", args)))
+        return list(self._opened(self.conn.execute(_CURRENT + where + " ORDER BY a.id", args)))
 
     def _iter_rows(self, where: str = "", args: Sequence[Any] = ()) -> Iterator[Artifact]:
         """:meth:`_rows` as they come (:meth:`_stream`)."""
-        return map(_artifact, self._stream(_CURRENT + where + " ORDER BY a.id", args))
+        return self._opened(self._stream(_CURRENT + where + " ORDER BY a.id", args))
 
     def serve(self) -> list[Artifact]:
         """Retrieval view: only servable (incl. republished) artifacts at their served version."""
@@ -54,8 +48,8 @@ class Reads(AuditChain):
         q = ("SELECT a.id, a.kind, a.arch, a.version, a.state, " + ("v.content" if content else "NULL") +
              ", v.meta FROM json_each(?) j "
              "CROSS JOIN artifacts a ON a.id = j.value JOIN versions v ON v.id = a.id AND v.version = a.version")
-        return {i: Artifact(i, k, ar, ver, _load(c), _load(m), st)
-                for i, k, ar, ver, st, c, m in self.conn.execute(q, (_id_list(ids),)).fetchall()}
+        rows = self.conn.execute(q, (_id_list(ids),)).fetchall()
+        return {a.id: a for a in self._opened(rows, shredded_as_erased=True)}  # recover after the keys went
 
     def unservable_of(self, ids: Collection[str]) -> dict[str, str]:
         """The state of each of ``ids`` that is not servable (``"absent"``: no such artifact); the
@@ -97,8 +91,8 @@ class Reads(AuditChain):
         if row is None:
             return None
         kind, arch, content, meta, state = row
-        return Artifact(ident, kind, arch, version, None if content is None else json.loads(content),
-                        json.loads(meta), state)
+        ((content, meta),) = self.vault.open([(ident, version, content, meta)])
+        return Artifact(ident, kind, arch, version, _load(content), _load(meta), state)
 
     def states(self) -> dict[str, tuple[str, int]]:
         return {i: (s, v) for i, s, v in self.conn.execute("SELECT id, state, version FROM artifacts")}
@@ -114,10 +108,6 @@ class Reads(AuditChain):
 
     def version_count(self) -> int:
         return int(self.conn.execute("SELECT COUNT(*) FROM versions").fetchone()[0])
-
-    def is_tombstoned(self, digest: str) -> bool:
-        """Whether a content digest (:func:`content_digest`) belongs to an erased root's content."""
-        return self.conn.execute("SELECT 1 FROM tombstones WHERE digest = ?", (digest,)).fetchone() is not None
 
     def servable(self, ids: Sequence[str]) -> list[str]:
         """The retrieval guard: the ids of ``ids`` that may be served, in the given order.

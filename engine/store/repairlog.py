@@ -16,7 +16,6 @@ from typing import Any
 from ..errors import InputError, StoreBusy
 from ..repair.artifacts import Artifact
 from ..repair.events import STORED_VERSION, referenced
-from ..repair.writes import content_digest
 from . import audit
 from .api import BarrierSpec, EventRecord, OracleReport, Provenance, PublishSpec, StepRecord, StepStatus
 from .connection import retrying
@@ -129,8 +128,9 @@ class Transitions(Transfer):
     def _insert_version(self, event_id: int, ident: str, content: Any, meta: Mapping[str, Any]) -> int:
         (top,) = self.conn.execute("SELECT MAX(version) FROM versions WHERE id = ?", (ident,)).fetchone()
         version = int(top) + 1
-        self.conn.execute("INSERT INTO versions(id, version, content, meta, event_id) VALUES (?,?,?,?,?)",
-                          (ident, version, _dump(content), _dump(dict(meta)), event_id))
+        ((_, _, sealed, sealed_meta),) = self.vault.seal([(ident, version, _dump(content), _dump(dict(meta)))])
+        self.conn.execute("INSERT INTO versions(id, version, content, meta, event_id, sha256) VALUES (?,?,?,?,?,?)",
+                          (ident, version, sealed, sealed_meta, event_id, self.digest_of(content)))
         self.conn.execute("UPDATE artifacts SET staged_version = ? WHERE id = ?", (version, ident))
         return version
 
@@ -217,7 +217,7 @@ class Transitions(Transfer):
             self._audit(status, ident, event_id, {"report": report} if status != "validated" else {})
 
     @retrying
-    def publish(self, spec: PublishSpec) -> list[Any]:
+    def publish(self, spec: PublishSpec) -> list[tuple[str, int]]:
         """R_ρ: republish validated predecessor-closed successors and root updates, erase deleted
         roots, and close the event — in one transaction (Alg. 1 line 8).
 
@@ -226,7 +226,7 @@ class Transitions(Transfer):
         version) — the versions built from deleted content. ``tombstone`` lists the roots whose
         erased versions' content digests go into ``tombstones``. Each republish row chains the
         successor's content digest, each erase row the digests of the versions it erased.
-        Returns the erased contents (for :meth:`erase_physically`'s scan; never stored).
+        Returns the erased versions (id, version), whose DEKs are destroyed (:meth:`erase_physically`).
         """
         event_id, republish, erase, plan_doc = spec.event_id, spec.republish, spec.erase, spec.plan
         tombstone = spec.tombstone
@@ -242,7 +242,7 @@ class Transitions(Transfer):
                 row = c.execute("SELECT v.version, v.content FROM artifacts a JOIN versions v ON v.id = a.id "
                                 "AND v.version = a.version WHERE a.id = ?", (ident,)).fetchone()
                 self._audit("republish", ident, event_id, {} if row is None else {
-                    "version": int(row[0]), "sha256": content_digest(None if row[1] is None else json.loads(row[1]))})
+                    "version": int(row[0]), "sha256": self.digest_of(self._open_content([(ident, row[0], row[1])])[0])})
             self.checkpoint()
             gone = self._erase_versions(event_id, targets, frozenset(tombstone) | frozenset(erase))
             for ident in erase:

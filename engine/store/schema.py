@@ -28,10 +28,14 @@ __all__ = ["CORE_TABLES", "MIGRATIONS", "PG_SCHEMA", "PG_TABLES", "SCHEMA_VERSIO
 #   5  ``edges_parents`` ON edges(dst, type, src) replaces ``edges_dst`` ON edges(dst): the influence parents
 #      of a set of ids are read from the index alone (no table row per edge), each id's parents in src order
 #      (planning at 10^6 artifacts: 0.48 → 0.29 s for the 3.3·10^5 parent edges of a 30 % migration).
+#   6  ``store_keys``: the store's id (bound into every ciphertext's associated data) and whether every version
+#      is sealed. Content and meta are encrypted at rest under per-version DEKs kept in a key store apart from
+#      the data (memsteward.shred); a release of version 5 would serve ciphertext, so it must refuse the store.
+#      The migration adds the table; existing rows stay plaintext until `memsteward store migrate --encrypt`.
 # ANY change to a table or column of either schema (a new table included: `CREATE TABLE IF NOT EXISTS`
 # reaches new stores only) bumps SCHEMA_VERSION and appends one step per backend to MIGRATIONS; a store
 # of an older version is refused (exit 2, nothing changed) until `memsteward store migrate` ran.
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 CORE_TABLES = frozenset({"artifacts", "versions", "edges", "events", "audit"})  # what makes a database a store
 
 SQLITE_SCHEMA = """
@@ -69,6 +73,8 @@ CREATE TABLE IF NOT EXISTS shingles(
 CREATE INDEX IF NOT EXISTS edges_parents ON edges(dst, type, src);
 CREATE INDEX IF NOT EXISTS plan_steps_artifact ON plan_steps(event_id, artifact_id);
 CREATE INDEX IF NOT EXISTS shingles_id ON shingles(id);
+CREATE TABLE IF NOT EXISTS store_keys(one INTEGER PRIMARY KEY CHECK (one = 1), store_id TEXT NOT NULL,
+  sealed INTEGER NOT NULL);
 """
 
 # Same tables, same column order (``SELECT *`` compares across backends), PostgreSQL types.
@@ -111,9 +117,11 @@ CREATE TABLE IF NOT EXISTS shingles(
 CREATE INDEX IF NOT EXISTS edges_parents ON edges(dst, type, src);
 CREATE INDEX IF NOT EXISTS plan_steps_artifact ON plan_steps(event_id, artifact_id);
 CREATE INDEX IF NOT EXISTS shingles_id ON shingles(id);
+CREATE TABLE IF NOT EXISTS store_keys(one INTEGER PRIMARY KEY CHECK (one = 1), store_id TEXT NOT NULL,
+  sealed INTEGER NOT NULL);
 """
 PG_TABLES = frozenset({"memsteward_schema", "artifacts", "versions", "edges", "events", "plan_steps", "audit",
-                       "audit_head", "tombstones", "event_lease", "shingles"})
+                       "audit_head", "tombstones", "event_lease", "shingles", "store_keys"})
 
 # Columns added after a table first shipped: (table, column, type). SQLite has no ADD COLUMN IF NOT
 # EXISTS, so its version-1 step adds those a store lacks (stores from before chaining, signing, digests).
@@ -188,11 +196,25 @@ def _pg_v4_to_v5(conn: Any) -> str:
     return _PARENTS_INDEX
 
 
+_STORE_KEYS = ("CREATE TABLE IF NOT EXISTS store_keys(one INTEGER PRIMARY KEY CHECK (one = 1), "
+               "store_id TEXT NOT NULL, sealed INTEGER NOT NULL)")
+
+
+def _sqlite_v5_to_v6(conn: Any) -> str:
+    """The store id table; the store writes its row (and makes its key store) when it opens."""
+    return _STORE_KEYS + ";"
+
+
+def _pg_v5_to_v6(conn: Any) -> str:
+    """The store id table; the store writes its row (and makes its key store) when it opens."""
+    return _STORE_KEYS
+
+
 # MIGRATIONS[backend][v - 1](conn) is the SQL that takes a store from version v to v + 1 (it may read
 # the store to decide); the store runs every pending step and the new version in ONE write transaction.
 MIGRATIONS: dict[str, tuple[Callable[[Any], str], ...]] = {
-    "sqlite": (_sqlite_v1_to_v2, _sqlite_v2_to_v3, _sqlite_v3_to_v4, _sqlite_v4_to_v5),
-    "postgresql": (_pg_v1_to_v2, _pg_v2_to_v3, _pg_v3_to_v4, _pg_v4_to_v5),
+    "sqlite": (_sqlite_v1_to_v2, _sqlite_v2_to_v3, _sqlite_v3_to_v4, _sqlite_v4_to_v5, _sqlite_v5_to_v6),
+    "postgresql": (_pg_v1_to_v2, _pg_v2_to_v3, _pg_v3_to_v4, _pg_v4_to_v5, _pg_v5_to_v6),
 }
 assert all(len(steps) == SCHEMA_VERSION - 1 for steps in MIGRATIONS.values())
 

@@ -9,17 +9,25 @@ and an append-only ``audit`` log (UPDATE/DELETE on it abort). The parts, each in
 * :mod:`.reads` / :mod:`.planning` — the guard and reads; provenance reads and the lineage index;
 * :mod:`.writepath` — the agent's writes with fencing;
 * :mod:`.repairlog` / :mod:`.leases` — an event's transitions; one writer per event;
-* :mod:`.erasure` — erased versions and the physical-erasure step;
+* :mod:`.sealing` — encryption at rest: the store id, its key store, sealed rows, keyed digests;
+* :mod:`.erasure` — erased versions (crypto-shredding) and the physical-erasure step;
+* :mod:`.encryption` / :mod:`.deep_audit` — ``store migrate --encrypt``, ``rotate-key``, ``audit --deep``;
 * :mod:`.transfer` — import, export and copy.
 
-Each part builds on the one before it (core → audit → reads → planning → leases → erasure →
+Each part builds on the one before it (core → sealing → audit → reads → planning → leases → erasure →
 transfer → repairlog → writepath), so every module calls only what is below it. It implements
 every protocol of :mod:`.api` (:class:`~memsteward.store.api.Storage`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
 from .writepath import Writes
+
+if TYPE_CHECKING:
+    from ..shred.master import MasterKey
 
 __all__ = ["SqlStore", "Store"]
 
@@ -41,6 +49,25 @@ class SqlStore(Writes):
         every backend; a proof of physical erasure (a scan of the files) on a SQLite file."""
         proof = {"physical-erasure-proof"} if self.backend == "sqlite" and self.path != ":memory:" else set()
         return frozenset({"lineage-index", "copy"} | proof)
+
+    def deep_audit(self, backups: Sequence[str] = (), texts: Sequence[str] = ()) -> dict[str, Any]:
+        """``memsteward audit --deep``: :func:`memsteward.store.deep_audit.deep_audit`."""
+        from .deep_audit import deep_audit
+
+        return deep_audit(self, backups, texts)
+
+    def encrypt_in_place(self, batch: int = 2000,
+                         progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+        """``memsteward store migrate --encrypt``: :func:`memsteward.store.encryption.encrypt_in_place`."""
+        from .encryption import encrypt_in_place
+
+        return encrypt_in_place(self, batch, progress)
+
+    def rotate_key(self, new: MasterKey) -> dict[str, Any]:
+        """``memsteward store rotate-key``: :func:`memsteward.store.encryption.rotate_key`."""
+        from .encryption import rotate_key
+
+        return rotate_key(self, new)
 
     @staticmethod
     def open(path: str, create: bool = False, migrate: bool = False) -> SqlStore:

@@ -7,16 +7,22 @@ verifies the chain on both sides).
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Callable, Collection, Iterator, Sequence
-from itertools import islice
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError, WriteRefused
 from ..repair.artifacts import Edge, Snapshot
+from ..repair.writes import canonical_json
+from ..shred.keystores import open_keys
+from ..shred.overlay import OverlayKeyStore
+from ..shred.vault import Vault
+from ..textnorm import text_digests
 from .connection import retrying
 from .core import _dump
 from .erasure import Erasure
+from .sealing import batches
 from .tombstoned import first_tombstoned, refusal
 
 if TYPE_CHECKING:
@@ -56,9 +62,12 @@ class Transfer(Erasure):
     def _insert_snapshot(self, c: Any, snap: Snapshot, file: str) -> None:
         c.executemany("INSERT INTO artifacts(id, kind, arch, version, state) VALUES (?,?,?,?,?)",
                       [(a.id, a.kind, a.arch, a.version, a.state) for a in snap.artifacts.values()])
-        c.executemany("INSERT INTO versions(id, version, content, meta, erased) VALUES (?,?,?,?,?)",
-                      [(a.id, a.version, _dump(a.content) if a.state != "erased" else None,
-                        _dump(dict(a.meta)), int(a.state == "erased")) for a in snap.artifacts.values()])
+        live = [a for a in snap.artifacts.values() if a.state != "erased"]
+        sealed = self.vault.seal([(a.id, a.version, _dump(a.content), _dump(dict(a.meta))) for a in live])
+        c.executemany("INSERT INTO versions(id, version, content, meta, erased, sha256) VALUES (?,?,?,?,0,?)",
+                      [(i, v, ct, m, self.digest_of(a.content)) for (i, v, ct, m), a in zip(sealed, live, strict=True)])
+        c.executemany("INSERT INTO versions(id, version, content, meta, erased) VALUES (?,?,NULL,?,1)",
+                      [(a.id, a.version, "{}") for a in snap.artifacts.values() if a.state == "erased"])
         c.executemany("INSERT OR IGNORE INTO edges(src, dst, type) VALUES (?,?,?)",
                       [(e.src, e.dst, e.type) for e in snap.edges])
         self._index({a.id: [[a.content, dict(a.meta)]] for a in snap.artifacts.values() if a.state != "erased"})
@@ -72,7 +81,7 @@ class Transfer(Erasure):
             raise WriteRefused("the store has an unfinished event; imports wait until it is published "
                                "(run `memsteward recover`)", "unfinished-event", self.path)
         hit = first_tombstoned(((a.id, a.content, a.meta) for a in snap.artifacts.values() if a.state != "erased"),
-                               self.tombstones_of) if self.has_tombstones() else None
+                               self.tombstones_of, self.said_digests) if self.has_tombstones() else None
         if hit is None:
             return None
         self._audit("refuse", hit[0], detail={"reason": "tombstone", "sha256": hit[1], "file": file})
@@ -90,6 +99,35 @@ class Transfer(Erasure):
         """The tombstoned ones among ``digests``: digest → the erased root it is of."""
         return dict(self.conn.execute("SELECT digest, root FROM tombstones WHERE digest IN "
                                       "(SELECT value FROM json_each(?))", (json.dumps(sorted(digests)),)).fetchall())
+
+    def said_digests(self, content: Any, meta: Any) -> set[str]:
+        """Every digest a tombstone of this store may hold of ``content`` and ``meta``: of the exact content
+        and of the normalised text (issue 25), keyed (a sealed store's, HMAC under its index key) and plain
+        (tombstones written before it was sealed). Non-JSON content raises InputError."""
+        try:
+            text = canonical_json(content)
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"content is not JSON: {exc}", file=self.path, field="content") from None
+        return self._said(hashlib.sha256(text.encode("utf-8")).hexdigest(), self._digest_text(text), content, meta)
+
+    def _said(self, plain: str, keyed: str, content: Any, meta: Any) -> set[str]:
+        """:meth:`said_digests` with the exact content's digests already taken (the write path has them)."""
+        return {plain, keyed} | self._tomb_digests(text_digests(content, meta or {}))
+
+    def tombstone_of(self, content: Any, meta: Mapping[str, Any] | None = None) -> str | None:
+        """The tombstone a write of ``content`` (with ``meta``) would hit: the digest, as this store keeps
+        it (keyed in a sealed store), of the first form of it that an erased root's tombstone holds, else
+        None — the test every way in applies (:mod:`.tombstoned`), so a caller (the LangGraph adapter's
+        ``reingest: review``) never computes a digest itself.
+
+        Examples
+        --------
+        >>> from memsteward.store import open_store
+        >>> open_store().tombstone_of("Alice lives in Paris") is None
+        True
+        """
+        hit = first_tombstoned([("", content, meta or {})], self.tombstones_of, self.said_digests)
+        return None if hit is None else hit[1]
 
     def export(self) -> dict[str, Any]:
         """The JSON exchange document of the current versions (round-trips through import)."""
@@ -119,6 +157,11 @@ class Transfer(Erasure):
         out = {}
         for table in ("artifacts", "versions", "edges", "events", "plan_steps"):
             out[table] = sorted(map(tuple, self.conn.execute(f"SELECT * FROM {table}")), key=repr)
+        # versions as their plaintext (ciphertext differs run to run: fresh DEKs and nonces) and whether
+        # a digest is kept (a keyed digest differs store to store: its own index key)
+        opened = self.vault.open([(r[0], int(r[1]), r[2], r[3]) for r in out["versions"]])
+        out["versions"] = [(*r[:2], c, m, *r[4:6], r[6] is not None)
+                           for r, (c, m) in zip(out["versions"], opened, strict=True)]
         out["audit"] = [tuple(r) for r in self.conn.execute("SELECT seq, event_id, action, artifact_id FROM audit")]
         return out
 
@@ -144,8 +187,24 @@ class Transfer(Erasure):
         if self.backend == "sqlite":
             self.conn.backup(mem.conn)  # the fast path: SQLite's page copy
         else:
-            self.copy_into(mem)
+            self.copy_into(mem, reseal=False)
+            mem.conn.execute("UPDATE store_keys SET store_id = ?, sealed = ?", (self.vault.store_id, int(self.sealed)))
+        mem.vault.close()  # the copy reads this store's keys and destroys none of them (OverlayKeyStore)
+        if self.path == ":memory:":
+            mem.vault = Vault(OverlayKeyStore(self.vault.keys))
+        else:  # its own handle on the key store: the copy outlives this store's closing
+            mem.vault = Vault(OverlayKeyStore(open_keys(self.url, self._schema(), self.vault.store_id, create=False),
+                                              owns=True))
+        mem.sealed = self.sealed
         return mem
+
+    def _resealed(self, dst: SqlStore, part: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+        """``versions`` rows (id, version, content, meta, …) opened here and sealed under ``dst``'s vault;
+        an erased row (no content) is copied as it is."""
+        live = [r for r in part if r[2] is not None]
+        opened = self.vault.open([(r[0], int(r[1]), r[2], r[3]) for r in live])
+        sealed = iter(dst.vault.seal([(r[0], int(r[1]), c, m) for r, (c, m) in zip(live, opened, strict=True)]))
+        return [(*next(sealed), *r[4:]) if r[2] is not None else r for r in part]
 
     TABLES = ("artifacts", "versions", "edges", "events", "plan_steps", "audit", "audit_head", "tombstones",
               "shingles")
@@ -159,21 +218,33 @@ class Transfer(Erasure):
         return {t: self.conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in names}
 
     def copy_into(self, dst: SqlStore, batch: int = 2000,
-                  progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
+                  progress: Callable[[int, int], None] | None = None, reseal: bool = True) -> dict[str, int]:
         """Copy every row of every table into the empty store ``dst`` (any backend) in one of its
         transactions, keeping ids, versions, audit sequence numbers and hashes; returns row counts.
         The caller verifies the audit chain on both sides (``memsteward store copy``).
-        ``progress(done, total)`` is called after each batch (rows of every table)."""
+        ``progress(done, total)`` is called after each batch (rows of every table).
+        Sealed versions are opened here and sealed again under ``dst``'s own DEKs and store id; ``dst``
+        takes this store's index key first, so every keyed digest (tombstones, lineage index, erase
+        rows) means the same there. ``reseal=False`` copies the ciphertext as it is (a dry run's copy,
+        which reads this store's key store)."""
         if dst.conn.execute("SELECT COUNT(*) FROM audit").fetchone()[0] or \
                 dst.conn.execute("SELECT COUNT(*) FROM artifacts").fetchone()[0]:
             raise InputError("the destination store is not empty", file=dst.path)
+        if reseal:
+            dst.vault.keys.adopt_index_key(self.vault.keys.index_key())  # type: ignore[attr-defined]
+            dst.vault = Vault(dst.vault.keys)
+            dst.sealed = self.sealed
+            dst.conn.execute("UPDATE store_keys SET sealed = ?", (int(self.sealed),))
         counts: dict[str, int] = {}
         with self.read_snapshot(), dst.transaction() as c:  # every table from one state of the source
             total = sum(self.row_counts().values()) if progress is not None else 0
             for table in self.TABLES:
                 counts[table] = 0
                 rows = self._stream(f"SELECT * FROM {table}")  # read as written: memory stays flat
-                while part := [tuple(r) for r in islice(rows, batch)]:
+                for raw in batches(rows, batch, (2, 3) if table == "versions" else ()):  # ≤ 1 MB of text
+                    part = [tuple(r) for r in raw]
+                    if table == "versions" and reseal:
+                        part = self._resealed(dst, part)
                     c.executemany(f"INSERT INTO {table} VALUES ({','.join('?' * len(part[0]))})", part)
                     counts[table] += len(part)
                     if dst.backend == "postgresql":

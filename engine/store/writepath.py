@@ -19,7 +19,6 @@ from ..errors import InputError, WriteRefused
 from ..repair.artifacts import SERVABLE_STATES, Artifact
 from ..repair.reingest import verdict as reingest_verdict
 from ..repair.writes import Write, canonical_json, prepare
-from ..textnorm import text_digests
 from .connection import retrying
 from .live import LiveEvent, ordered_after, pending_tombstones, retry_busy, tombstone_hit
 from .planstore import read_fields
@@ -136,10 +135,13 @@ class Writes(Transitions):
         before the event: a correction's staged replacement is kept)."""
         _, held, dead = self._live_parts(live)
         if dead is None:
-            rows = self.conn.execute("SELECT id, content FROM versions WHERE erased = 0 AND id IN "
+            rows = self.conn.execute("SELECT id, version, content FROM versions WHERE erased = 0 AND id IN "
                                      "(SELECT value FROM json_each(?)) AND (event_id IS NULL OR event_id != ?) "
                                      "ORDER BY id, version", (json.dumps(sorted(live.roots)), live.id)).fetchall()
-            dead = pending_tombstones((r, None if c is None else json.loads(c)) for r, c in rows)
+            # opened (sealed at rest); a version whose key a crashed publication already destroyed reads as
+            # erased. Plain digests: a write's own digests (``_said``) hold the plain forms too
+            opened = self.vault.open([(r, int(v), c, "{}") for r, v, c in rows], shredded_as_erased=True)
+            dead = pending_tombstones((r, None if c is None else json.loads(c)) for (r, _, _), (c, _) in zip(rows, opened))
             self._live_cache = (live.id, held, dead)
         return dead
 
@@ -152,11 +154,10 @@ class Writes(Transitions):
         top = dict(self.conn.execute("SELECT id, MAX(version) FROM versions WHERE id IN "
                                      "(SELECT value FROM json_each(?)) GROUP BY id",
                                      (json.dumps([w.artifact.id for w in batch]),)).fetchall())
-        said = [{w.digest} | text_digests(w.artifact.content, w.artifact.meta) for w in batch]
-        dead = dict(self.conn.execute("SELECT digest, root FROM tombstones WHERE digest IN "
-                                      "(SELECT value FROM json_each(?))",
-                                      (json.dumps(sorted(set().union(*said))),)).fetchall())
-        versions, edges, arts, out = [], [], [], []
+        keyed = {w.digest: self._digest_text(w.content_text) for w in batch}  # a sealed store's tombstones are keyed
+        said = [self._said(w.digest, keyed[w.digest], w.artifact.content, w.artifact.meta) for w in batch]
+        dead = self.tombstones_of(set().union(*said))
+        versions, edges, arts, out, digests = [], [], [], [], []
         manifest = hashlib.sha256()
         for k, w in enumerate(batch):
             a, where = w.artifact, (f"writes[{k}]." if len(batch) > 1 else "")
@@ -197,12 +198,14 @@ class Writes(Transitions):
             top[a.id] = version
             known[a.id] = (a.kind, a.arch, "servable")
             versions.append((a.id, version, w.content_text, w.meta_text))
+            digests.append(keyed[w.digest])
             arts.append((a.id, a.kind, a.arch, version))
             edges += [(i, a.id, "influence") for i in w.inputs] + [(i, a.id, "semantic") for i in w.semantic]
-            manifest.update(canonical_json([a.id, version, w.digest, w.inputs]).encode("utf-8") + b"\n")
+            manifest.update(canonical_json([a.id, version, keyed[w.digest], w.inputs]).encode("utf-8") + b"\n")
             out.append(Artifact(a.id, a.kind, a.arch, version, a.content, dict(a.meta), "servable"))
         c = self.conn
-        c.executemany("INSERT INTO versions(id, version, content, meta) VALUES (?,?,?,?)", versions)
+        c.executemany("INSERT INTO versions(id, version, content, meta, sha256) VALUES (?,?,?,?,?)",
+                      [(*row, d) for row, d in zip(self.vault.seal(versions), digests, strict=True)])
         c.executemany("INSERT INTO artifacts(id, kind, arch, version, state) VALUES (?,?,?,?,'servable') "
                       "ON CONFLICT(id) DO UPDATE SET version = excluded.version, state = 'servable', "
                       "staged_version = NULL", arts)
@@ -213,7 +216,7 @@ class Writes(Transitions):
         # (SHA-256 over [id, version, content sha256, inputs] lines, in order)
         if len(batch) == 1:
             w = batch[0]
-            self._audit("record", w.artifact.id, detail={"version": out[0].version, "sha256": w.digest,
+            self._audit("record", w.artifact.id, detail={"version": out[0].version, "sha256": keyed[w.digest],
                                                          "inputs": list(w.inputs), "semantic": list(w.semantic)})
         elif batch:
             self._audit("record", detail={"artifacts": len(batch), "manifest_sha256": manifest.hexdigest()})

@@ -15,8 +15,15 @@ so every definition below is a function of lower-numbered artifacts):
 content scan matched them. Claim: ∀ i: (old_i ⇒ C_i) ∧ ¬new_i — every tainted version is erased —
 under the assumption that the scan finds every untracked copy (``hid ⇒ found``).
 
+Key destruction (crypto-shredding). Every version is sealed under its own DEK; a copy of its
+ciphertext — the database, its WAL, a replica, a backup taken before the delete — decrypts iff the
+DEK is alive. The engine destroys the DEK of every version it erases, in the publication
+(``key_i = ¬erased(old version of i)``). Claim, second part: ∀ i: old_i ⇒ ¬key_i — no copy of a
+tainted version decrypts, wherever it is.
+
 Broken variants (each refuted): ``broken-roots-only`` erases the roots' versions only (the bug the
-erasure issue reported); ``broken-no-scan`` drops the content scan (found = false).
+erasure issue reported); ``broken-no-scan`` drops the content scan (found = false);
+``broken-kept-dek`` keeps the DEK of one erased version (any one: ``kept`` is free).
 """
 
 from __future__ import annotations
@@ -27,7 +34,8 @@ import z3
 
 from .result import ProofResult, check_unsat, run
 
-CLAIM = "∀ i: old_i ⇒ erased(old version of i); no republished successor carries root content"
+CLAIM = ("∀ i: old_i ⇒ erased(old version of i) ∧ its DEK destroyed (no copy of it decrypts, backups included); "
+         "no republished successor carries root content")
 
 
 def obligation(n: int, variant: str | None = None) -> tuple[z3.BoolRef, dict]:
@@ -49,8 +57,12 @@ def obligation(n: int, variant: str | None = None) -> tuple[z3.BoolRef, dict]:
     rules = [z3.Implies(rep[i], z3.Not(root[i])) for i in range(n)]  # a deleted root is never republished
     rules += [z3.Implies(rep[i], cas[i]) for i in range(n)]  # only candidates of C(F) are republished
     scan = [z3.Implies(hid[e], found[e]) for e in hid]  # the assumption: the scan finds untracked copies
-    claim = z3.And(*[z3.And(z3.Implies(old[i], erased_old[i]), z3.Not(new[i])) for i in range(n)])
-    return z3.And(*rules, *scan, z3.Not(claim)), {"root": root, "rep": rep, "inf": inf, "hid": hid, "old": old}
+    kept = z3.Int("kept")  # broken-kept-dek: the one erased version whose DEK destruction skips
+    key = [z3.Or(z3.Not(erased_old[i]), z3.And(kept == i, variant == "broken-kept-dek")) for i in range(n)]
+    claim = z3.And(*[z3.And(z3.Implies(old[i], z3.And(erased_old[i], z3.Not(key[i]))), z3.Not(new[i]))
+                     for i in range(n)])
+    return z3.And(*rules, *scan, z3.Not(claim)), {"root": root, "rep": rep, "inf": inf, "hid": hid, "old": old,
+                                                  "key": key}
 
 
 def _witness(syms: dict, n: int):
@@ -60,7 +72,8 @@ def _witness(syms: dict, n: int):
                 "influence": [f"{u}->{v}" for (u, v), b in syms["inf"].items() if val(b)],
                 "untracked": [f"{u}->{v}" for (u, v), b in syms["hid"].items() if val(b)],
                 "republished": [i for i in range(n) if val(syms["rep"][i])],
-                "tainted": [i for i in range(n) if val(syms["old"][i])]}
+                "tainted": [i for i in range(n) if val(syms["old"][i])],
+                "dek_alive": [i for i in range(n) if val(syms["key"][i])]}
     return decode
 
 

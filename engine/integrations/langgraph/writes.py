@@ -25,7 +25,6 @@ from langgraph.store.base import BaseStore, PutOp, Result
 from ...errors import InputError, WriteRefused
 from ...repair.artifacts import SERVABLE_STATES
 from ...repair.reingest import verdict
-from ...repair.writes import content_digest
 from .errors import GovernedWriteRefused
 from .events import EventSync
 from .guard import REVIEW_KEY
@@ -190,7 +189,7 @@ class WritePath(EventSync):
         inputs = self._sources(op.value or {})
         art = self._artifact(op, inputs)
         current = self.latest([(op.namespace, op.key)]).get((op.namespace, op.key))
-        if self.reingest == "review" and not inputs and self.store.is_tombstoned(content_digest(art["content"])):
+        if self.reingest == "review" and not inputs and self.store.tombstone_of(art["content"], art["meta"]) is not None:
             art["meta"][REVIEW_KEY] = True
         if current is None:
             self._write({"id": self.ids.of(op.namespace, op.key), **art}, inputs, before_commit)
@@ -231,7 +230,7 @@ class WritePath(EventSync):
             raise GovernedWriteRefused(f"write refused: a source of {art['meta'][ADDRESS_KEY]['key']!r} is not "
                                        "servable (under repair or deleted)", "fenced", "<langgraph put>",
                                        self.spec.provenance_field)
-        dead = self.store.is_tombstoned(content_digest(art["content"]))
+        dead = self.store.tombstone_of(art["content"], art["meta"]) is not None
         if verdict("refuse" if self.reingest == "refuse" else "allow", not inputs, dead) == "refuse":
             raise GovernedWriteRefused("write refused: its content was erased by a delete event", "tombstone",
                                        "<langgraph put>", "content")

@@ -1,0 +1,221 @@
+"""Erasure by key destruction: what a delete costs beyond planning, as the store grows (issue 27).
+
+One on-disk store per backend grows through the sizes (SQLite: 2·10^4 → 2·10^6 artifacts by default;
+``MEMSTEWARD_BENCH_SHRED_MAX`` caps it, ``--quick``: 2·10^3 → 2·10^5; PostgreSQL, with
+``MEMSTEWARD_PG_DSN`` set: 2·10^4 and 2·10^5). Filler artifacts are records of 6–10 words, imported
+in batches (sealed, indexed). At each size ``EVENTS`` small deletes run, each of a root record with
+a chain of derived summaries and caches (a cascade of 12 artifacts, erasure of 12 versions). Per
+delete: **plan** = :func:`compute_plan` alone; **delete** = :func:`run_event` whole; **beyond
+planning** = delete − plan (barrier, staging, validation, publication with key destruction, the
+erasure record); **erasure** = the key destruction and ``physical-erasure`` step alone
+(:meth:`Store.erase_physically` timed inside the run). A reader thread on another connection reads
+other artifacts in a loop during every delete: its longest single read is reported.
+
+Also: ``record_many`` of 10^4 records (batches of 1,000) on an encrypted store against the same
+store with sealing bypassed (same run, same machine); ``audit --deep``'s file pass
+(:func:`deep_scan`, one marker) over the largest SQLite store's files against ``cat`` of the same
+files to /dev/null (page cache warm for both, ``cat`` first).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from typing import Any
+
+from .common import machine, peak_rss_mb, table, write_section
+
+EVENTS = 5
+WORDS = [f"w{k}" for k in range(4000)]
+
+
+def _text(rng: random.Random, n: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(n))
+
+
+def _fill(store: Any, rng: random.Random, start: int, stop: int, batch: int = 50_000) -> None:
+    from memsteward.repair.artifacts import Artifact, Snapshot
+
+    for lo in range(start, stop, batch):
+        arts = {f"f{k}": Artifact(f"f{k}", "record", None, 1, _text(rng, rng.randint(6, 10)), {}, "servable")
+                for k in range(lo, min(stop, lo + batch))}
+        store.import_snapshot(Snapshot(arts, ()))
+
+
+def _cascade(store: Any, rng: random.Random, tag: str) -> str:
+    """A root record, 5 summaries in a chain (each from the root or the previous one and a filler),
+    6 caches of them: 12 artifacts in C(F)."""
+    root = f"root-{tag}"
+    store.record({"id": root, "kind": "record", "content": f"marker {tag} " + _text(rng, 20)})
+    prev = root
+    for k in range(5):
+        s = f"sum-{tag}-{k}"
+        store.record({"id": s, "kind": "summary", "content": _text(rng, 12)}, inputs=[prev, "f0"])
+        store.record({"id": f"cache-{tag}-{k}", "kind": "cache", "content": _text(rng, 8)}, inputs=[s])
+        prev = s
+    store.record({"id": f"cache-{tag}-root", "kind": "cache", "content": _text(rng, 8)}, inputs=[root])
+    return root
+
+
+class Reader(threading.Thread):
+    """Reads filler artifacts on its own connection until stopped; keeps the longest read."""
+
+    def __init__(self, location: str, n: int) -> None:
+        super().__init__(daemon=True)
+        from memsteward.store.sqlstore import Store
+
+        self.store = Store.open(location)
+        self.n, self.stop, self.longest = n, threading.Event(), 0.0
+
+    def run(self) -> None:
+        rng = random.Random(7)
+        while not self.stop.is_set():
+            t = time.perf_counter()
+            self.store.get(f"f{rng.randrange(self.n)}")
+            self.longest = max(self.longest, time.perf_counter() - t)
+            time.sleep(0.002)
+
+    def finish(self) -> float:
+        self.stop.set()
+        self.join()
+        self.store.close()
+        return self.longest
+
+
+def _deletes(store: Any, location: str, policy: Any, n: int, rng: random.Random) -> dict[str, float]:
+    from memsteward.repair.events import parse_event
+    from memsteward.repair.execute import run_event
+    from memsteward.repair.plan import compute_plan
+
+    plans, deletes, erasures, blocked = [], [], [], []
+    real = type(store).erase_physically
+    for e in range(EVENTS):
+        root = _cascade(store, rng, f"{n}-{e}")
+        event = parse_event({"type": "delete", "roots": [root]}, store)
+        t = time.perf_counter()
+        compute_plan(policy, store, event, "mincut", "ortools")
+        plans.append(time.perf_counter() - t)
+        spent: list[float] = []
+
+        def timed_erase(self: Any, *a: Any, spent: list[float] = spent, **k: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return real(self, *a, **k)
+            finally:
+                spent.append(time.perf_counter() - t0)
+
+        type(store).erase_physically = timed_erase
+        reader = Reader(location, n)
+        reader.start()
+        try:
+            t = time.perf_counter()
+            run_event(store, policy, event, "mincut", "ortools")
+            deletes.append(time.perf_counter() - t)
+        finally:
+            type(store).erase_physically = real
+            blocked.append(reader.finish())
+        erasures.append(sum(spent))
+    med = statistics.median
+    return {"plan": med(plans), "delete": med(deletes), "beyond": med(d - p for d, p in zip(deletes, plans)),
+            "erasure": med(erasures), "blocked": max(blocked)}
+
+
+def _sizes(quick: bool, backend: str) -> list[int]:
+    if backend == "postgresql":
+        return [2_000, 20_000] if quick else [20_000, int(os.environ.get("MEMSTEWARD_BENCH_SHRED_PG_MAX", "200000"))]
+    top = int(os.environ.get("MEMSTEWARD_BENCH_SHRED_MAX", "2000000"))
+    return [s for s in ([2_000, 20_000, 200_000] if quick else [20_000, 200_000, 2_000_000]) if s <= top]
+
+
+def _grow(location: str, backend: str, sizes: list[int], policy: Any) -> tuple[list[list[Any]], str | None]:
+    from memsteward.store.sqlstore import Store
+
+    rng = random.Random(1)
+    store = Store.open(location, create=True)
+    rows, have, files = [], 0, None
+    for n in sizes:
+        t = time.perf_counter()
+        _fill(store, rng, have, n)
+        fill = time.perf_counter() - t
+        have = n
+        r = _deletes(store, location, policy, n, rng)
+        size = sum(os.path.getsize(p) for p in (store.path, store.path + "-wal") if os.path.exists(p)) \
+            if backend == "sqlite" else None
+        rows.append([backend, f"{n:,}", f"{r['plan'] * 1e3:.1f}", f"{r['delete'] * 1e3:.1f}",
+                     f"{r['beyond'] * 1e3:.1f}", f"{r['erasure'] * 1e3:.1f}", f"{r['blocked'] * 1e3:.1f}",
+                     "-" if size is None else f"{size / 1e6:.0f}", f"{(n - (sizes[sizes.index(n) - 1] if sizes.index(n) else 0)) / fill:,.0f}"])
+        print(f"[shred] {backend} {n}: {rows[-1]}", file=sys.stderr, flush=True)
+        files = store.path if backend == "sqlite" else None
+    store.close()
+    return rows, files
+
+
+def _record_many(tmp: str) -> list[list[Any]]:
+    from memsteward.store.sqlstore import Store
+
+    out = []
+    for mode in ("encrypted", "unencrypted (sealing bypassed)"):
+        rng = random.Random(3)
+        store = Store.open(os.path.join(tmp, f"rm-{mode[:3]}.db"), create=True)
+        if mode.startswith("un"):
+            store.vault.seal = lambda rows: list(rows)  # type: ignore[method-assign]
+        t = time.perf_counter()
+        for b in range(10):
+            store.record_many([{"id": f"r{b}-{k}", "kind": "record", "content": _text(rng, 12)} for k in range(1000)])
+        out.append([mode, f"{10_000 / (time.perf_counter() - t):,.0f}"])
+        store.close()
+    return out
+
+
+def _deep_vs_cat(path: str) -> list[list[Any]]:
+    from memsteward.shred.deepscan import deep_scan
+
+    files = [p for p in (path, path + "-wal", path + ".keys") if os.path.exists(p)]
+    size = sum(os.path.getsize(p) for p in files)
+    subprocess.run(["cat", *files], stdout=subprocess.DEVNULL, check=True)  # warm the page cache
+    t = time.perf_counter()
+    subprocess.run(["cat", *files], stdout=subprocess.DEVNULL, check=True)
+    cat = time.perf_counter() - t
+    t = time.perf_counter()
+    report = deep_scan(files, {"m": "marker 0-0 a text that was erased and must not be found"}, [])
+    deep = time.perf_counter() - t
+    return [[f"{size / 1e6:,.0f}", f"{cat:.2f}", f"{deep:.2f}", f"{deep / cat:.1f}×", report["needles"]]]
+
+
+def run(quick: bool = False) -> None:
+    from memsteward.policy.loader import load_policy
+
+    start = time.time()
+    policy = load_policy("policies/default.yaml")
+    tmp = tempfile.mkdtemp(prefix="shred-bench-")
+    rows, largest = _grow(os.path.join(tmp, "s.db"), "sqlite", _sizes(quick, "sqlite"), policy)
+    dsn = os.environ.get("MEMSTEWARD_PG_DSN")
+    if dsn:
+        url = f"{dsn}{'&' if '?' in dsn else '?'}schema=shred_bench_{os.getpid()}"
+        try:
+            rows += _grow(url, "postgresql", _sizes(quick, "postgresql"), policy)[0]
+        finally:
+            import psycopg
+            with psycopg.connect(dsn, autocommit=True) as c:
+                for s in (f"shred_bench_{os.getpid()}", f"shred_bench_{os.getpid()}_keys"):
+                    c.execute(f'DROP SCHEMA IF EXISTS "{s}" CASCADE')
+    rm = _record_many(tmp)
+    deep = _deep_vs_cat(largest) if largest else []
+    m = machine()
+    md = ["## Erasure by key destruction: delete cost against store size (`bench/shred_scale.py`)\n",
+          f"Commit `{m['commit']}`, {m['cores']} cores, {m['date']}, load average {os.getloadavg()[0]:.1f} (shared "
+          f"machine); {time.time() - start:.0f} s, peak RSS {peak_rss_mb():.0f} MB. " + __doc__.split("\n\n", 1)[1],
+          table(["backend", "artifacts", "plan ms", "delete ms", "beyond planning ms", "erasure step ms",
+                 "longest concurrent read ms", "DB MB", "fill artifacts/s"], rows),
+          "\n`record_many`, 10^4 records in batches of 1,000:\n",
+          table(["store", "records/s"], rm)]
+    if deep:
+        md += ["\n`audit --deep` file pass against `cat` on the largest SQLite store's files:\n",
+               table(["MB", "cat s", "deep scan s", "ratio", "needles"], deep)]
+    write_section("shred_scale", "\n".join(md))

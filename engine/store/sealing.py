@@ -1,0 +1,131 @@
+"""Encryption at rest (crypto-shredding, issue 27): the store's id, its key store and sealed rows.
+
+Content and meta of every version are sealed (AES-GCM envelopes, :mod:`memsteward.shred.vault`)
+under a per-version DEK kept in a key store apart from the data; erasing a version destroys its DEK.
+Digests a sealed store keeps of content (tombstones, version rows, the lineage index) are keyed
+(HMAC-SHA256 under the index key), so a phrase's digest needs the key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
+
+from ..repair.artifacts import Artifact
+from ..repair.writes import canonical_json
+from ..shred.keystores import open_keys
+from ..shred.vault import Vault
+from .core import StoreCore, _load
+from .postgres import PgConnection
+
+__all__ = ["OPEN_BATCH", "OPEN_BYTES", "Sealing", "batches"]
+
+OPEN_BATCH = 2000  # rows opened per key-store lookup when a read streams sealed versions
+OPEN_BYTES = 1 << 20  # … or fewer: a batch stops once its stored texts reach this many characters
+
+
+def batches(rows: Iterable[Sequence[Any]], limit: int = OPEN_BATCH,
+            text_at: tuple[int, ...] = ()) -> Iterator[list[Sequence[Any]]]:
+    """``rows`` in lists of at most ``limit`` rows, a list ending early once the texts at ``text_at``
+    (stored content, meta) reach :data:`OPEN_BYTES` characters: a read that streams large contents
+    holds about a megabyte of them at once, whatever the store holds (``test_json_streamed``)."""
+    part: list[Sequence[Any]] = []
+    size = 0
+    for r in rows:
+        part.append(r)
+        size += sum(len(r[k] or "") for k in text_at)
+        if len(part) >= limit or size >= OPEN_BYTES:
+            yield part
+            part, size = [], 0
+    if part:
+        yield part
+
+
+class Sealing(StoreCore):
+    """The store's vault: sealing on write, opening on read, keyed digests."""
+
+    def __init__(self, path: str = ":memory:", conn: PgConnection | None = None, migrate: bool = False) -> None:
+        super().__init__(path, conn, migrate)
+        self._vault: Vault | None = None
+        try:
+            self._store_id = self._ensure_store_id()
+        except BaseException:
+            self.conn.close()
+            raise
+        self.sealed = bool(self.conn.execute("SELECT sealed FROM store_keys WHERE one = 1").fetchone()[0])
+
+    def _ensure_store_id(self) -> str:
+        """The store's id from ``store_keys``. A store without the row (new, or just migrated) gets an id
+        and a new key store first (opened now), then the row; an existing store's key store is opened
+        when first needed (:attr:`vault`), so commands that read no content (``audit --check``) need no key."""
+        row = self.conn.execute("SELECT store_id FROM store_keys WHERE one = 1").fetchone()
+        if row is not None:
+            return str(row[0])
+        store_id = secrets.token_hex(16)
+        self._vault = Vault(open_keys(self.url, self._schema(), store_id, create=True))
+        empty = self.conn.execute("SELECT COUNT(*) FROM versions").fetchone()[0] == 0
+        self.conn.execute("INSERT INTO store_keys(one, store_id, sealed) VALUES (1, ?, ?) ON CONFLICT(one) DO NOTHING",
+                          (store_id, int(empty)))
+        return store_id
+
+    def _schema(self) -> str | None:
+        return None if self.backend == "sqlite" else str(self.conn.schema)
+
+    def close(self) -> None:
+        super().close()
+        if self._vault is not None:
+            self._vault.close()
+
+    @property
+    def vault(self) -> Vault:
+        """The store's encryption at rest (memsteward.shred.vault): its key store, opened on first use
+        (a wrong master key, a missing key file, an unreachable key store: KeyStoreError, exit 2)."""
+        if self._vault is None:
+            self._vault = Vault(open_keys(self.url, self._schema(), self._store_id, create=False))
+        return self._vault
+
+    @vault.setter
+    def vault(self, value: Vault) -> None:
+        self._vault = value
+
+    @property
+    def _keyed(self) -> Callable[[str], int] | None:
+        """The lineage index's trigram hash: keyed under the index key once the store is sealed."""
+        return self.vault.shingle_hash if self.sealed else None
+
+    def keys_alive(self, refs: Sequence[tuple[str, int]]) -> list[tuple[str, int]]:
+        """The (id, version) of ``refs`` whose data key is still in the key store (checked now, live)."""
+        return sorted(self.vault.alive(refs))
+
+    def _opened(self, rows: Iterable[Sequence[Any]], shredded_as_erased: bool = False) -> Iterator[Artifact]:
+        """Rows (id, kind, arch, version, state, content, meta) as artifacts, their sealed fields opened
+        (:meth:`memsteward.shred.vault.Vault.open`, one key-store lookup per :func:`batches` list)."""
+        for part in batches(rows, text_at=(5, 6)):
+            opened = self.vault.open([(r[0], r[3], r[5], r[6]) for r in part], shredded_as_erased)
+            for (i, k, ar, ver, st, _, _), (c, m) in zip(part, opened, strict=True):
+                yield Artifact(i, k, ar, ver, _load(c), _load(m), st)
+
+    def _open_content(self, rows: Iterable[Sequence[Any]]) -> list[Any]:
+        """The contents of (id, version, stored content) rows, opened and parsed."""
+        return [_load(c) for c, _ in self.vault.open([(r[0], int(r[1]), r[2], "{}") for r in rows])]
+
+    def _digest_text(self, canonical: str) -> str:
+        """A content's digest for tombstones, version rows and audit rows: keyed (HMAC-SHA256 under the
+        index key, memsteward.shred.digests) in a sealed store, plain SHA-256 in one not yet migrated."""
+        return self.vault.digest(canonical) if self.sealed else hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+    def _tomb_digests(self, digests: set[str], plain: bool = True) -> set[str]:
+        """Normalised-text digests (memsteward.textnorm) as a sealed store keeps them: HMAC-SHA256 of each
+        under the index key (so a phrase's digest needs the key), plus, with ``plain``, the digests as they
+        are (what a tombstone written before the store was sealed holds)."""
+        if not self.sealed:
+            return set(digests)
+        keyed = {self.vault.digest(d) for d in digests}
+        return keyed | set(digests) if plain else keyed
+
+    def digest_of(self, value: Any) -> str:
+        """The digest this store keeps of a content (tombstones, erase rows): :meth:`_digest_text` of its
+        canonical JSON."""
+        return self._digest_text(canonical_json(value))
