@@ -614,10 +614,21 @@ def _files_bytes(path: str) -> bytes:
                     if Path(path + suffix).exists())
 
 
+def _key_destruction(store: Any) -> tuple[bool, list[str]]:
+    """Whether the latest event's ``physical-erasure`` row is there (crypto-shredding's evidence), and
+    the erased versions whose data key the live key store still holds (none, when the erasure holds)."""
+    event = store.event()
+    log = [r for r in store.audit_log() if event is not None and r["event_id"] == event["id"]]
+    refs = [(r["artifact_id"], int(v["version"])) for r in log if r["action"] == "erase"
+            for v in r["detail"].get("versions", [])]
+    return any(r["action"] == "physical-erasure" for r in log), [f"{i}@v{v}" for i, v in store.keys_alive(refs)]
+
+
 def check_g6_files(ignore_privacy: bool = False) -> int:
     """The real engine on SQLite *files*: every influence DAG among r0, d1, d2, d3 (64) × a delete
     of r0 or a correction of r0 marked ``privacy``: afterwards no stored version holds r0's text,
-    nothing servable does, and no byte of it is in the database file or its WAL."""
+    nothing servable does, no byte of it is in the database file or its WAL, the event's key destruction
+    is recorded and no erased version's data key is left in the key store (crypto-shredding, issue 27)."""
     import dataclasses
     import tempfile
     from importlib import resources
@@ -650,11 +661,13 @@ def check_g6_files(ignore_privacy: bool = False) -> int:
                         if MARK in json.dumps(store.version_of(i, v).content)]
                 served = [a.id for a in store.serve() if MARK in json.dumps(a.content)]
                 on_disk = MARK.encode() in _files_bytes(path)  # while open: the WAL as a reader finds it
+                recorded, alive = _key_destruction(store)
                 store.close()
-                if held or served or on_disk:
+                if held or served or on_disk or not recorded or alive:
                     raise Mismatch({"event": name, "influence": [f"{u}->{v}" for u, v in edges],
                                     "versions holding r0's text": held, "servable with it": served,
-                                    "in the database file or WAL": on_disk})
+                                    "in the database file or WAL": on_disk, "key destruction recorded": recorded,
+                                    "erased versions whose key is alive": alive})
                 n += 1
     return n
 

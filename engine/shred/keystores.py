@@ -23,7 +23,7 @@ KEYSTORE_ENV = "MEMSTEWARD_KEYSTORE"
 
 def _pg_keys_url(url: str, schema: str) -> str:
     base, _, query = url.partition("?")
-    rest = [kv for kv in query.split("&") if kv and not kv.startswith("schema=")]
+    rest = [kv for kv in query.split("&") if kv and not kv.startswith(("schema=", "tenant="))]  # memsteward's own
     return base + "?" + "&".join([*rest, f"schema={schema}_keys"])
 
 
