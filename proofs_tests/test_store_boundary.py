@@ -33,9 +33,7 @@ CONCRETE = frozenset({"SqlStore", "Store", "StoreCore"})
 #   VACUUM and expiry), not a memsteward store.
 # * the crash harness (``python -m memsteward.testing.crash``) wraps a store in ``CrashingStore`` for the
 #   kill -9 tests: fault injection sits beside the store, as SQLite's crash layer sits beside its VFS.
-# * the code checks of ``memsteward verify`` (specs/code_checks.py) plant their broken variants in the
-#   store's own classes (G5-lease patches ``Leases.take_event``), which only the class itself can name.
-EXEMPT = {ROOT / "specs" / "code_checks.py", ROOT / "engine" / "testing" / "crash.py", ROOT / "engine" / "shred" / "keyfile.py", ROOT / "engine" / "shred" / "pgkeys.py",
+EXEMPT = {ROOT / "engine" / "testing" / "crash.py", ROOT / "engine" / "shred" / "keyfile.py", ROOT / "engine" / "shred" / "pgkeys.py",
           ROOT / "engine" / "integrations" / "langgraph" / "physical.py",
           ROOT / "engine" / "integrations" / "langgraph" / "ttl.py"}
 FRONT_DOOR = {ROOT / "engine" / "__init__.py", ROOT / "engine" / "api.py"}

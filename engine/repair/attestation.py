@@ -228,6 +228,9 @@ def _physical_check(store: Reader, log: list[dict], erasure: list[dict]) -> dict
         return _check("physical-erasure", False, "no key destruction recorded (run `memsteward recover`)")
     if row.get("file") is False:
         return _check("physical-erasure", bool(row.get("complete")), "in-memory store: no file holds the content")
+    if (row.get("scan") or {}).get("found"):  # a file scan recorded before key destruction found text
+        where = ", ".join(f"{f}: {n}" for f, n in sorted(row["scan"]["found"].items()))
+        return _check("physical-erasure", False, f"erased content found on disk ({where} fingerprints)")
     refs = [(r["artifact_id"], int(v["version"])) for r in log if r["action"] == "erase"
             for v in r["detail"].get("versions", [])]
     alive = store.keys_alive(refs)
