@@ -394,6 +394,12 @@ def test_stratified_radius_of_a_partly_sampled_stratum():
     est = estimate(game, {"a": 0.0, "b": 0.0, "c": 0.0}, [frozenset("a")])
     assert est.counts == {1: 1}
     assert est.radius == pytest.approx(math.sqrt(math.log(120.0) / 2.0), rel=1e-9)
+    # stratified.py `w ** 2 / n` → `w ** 3` / `w ** 1` survived (w = 1 above): v̂(M) = 0.5 gives
+    # h(1) = 0.25, r ∈ [−0.25, 0.75], w_1 = 0.75 − (−0.375) = 1.125
+    game = Game(Task("q", "r", tuple(Memory(i) for i in ids)),
+                TableEvaluator({frozenset(ids): 0.5, frozenset(): 0.0, frozenset("a"): 0.5}), trials=1)
+    est = estimate(game, {"a": 0.0, "b": 0.0, "c": 0.0}, [frozenset("a")])
+    assert est.radius == pytest.approx(math.sqrt(math.log(120.0) / 2.0 * 1.125 ** 2), rel=1e-9)
 
 
 def test_replay_compares_numbers_within_the_tolerance_at_any_depth():
@@ -405,3 +411,60 @@ def test_replay_compares_numbers_within_the_tolerance_at_any_depth():
     assert _close({"x": [1.0, {"y": 2.0}]}, {"x": [1.04, {"y": 1.97}]}, 0.05)
     assert not _close({"x": [1.0]}, {"x": [1.0, 2.0]}, 0.05) and not _close({"x": 1}, {"z": 1}, 0.05)
     assert _close("same", "same", 0.0) and not _close("same", "other", 1.0)
+
+
+def test_budget_lagrangian_searches_multipliers_past_sixty_six(monkeypatch):
+    """closure.py `if hi > 2**64` → `2 ^ 64` (= 66) survived: the multiplier search must reach the λ
+    that makes the budget bind (here ≈ 500–1000). a: w 1000, c 1; b: w 5000, c 10; β = 1: only {a}
+    fits, and it is chosen for λ ∈ (500, 1000)."""
+    from memsteward.repair import closure
+    from memsteward.repair.candidates import Candidate
+
+    cands = [Candidate("a", "cache", None, "recompute", "op", (), True, 1000.0, 1.0),
+             Candidate("b", "cache", None, "recompute", "op", (), True, 5000.0, 10.0)]
+    assert closure.budgeted_closure(cands, 0.0, 1.0).selected == frozenset({"a"})  # enumeration
+    monkeypatch.setattr(closure, "BUDGET_EXACT_LIMIT", 0)  # force the Lagrangian path
+    sel = closure.budgeted_closure(cands, 0.0, 1.0)
+    assert (sel.selected, sel.method) == (frozenset({"a"}), "budget/lagrangian")
+
+
+def test_no_action_plan_given_at_run_time_has_no_root_actions():
+    """plan.py `selector != "no_action"` → `is not` survived (CPython interns the literal): a
+    selector name built at run time must still plan no barrier and no root actions."""
+    from memsteward.policy.loader import load_policy
+    from memsteward.repair.events import load_event
+    from memsteward.repair.plan import compute_plan
+    from memsteward.store import Store
+
+    store = Store.open("engine/data/repair/store.json")
+    event = load_event("engine/data/repair/event-delete.json", store.snapshot())
+    policy = load_policy("policies/default.yaml")
+    assert compute_plan(policy, store, event, "mincut", "networkx").roots  # the literal plans root actions
+    plan = compute_plan(policy, store, event, "".join(["no_", "action"]), "networkx")
+    assert plan.roots == {} and plan.barrier == ()
+
+
+def test_planning_reads_the_content_a_repair_check_needs():
+    """plan.py `rule.mode != "remove"` → `>=` survived: every repairing mode counts ("param" sorts
+    before "remove"), so a neural skill (param, whose check needs the model) is read with content;
+    kinds whose operators check metadata only are not."""
+    from memsteward.policy.loader import load_policy
+    from memsteward.repair.events import Event
+    from memsteward.repair.operators import operators_for
+    from memsteward.repair.plan import content_needed
+
+    policy = load_policy("policies/default.yaml")
+    needs = content_needed(policy, operators_for(policy), Event("delete", ("r",)))
+    assert needs("skill", "neural")
+    assert not needs("record", None) and not needs("summary", None) and not needs("skill", "chain")
+
+
+def test_allocation_completes_a_stratum_when_that_removes_its_whole_term():
+    """stratified.py `if n + 1 == comb(K, s)` → `>` survived: the last draw of a stratum removes its
+    whole term w²/n (it becomes exact), not just w²/n − w²/(n + 1). K = 4, w_1 = w_2 = 1, worked by
+    hand: after 1, 2, 1, 2, 1 the 6th draw gains 1/3 in stratum 1 (its 4th and last coalition)
+    against 1/2 − 1/3 = 1/6 in stratum 2."""
+    from memsteward.clearance.stratified import allocation_order
+
+    assert allocation_order(4, {1: 1.0, 2: 1.0}, 6) == [1, 2, 1, 2, 1, 1]
+    assert sorted(allocation_order(4, {1: 1.0, 2: 1.0}, 20)) == [1] * 4 + [2] * 6  # stops when all are drawn
