@@ -129,7 +129,7 @@ def run_event(store: RepairLog, policy: Policy, event: Event, selector: str = "m
     event started meanwhile, or a write changed the plan's scope) it is planned again — for up to
     ``MEMSTEWARD_WRITE_WAIT`` seconds (default 30). An unfinished event nobody runs (its process
     died) is refused at once: run ``memsteward recover``."""
-    from ..store.live import write_wait
+    from ..store.connection import write_wait
 
     executor = executor_from(executor)
     operators = operators or operators_for(policy)

@@ -5,6 +5,7 @@ transactions (serialization failures and deadlocks)."""
 from __future__ import annotations
 
 import functools
+import os
 import random
 import sqlite3
 import sys
@@ -12,10 +13,13 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from ..errors import InputError
 from ..redaction import redact
 
-__all__ = ["RETRY_ATTEMPTS", "UNUSABLE_DATABASE", "SQLSTATE_RETRY", "db_errors", "is_postgres_url", "redact", "retrying"]
+__all__ = ["WRITE_WAIT_ENV", "WRITE_WAIT_MAX", "write_wait", "RETRY_ATTEMPTS", "UNUSABLE_DATABASE", "SQLSTATE_RETRY", "db_errors", "is_postgres_url", "redact", "retrying"]
 
+WRITE_WAIT_ENV = "MEMSTEWARD_WRITE_WAIT"
+WRITE_WAIT_DEFAULT, WRITE_WAIT_MAX = 30.0, 3600.0
 SQLSTATE_RETRY = frozenset({"40001", "40P01"})  # serialization_failure, deadlock_detected
 RETRY_ATTEMPTS, RETRY_BASE, RETRY_CAP = 6, 0.02, 1.0
 
@@ -60,3 +64,17 @@ def retrying(fn: Callable[..., T]) -> Callable[..., T]:
 
 def is_postgres_url(path: str) -> bool:
     return path.startswith(("postgresql://", "postgres://"))
+
+
+def write_wait() -> float:
+    """Seconds a busy write is retried, or a new event waits for a running one, by default
+    (``MEMSTEWARD_WRITE_WAIT``, bounded): :mod:`.live`, :func:`memsteward.repair.execute.run_event`."""
+    raw = os.environ.get(WRITE_WAIT_ENV, "")
+    try:
+        value = float(raw) if raw else WRITE_WAIT_DEFAULT
+    except ValueError:
+        raise InputError(f"{WRITE_WAIT_ENV} must be a number of seconds, got {raw[:40]!r}",
+                         field=WRITE_WAIT_ENV) from None
+    if not 0 <= value <= WRITE_WAIT_MAX:
+        raise InputError(f"{WRITE_WAIT_ENV} must be between 0 and {WRITE_WAIT_MAX:g} seconds", field=WRITE_WAIT_ENV)
+    return value

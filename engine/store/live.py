@@ -20,7 +20,6 @@ derivation from one, a new untracked copy of a root's content.
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any, NamedTuple, TypeVar
@@ -29,13 +28,12 @@ from ..errors import InputError, WriteRefused
 from ..repair.reingest import verdict as reingest_verdict
 from ..repair.writes import content_digest
 from ..textnorm import text_digests
+from .connection import WRITE_WAIT_ENV, WRITE_WAIT_MAX, write_wait
 
 __all__ = ["BUSY_RETRY_AFTER", "WRITE_WAIT_ENV", "LiveEvent", "ordered_after", "pending_tombstones",
            "retry_busy", "tombstone_digests", "tombstone_hit", "write_wait"]
 
 BUSY_RETRY_AFTER = 0.05  # seconds a busy write is told to wait before it tries again
-WRITE_WAIT_ENV = "MEMSTEWARD_WRITE_WAIT"
-WRITE_WAIT_DEFAULT, WRITE_WAIT_MAX = 30.0, 3600.0
 
 T = TypeVar("T")
 
@@ -94,19 +92,6 @@ def ordered_after(event: LiveEvent, ident: str, state: str | None, said: set[str
                                 f"(root {dead()[hit]!r}); after it is published the write is refused",
                                 "busy", file, f"{where}content", BUSY_RETRY_AFTER)
     return None
-
-
-def write_wait() -> float:
-    """Seconds a busy write is retried by default (``MEMSTEWARD_WRITE_WAIT``, bounded)."""
-    raw = os.environ.get(WRITE_WAIT_ENV, "")
-    try:
-        value = float(raw) if raw else WRITE_WAIT_DEFAULT
-    except ValueError:
-        raise InputError(f"{WRITE_WAIT_ENV} must be a number of seconds, got {raw[:40]!r}",
-                         field=WRITE_WAIT_ENV) from None
-    if not 0 <= value <= WRITE_WAIT_MAX:
-        raise InputError(f"{WRITE_WAIT_ENV} must be between 0 and {WRITE_WAIT_MAX:g} seconds", field=WRITE_WAIT_ENV)
-    return value
 
 
 def retry_busy(attempt: Callable[[], T], wait: float | None = None) -> T:
