@@ -8,7 +8,7 @@ that differs in one row fails (``test_a_broken_backend_is_caught`` shows it once
 that forgets to withdraw a failed successor).
 
 Capabilities, in the manner of LangGraph's checkpoint-conformance: the required protocols are
-checked on every store; the optional ones (``physical-erasure-proof``, ``lineage-index``, ``copy``)
+checked on every store; the optional ones (``key-destruction``, ``lineage-index``, ``copy``)
 only where a store declares them.
 """
 
@@ -188,15 +188,33 @@ def test_required_capabilities_are_there(make, tmp_path):
     for names in REQUIRED:
         missing = sorted(n for n in names if not hasattr(store, n))
         assert missing == [], missing
-    assert {"physical-erasure-proof", "lineage-index", "copy"} >= capabilities(store)
+    assert {"key-destruction", "lineage-index", "copy"} >= capabilities(store)
 
 
 def test_optional_capabilities_are_declared_per_backend(store_factory):
     sql = store_factory()
     assert capabilities(MemoryStore()) == {"lineage-index"}
-    want = {"lineage-index", "copy"} | ({"physical-erasure-proof"} if sql.backend == "sqlite" else set())
-    assert capabilities(sql) == want
+    assert capabilities(sql) == {"lineage-index", "copy", "key-destruction"}  # sealed: every new store is
     assert set(ADMIN) <= set(dir(sql))
+    sql.sealed = False  # a store not yet through `store migrate --encrypt`: no key destruction to claim
+    assert capabilities(sql) == {"lineage-index", "copy"}
+
+
+def test_key_destruction_when_declared(store_factory):
+    """Where declared: after a delete the keys of all erased versions are destroyed (checked against the
+    live key store) and no stored row holds their plaintext."""
+    store = _seeded(store_factory())
+    if "key-destruction" not in capabilities(store):
+        pytest.skip("no key-destruction capability")
+    marker = "Qx9 HERON-KETTLE 5521 was said once"
+    store.record({"id": "secret", "kind": "record", "content": marker})
+    store.record({"id": "echo", "kind": "summary", "content": f"{marker}, and more"}, inputs=["secret"])
+    run_event(store, load_policy("policies/default.yaml"), parse_event({"type": "delete", "roots": ["secret"]},
+                                                                         store.snapshot()))
+    erased = [(i, v) for i in ("secret", "echo") for v, gone, _ in store.versions(i) if gone]
+    assert len(erased) == 2 and store.keys_alive(erased) == []
+    raw = json.dumps([list(r) for r in store.conn.execute("SELECT * FROM versions")])
+    assert marker not in raw
 
 
 def test_copy_when_declared(store_factory):

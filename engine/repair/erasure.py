@@ -17,26 +17,15 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
+
+from ..textnorm import strings_of as string_leaves  # one walk of a JSON value's strings (keys left out)
 
 WINDOW = 24
 MIN_LEAF = 16
 MAX_NEEDLES = 512
 CHUNK = 1 << 24  # read files in 16 MiB chunks (with overlap), so memory stays bounded
-
-
-def string_leaves(value: Any) -> Iterator[str]:
-    """Every string inside a JSON value (dict values and list items, recursively)."""
-    stack = [value]
-    while stack:
-        v = stack.pop()
-        if isinstance(v, str):
-            yield v
-        elif isinstance(v, dict):
-            stack.extend(v.values())
-        elif isinstance(v, list):
-            stack.extend(v)
 
 
 def windows(text: str, width: int = WINDOW) -> list[str]:

@@ -252,9 +252,13 @@ class Storage(RepairLog, Reader, WritePath, Admin, Protocol):
     """Every role at once: what ``open_store`` returns and the command line hands around."""
 
 
-OPTIONAL = frozenset({"physical-erasure-proof", "lineage-index", "copy"})
-"""Optional capabilities a store may declare (its ``capabilities()``): a scan of its files proving the
-erased bytes gone; the lineage index behind ``shingle_candidates``; ``copy_into`` another store."""
+OPTIONAL = frozenset({"key-destruction", "lineage-index", "copy"})
+"""Optional capabilities a store may declare (its ``capabilities()``): ``key-destruction`` — physical
+erasure by crypto-shredding: every version is sealed at rest under a data key of its own and a delete
+destroys the keys of the versions it erases, so after it *the keys of all N erased versions are
+destroyed and no plaintext of them is in the store's files* (its WAL, replicas and backups hold
+ciphertext whose key is gone; ``audit --deep`` scans the bytes); the lineage index behind
+``shingle_candidates``; ``copy_into`` another store."""
 
 
 def capabilities(store: object) -> frozenset[str]:

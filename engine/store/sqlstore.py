@@ -46,9 +46,9 @@ class SqlStore(Writes):
 
     def capabilities(self) -> frozenset[str]:
         """Optional capabilities (:data:`~memsteward.store.api.OPTIONAL`): the lineage index and copy on
-        every backend; a proof of physical erasure (a scan of the files) on a SQLite file."""
-        proof = {"physical-erasure-proof"} if self.backend == "sqlite" and self.path != ":memory:" else set()
-        return frozenset({"lineage-index", "copy"} | proof)
+        every backend; key destruction once the store is sealed at rest (a store not yet through
+        ``store migrate --encrypt`` holds plaintext that destroying keys cannot reach)."""
+        return frozenset({"lineage-index", "copy"} | ({"key-destruction"} if self.sealed else set()))
 
     def deep_audit(self, backups: Sequence[str] = (), texts: Sequence[str] = ()) -> dict[str, Any]:
         """``memsteward audit --deep``: :func:`memsteward.store.deep_audit.deep_audit`."""
