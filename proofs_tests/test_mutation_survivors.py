@@ -468,3 +468,21 @@ def test_allocation_completes_a_stratum_when_that_removes_its_whole_term():
 
     assert allocation_order(4, {1: 1.0, 2: 1.0}, 6) == [1, 2, 1, 2, 1, 1]
     assert sorted(allocation_order(4, {1: 1.0, 2: 1.0}, 20)) == [1] * 4 + [2] * 6  # stops when all are drawn
+
+
+def test_stem_keeps_short_words_whole():
+    """oracles.py `len(token) > len(suffix) + 3` → `is not` survived: a suffix is stripped only from
+    a word at least four characters longer than it ("sing", "used", "bus" stay whole)."""
+    from memsteward.repair.oracles import _stem
+
+    assert [_stem(w) for w in ("sing", "used", "bus", "sings", "visits", "visiting")] == [
+        "sing", "used", "bus", "sing", "visit", "visit"]
+
+
+def test_forbidding_extra_sandbox_args_is_stricter():
+    """compare.py `("sandbox", "allow_extra_args"): -1` → `-0` survived (`-2` is equivalent: only the
+    sign is read): turning extra arguments off lets fewer successors pass."""
+    from memsteward.policy.compare import ORACLE_DIRECTION, _direction
+
+    sign = ORACLE_DIRECTION[("sandbox", "allow_extra_args")]
+    assert _direction(sign, True, False) == "stricter" and _direction(sign, False, True) == "looser"
