@@ -292,6 +292,23 @@ def score(result: dict) -> dict:
             "wilson_lower": round(100 * wilson_lower(c["killed"], tested), 1)}
 
 
+def report(result: dict) -> str:
+    """The run as Markdown tables: per module, and every survivor with its diff."""
+    rows = Counter((m["module"], m["outcome"]) for m in result["mutants"])
+    out = ["| module | mutants | unobservable (filtered) | sampled | ran | killed | survived | not covered |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for module, info in result["modules"].items():
+        ran = sum(n for (mod, _), n in rows.items() if mod == module)
+        out.append(f"| `{module}` | {info['mutants']:,} | {info['unobservable']:,} | {info['sampled']} | {ran} | "
+                   f"{rows[(module, 'killed')]} | {rows[(module, 'survived')]} | {rows[(module, 'not-covered')]} |")
+    out += ["", "| survivor | operator | diff |", "|---|---|---|"]
+    for m in result["mutants"]:
+        if m["outcome"] in ("survived", "not-covered"):
+            diff = " / ".join(d.strip() for d in m.get("diff", []))[:160].replace("|", "\\|")
+            out.append(f"| `{m['module']}:{m['line']}` ({m['outcome']}) | {m['operator']} | `{diff}` |")
+    return "\n".join(out) + "\n"
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m bench.mutation", description=__doc__.splitlines()[0])
     ap.add_argument("--sample", type=int, default=560, help="mutants drawn from the core (default 560)")
@@ -305,7 +322,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--map", default=str(ROOT / ".venv" / "mutation-map.json"),
                     help="where the coverage map is kept and reused for the same commit ('' to always remap)")
     ap.add_argument("--out", default=str(ROOT / "bench" / "mutation.json"), help="raw results (JSON)")
+    ap.add_argument("--report", metavar="JSON", help="print the Markdown tables of an earlier run's raw results")
     a = ap.parse_args(argv)
+    if a.report:
+        print(report(json.loads(Path(a.report).read_text())), end="")
+        return
     if not 1 <= a.sample <= 20000 or not 0 < a.budget_minutes <= 24 * 60 or not 1 <= a.workers <= 16 \
             or not 1 <= a.max_tests <= 10000:
         ap.error("--sample 1..20000, --budget-minutes 0..1440, --workers 1..16, --max-tests 1..10000")
