@@ -486,3 +486,19 @@ def test_forbidding_extra_sandbox_args_is_stricter():
 
     sign = ORACLE_DIRECTION[("sandbox", "allow_extra_args")]
     assert _direction(sign, True, False) == "stricter" and _direction(sign, False, True) == "looser"
+
+
+def test_an_unsigned_head_is_reported_at_its_row():
+    """auditchain.py:165 (issue 33's survivor): with the key set, an unsigned head is reported at
+    the head's row number, not at a value taken from the hash."""
+    from memsteward.repair.auditchain import GENESIS, first_broken, row_hash, seal
+
+    rows, prev = [], GENESIS
+    for seq in (1, 2, 3):
+        h = row_hash(prev, seq, "2026-01-01T00:00:00Z", None, "put", f"a{seq}", "{}")
+        rows.append((seq, "2026-01-01T00:00:00Z", None, "put", f"a{seq}", "{}", h))
+        prev = h
+    key = b"k" * 32
+    assert first_broken(rows, head=(3, prev), head_seal=seal(key, 3, prev), key=key) is None
+    found = first_broken(rows, head=(3, prev), head_seal=None, key=key)
+    assert found is not None and found[0] == 3 and "not signed" in found[1]

@@ -150,3 +150,27 @@ def test_an_event_another_process_published_cannot_be_taken_again(store_at):
     assert s.conn.execute("SELECT COUNT(*) FROM event_lease").fetchone() == (0,)
     assert sum(1 for r in s.audit_log() if r["action"] == "publish") == 1
     s.close()
+
+
+def test_a_held_event_names_its_holder(tmp_path: Path):
+    """EventHeld names the live holder exactly (host, pid, since): issue 33's survivor at
+    leases.py:80 (the holder's fields read from the wrong columns went unnoticed)."""
+    import socket
+
+    from memsteward.errors import EventHeld
+
+    db = _crashed_store(lambda name: str(tmp_path / f"{name}.db"))
+    a, b = Store.open(db), Store.open(db)
+    try:
+        event_id = a.unfinished_event()[0]
+        assert a.take_event(event_id)
+        (since,) = a.conn.execute("SELECT acquired FROM event_lease WHERE event_id = ?", (event_id,)).fetchone()
+        try:
+            b.take_event(event_id)
+            raise AssertionError("a second handle took an event a live handle holds")
+        except EventHeld as held:
+            assert held.holder == {"event": event_id, "host": socket.gethostname(), "pid": os.getpid(),
+                                   "since": since}
+    finally:
+        a.close()
+        b.close()
