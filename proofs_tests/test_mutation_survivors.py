@@ -502,3 +502,167 @@ def test_an_unsigned_head_is_reported_at_its_row():
     assert first_broken(rows, head=(3, prev), head_seal=seal(key, 3, prev), key=key) is None
     found = first_broken(rows, head=(3, prev), head_seal=None, key=key)
     assert found is not None and found[0] == 3 and "not signed" in found[1]
+
+
+# ------------------------------------------------------------ later survivors of the 0348b64 run (issue 33)
+
+
+def test_direction_of_a_setting_without_a_sign_or_a_number_is_changed():
+    """compare.py `sign is None or not number(old) or not number(new)` → `and` (either `or`)
+    survived: an unsigned setting, or one side not a number, is "changed", never compared."""
+    from memsteward.policy.compare import _direction
+
+    assert _direction(None, 1, 2) == "changed"  # no sign: first `or` → `and` computes (2 − 1) · None
+    assert _direction(1, 1, None) == "changed" and _direction(1, None, 2) == "changed"
+    assert _direction(1, 1, 2) == "stricter" and _direction(-1, 1, 2) == "looser"
+
+
+def test_shingles_are_every_run_of_five_words_of_a_long_text():
+    """oracles.py `len(toks) − SHINGLE + 1` → `len(toks) % SHINGLE + 1` survived (equal for 5 to 9
+    words): 12 words have 8 runs of five; 3 words have none."""
+    from memsteward.repair.oracles import _shingles
+
+    words = "a b c d e f g h i j k l".split()
+    assert _shingles([" ".join(words)]) == {tuple(words[i:i + 5]) for i in range(8)}
+    assert _shingles(["one two three"]) == set()
+
+
+def test_replay_accepts_lists_of_the_same_length_within_the_tolerance():
+    """oracles.py `len(a) == len(b) and …` → `len(a) < len(b)` survived: equal lists are close."""
+    from memsteward.repair.oracles import _close
+
+    assert _close([1.0, 2.0], [1.0, 2.01], 0.05) and _close([], [], 0.0)
+    assert not _close([1.0], [1.0, 2.0], 0.05)
+
+
+def test_offline_answer_is_the_sentence_sharing_most_words_with_the_query():
+    """oracles.py `len(q & tokens(s))` → `len(q | tokens(s))` survived: the union picks the longest
+    sentence instead of the one that answers."""
+    from memsteward.repair.oracles import answer
+
+    text = "Lyon is mild. Many other unrelated words fill this very long second sentence here."
+    assert answer(text, "is lyon mild") == "Lyon is mild."
+
+
+def test_a_policy_without_plugins_is_recorded_without_a_plugins_entry():
+    """execute.py `if plugins:` → `if not plugins:` survived: the recorded policy document (whose
+    digest the audit chain holds) gains an empty plugins list only on the mutant."""
+    from memsteward.policy.loader import load_policy
+    from memsteward.repair.execute import PLUGINS_KEY, policy_document
+
+    policy = load_policy("policies/default.yaml")
+    doc = policy_document(policy)
+    assert PLUGINS_KEY not in doc and doc == policy.model_dump(mode="json", by_alias=True)
+
+
+def test_a_migrate_event_given_at_run_time_erases_nothing():
+    """execute.py `ev.type == "migrate"` → `is` survived (CPython interns the literal): an event type
+    built at run time must still erase nothing (the mutant scrubs every cascade member)."""
+    import dataclasses
+
+    from memsteward.policy.loader import load_policy
+    from memsteward.repair.events import load_event
+    from memsteward.repair.execute import erasure_targets
+    from memsteward.repair.plan import compute_plan
+    from memsteward.store import Store
+
+    store = Store.open("engine/data/repair/store.json")
+    event = load_event("engine/data/repair/event-migrate.json", store.snapshot())
+    plan = compute_plan(load_policy("policies/default.yaml"), store, event, "mincut", "networkx")
+    assert plan.cascade
+    plan = dataclasses.replace(plan, event=dataclasses.replace(event, type="".join(["mig", "rate"])))
+    assert erasure_targets(plan, frozenset()) == ([], {}, [])
+
+
+def test_a_correction_given_at_run_time_keeps_its_replacement_as_a_retained_input():
+    """candidates.py `correct = event.type == "correct"` → `is` survived (and `is not`, killed by
+    `test_partitions_need_both_a_forget_and_a_reference_set`): an event type built at run time must
+    still count a correction's replacement as retained, not as a forget input."""
+    from memsteward.policy.loader import load_policy
+    from memsteward.repair.artifacts import Artifact
+    from memsteward.repair.candidates import assign
+    from memsteward.repair.events import Event
+    from memsteward.repair.scope import Scope, States
+
+    policy = load_policy("policies/default.yaml")
+    arts = {"r": Artifact("r", "record", None, 1, {"t": "old"}), "n": Artifact("n", "skill", "neural")}
+    scope = Scope(("r",), frozenset({"r", "n"}), [("r", "n"), ("x", "n")], arts, States())
+    kind = "".join(["cor", "rect"])
+    correct = Event(kind, ("r",), (Artifact("r", "record", None, 1, {"t": "new"}),))
+    assert not assign(policy, scope, correct).cells["n"].partitions  # no forget set
+
+
+def test_fingerprints_stop_at_the_limit_even_when_a_window_adds_two_needles():
+    """erasure.py `if len(out) >= limit` → `==` survived: a leaf adds its raw and JSON-escaped
+    needles together, so the count passes the limit without meeting it."""
+    from memsteward.repair.erasure import fingerprints
+
+    leaves = ["caf\u00e9 au lait, s'il vous pla\u00eet", "cr\u00e8me br\u00fbl\u00e9e pour deux personnes"]
+    assert len(fingerprints(leaves)) == 4  # one window each (≤ 2·WINDOW), raw + escaped
+    assert len(fingerprints(leaves, limit=1)) == 1 and len(fingerprints(leaves, limit=3)) == 3
+
+
+def test_budget_lagrangian_returns_nothing_when_no_multiplier_fits_the_budget(monkeypatch):
+    """closure.py `if cost(best) > cap: best = ∅` → `cost(best) is cap` survived: a candidate worth
+    more than 2**64 per unit of cost is chosen at every multiplier the search reaches; it does not
+    fit β, so the Lagrangian path must return the empty selection, not an over-budget one."""
+    from memsteward.repair import closure
+    from memsteward.repair.candidates import Candidate
+
+    monkeypatch.setattr(closure, "BUDGET_EXACT_LIMIT", 0)
+    sel = closure.budgeted_closure([Candidate("a", "cache", None, "recompute", "op", (), True, 1e30, 1.0)], 0.0, 0.5)
+    assert (sel.selected, sel.method) == (frozenset(), "budget/lagrangian")
+
+
+def test_budgeted_closure_enumerates_up_to_twenty_selectable_candidates():
+    """closure.py `BUDGET_EXACT_LIMIT = 20` → 19 / 21 survived: exact enumeration (optimal) for at
+    most 20 selectable candidates, the Lagrangian path from 21 (the module docstring's contract).
+    Each candidate costs 1 and β = 1, so the enumeration visits only 21 or 22 sets."""
+    from memsteward.repair import closure
+    from memsteward.repair.candidates import Candidate
+
+    def cands(n: int) -> list:
+        return [Candidate(f"c{i:02d}", "cache", None, "recompute", "op", (), True, 0.5, 1.0) for i in range(n)]
+
+    assert closure.budgeted_closure(cands(20), 1.0, 1.0).method == "budget/enumeration"
+    assert closure.budgeted_closure(cands(21), 1.0, 1.0).method != "budget/enumeration"
+
+
+def test_a_lease_taken_over_names_the_new_holder_in_its_message(tmp_path):
+    """leases.py `f"… by process {row[2]} on {row[1]} at {row[3]}"` (NumberReplacer) survived: the
+    fencing error's message must name the new holder's pid, host and time."""
+    import pytest
+
+    from memsteward.errors import EventHeld
+    from memsteward.store import Store
+
+    s = Store.open(str(tmp_path / "s.db"), create=True)
+    try:
+        s.conn.execute("INSERT INTO event_lease(event_id, owner, host, pid, started, acquired, session) "
+                       "VALUES (7, 'someone-else', 'host-b', 4242, NULL, '2026-01-02T03:04:05Z', NULL)")
+        with pytest.raises(EventHeld) as held:
+            s._check_lease(7)
+        assert str(held.value).startswith("event 7 was taken over by process 4242 on host-b at 2026-01-02T03:04:05Z")
+        assert held.value.holder == {"event": 7, "host": "host-b", "pid": 4242, "since": "2026-01-02T03:04:05Z"}
+    finally:
+        s.close()
+
+
+def test_stored_selection_is_sorted_when_the_cascade_order_is_not():
+    """plan.py `islice(selection, 1, None)` → `islice(selection, 2, None)` survived: the shortcut
+    that reads the selection off the cascade must check every adjacent pair, or a cascade order
+    a, c, b is stored unsorted."""
+    import dataclasses
+
+    from memsteward.policy.loader import load_policy
+    from memsteward.repair.events import load_event
+    from memsteward.repair.plan import compute_plan
+    from memsteward.store import Store
+
+    store = Store.open("engine/data/repair/store.json")
+    plan = compute_plan(load_policy("policies/default.yaml"), store,
+                        load_event("engine/data/repair/event-delete.json", store.snapshot()), "mincut", "networkx")
+    chosen = dataclasses.replace(plan.selection, selected=frozenset({"a", "b", "c"}))
+    for cascade in (("a", "c", "b"), ("a", "b", "c"), ("c", "b", "a")):
+        doc = dataclasses.replace(plan, cascade=cascade, selection=chosen).to_columns()
+        assert doc["selection"] == ["a", "b", "c"], cascade
