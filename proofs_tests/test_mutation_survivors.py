@@ -666,3 +666,106 @@ def test_stored_selection_is_sorted_when_the_cascade_order_is_not():
     for cascade in (("a", "c", "b"), ("a", "b", "c"), ("c", "b", "a")):
         doc = dataclasses.replace(plan, cascade=cascade, selection=chosen).to_columns()
         assert doc["selection"] == ["a", "b", "c"], cascade
+
+
+def test_estimate_ignores_sampled_coalitions_outside_the_middle_strata():
+    """stratified.py `1 <= len(c) <= k − 2` → `k * 2` survived: a LOO coalition or M passed in the
+    sample is not a middle-stratum draw and must be ignored (the mutant files it under a stratum
+    that does not exist)."""
+    from memsteward.clearance.stratified import estimate
+
+    ids = ("a", "b", "c")
+    game = Game(Task("q", "r", tuple(Memory(i) for i in ids)),
+                TableEvaluator({frozenset(ids): 1.0, frozenset(): 0.0, frozenset("a"): 0.5,
+                                frozenset("ab"): 0.9}), trials=1)
+    effects = {"a": 0.0, "b": 0.0, "c": 0.0}
+    alone = estimate(game, effects, [frozenset("a")])
+    est = estimate(game, effects, [frozenset("a"), frozenset("ab"), frozenset(ids)])
+    assert est.counts == {1: 1} and est.radius == alone.radius and est.contribution == alone.contribution
+
+
+def test_a_metadata_range_keeps_its_upper_bound_in_the_domain():
+    """encoding.py `hi = mf.max if not hi_set else …` → `if hi_set` survived: with one policy the
+    first range must be taken as it is (the mutant dropped the upper bound, so out-of-range
+    metadata entered the domain)."""
+    import z3
+
+    from memsteward.policy.encoding import Encoding
+
+    enc = Encoding([Policy.model_validate({"kinds": {"record": {"meta": {"score": {"min": 0, "max": 10}}}},
+                                           "modes": [{"when": {}, "mode": "remove"}]})])
+    x = enc.meta["score"]
+    for value, fits in ((11, False), (-1, False), (10, True), (0, True)):
+        s = z3.Solver()
+        s.add(enc.domain(), x == value)
+        assert (s.check() == z3.sat) == fits, value
+
+
+def test_a_one_sided_range_bounds_only_its_side():
+    """encoding.py `[x >= lo] if lo is not None else []` (and the `hi` part) → `if not …` survived:
+    a rule's metadata range with one bound keeps exactly that bound."""
+    import z3
+
+    from memsteward.policy.encoding import Encoding
+
+    x = z3.Real("x")
+
+    def allows(lo: float | None, hi: float | None, value: float) -> bool:
+        s = z3.Solver()
+        s.add(Encoding._range(lo, hi, x), x == value)
+        return s.check() == z3.sat
+
+    assert allows(1, None, 5) and not allows(1, None, 0)
+    assert allows(None, 3, 0) and not allows(None, 3, 4)
+    assert allows(1, 3, 2) and not allows(1, 3, 0) and not allows(1, 3, 4) and allows(None, None, -7)
+
+
+def test_array_pass_decides_each_cell_as_the_one_by_one_pass():
+    """candidates.py `_decide(…, bool(k & 2), bool(k & 1))` (NumberReplacer: `k & 3`, `k & 1`,
+    `k & 0`, `k & 2`) and `_meta_key(f, meta) if (f := fields[kind]) else ()` → `if not …` survived:
+    the array pass (patched on for a small cascade) must give every member the cell and mode of the
+    one-by-one pass, across the four sufficient × partitions classes and two metadata values.
+    Roots r, q, t deleted; x outside C(F). Support: at least 1 retained and half of the inputs."""
+    from unittest import mock
+
+    from memsteward.policy.loader import load_policy
+    from memsteward.repair import scope as scope_module
+    from memsteward.repair.artifacts import Artifact
+    from memsteward.repair.candidates import assign
+    from memsteward.repair.events import Event
+    from memsteward.repair.scope import Scope, States
+
+    policy = load_policy("policies/default.yaml")
+    arts = {i: Artifact(i, "record", None, 1, {"t": i}) for i in ("r", "q", "t")}
+    arts.update({i: Artifact(i, "skill", "neural") for i in ("n1", "n2", "n3")})
+    arts["s1"] = Artifact("s1", "summary", None, 1, "s")
+    arts.update({i: Artifact(i, "cache", None, 1, "c", {"age_days": age}) for i, age in (("c1", 100), ("c2", 10))})
+    edges = [("r", "n1"), ("x", "n1"),  # partitions, sufficient (1 of 2)
+             ("r", "n2"),  # no partitions, insufficient
+             ("r", "n3"), ("q", "n3"), ("t", "n3"), ("x", "n3"),  # partitions, insufficient (1 of 4)
+             ("r", "s1"), ("x", "s1"), ("r", "c1"), ("r", "c2")]
+    scope = Scope(("r", "q", "t"), frozenset(arts), edges, arts, States())
+    event = Event("delete", ("r", "q", "t"))
+    one = assign(policy, scope, event)
+    want = {"n1": ("sufficient", True), "n2": ("insufficient", False), "n3": ("insufficient", True),
+            "s1": ("sufficient", False)}
+    assert {i: (one.cells[i].support, one.cells[i].partitions) for i in want} == want
+    assert one.cells["c1"].meta == {"age_days": 100} and one.modes["c1"] != one.modes["c2"]
+    with mock.patch.multiple(scope_module, PEEL_MIN_MEMBERS=0, PEEL_NARROW=0):
+        arrays = assign(policy, scope, event)
+    assert arrays.cells == one.cells and arrays.modes == one.modes
+
+
+def test_a_sufficient_support_given_at_run_time_pins_the_support_dimension():
+    """encoding.py `cell.support == "sufficient"` → `is` (open in the earlier run, CPython interns
+    the literal): a cell whose support string is built at run time must pin support to true."""
+    import z3
+
+    from memsteward.policy.domain import Cell
+    from memsteward.policy.encoding import Encoding
+
+    enc = Encoding([Policy.model_validate({"kinds": {"record": {}}, "modes": [{"when": {}, "mode": "remove"}]})])
+    pin = enc.finite_pins(Cell("record", None, "delete", "".join(["suffi", "cient"]), False))["support"]
+    s = z3.Solver()
+    s.add(pin, z3.Not(enc.support))
+    assert s.check() == z3.unsat
