@@ -769,3 +769,82 @@ def test_a_sufficient_support_given_at_run_time_pins_the_support_dimension():
     s = z3.Solver()
     s.add(pin, z3.Not(enc.support))
     assert s.check() == z3.unsat
+
+
+def test_array_assignment_groups_edges_whose_children_repeat_apart():
+    """candidates.py `if np.any(dst[1:] < dst[:-1])` → `==` survived: edges whose children come
+    s3, s1, s2, s3, s1 (no two equal side by side) are not grouped by child, and must be grouped."""
+    from unittest import mock
+
+    from bench.repair_policies import load
+    from memsteward.repair import scope as scope_module
+    from memsteward.repair.artifacts import Artifact
+    from memsteward.repair.candidates import assign
+    from memsteward.repair.events import Event
+    from memsteward.repair.scope import Scope, States, order_and_cycles
+
+    policy = load("tool-agent")
+    event = Event("delete", ("r",))
+    arts = {"r": Artifact("r", "record"), **{s: Artifact(s, "summary") for s in ("s1", "s2", "s3")}}
+    edges = [("s1", "s3"), ("r", "s1"), ("s1", "s2"), ("s2", "s3"), ("x", "s1")]  # s3, s1, s2, s3, s1
+    scope = Scope(("r",), frozenset({"r", "s1", "s2", "s3"}), edges, arts, States())
+    one_by_one = assign(policy, scope, event, None, order_and_cycles(scope))
+    with mock.patch.multiple(scope_module, PEEL_MIN_MEMBERS=0, PEEL_NARROW=0):
+        levels = assign(policy, scope, event)
+    assert {c.id: c.prerequisites for c in levels.candidates} == {"s1": (), "s2": ("s1",), "s3": ("s1", "s2")}
+    assert levels.candidates == one_by_one.candidates and dict(levels.modes) == dict(one_by_one.modes)
+
+
+def test_schema_refuses_an_unexpected_property_when_additional_properties_is_false():
+    """oracles.py `schema.get("additionalProperties") is False` → `is True` was not covered."""
+    from memsteward.repair.oracles import schema_errors
+
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": False}
+    assert schema_errors({"a": 1, "b": 2}, schema) == ["$: unexpected 'b'"]
+    assert schema_errors({"a": 1}, schema) == []
+    assert schema_errors({"a": 1, "b": 2}, {"type": "object", "properties": {"a": {"type": "integer"}}}) == []
+
+
+def test_the_surrogate_is_an_immutable_value():
+    """stratified.py `@dataclass(frozen=True)` (Surrogate) → `frozen=False` survived."""
+    import dataclasses
+
+    import pytest
+
+    from memsteward.clearance.stratified import screen_surrogate
+
+    f = screen_surrogate(1.0, 0.0, {"a": 0.0, "b": 0.0, "c": 0.0})
+    field = dataclasses.fields(f)[0].name
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(f, field, None)
+
+
+def test_lineage_reads_a_truncated_common_posting_list_whole():
+    """lineage.py `if len(probed[rarest]) <= COMMON` → `>=` survived: when every trigram of a window
+    is common, its probe (cut at COMMON + 1 ids) is not the whole list; the list must be read whole."""
+    from memsteward.repair.lineage import COMMON, candidates
+
+    everyone = [f"a{k:04d}" for k in range(COMMON + 50)]
+    few = ["b1", "b2"]
+
+    def posting(h: int, limit: int | None, ids: list = everyone) -> list:
+        return ids if limit is None else ids[:limit]
+
+    root = {"r": "the quick brown fox jumps over the lazy dog again and again"}
+    assert candidates(root, 5, posting) == set(everyone)
+    assert candidates(root, 5, lambda h, limit: posting(h, limit, few)) == set(few)
+
+
+def test_a_holder_another_user_runs_is_alive(monkeypatch):
+    """leases.py `except PermissionError: return True` → `False` was not covered: a pid that exists
+    but belongs to another user (kill(pid, 0) refused) is a live holder, never taken over."""
+    import os
+    import socket
+
+    from memsteward.store import leases
+
+    def refuse(pid: int, sig: int) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "kill", refuse)
+    assert leases._alive("someone", socket.gethostname(), os.getpid() + 1, None)
