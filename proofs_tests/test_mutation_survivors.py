@@ -5,6 +5,8 @@ Each test names the surviving mutant it kills; its expected values are written b
 
 from __future__ import annotations
 
+import json
+
 from memsteward.clearance.evaluators.table import TableEvaluator
 from memsteward.clearance.game import Game, Memory, Task
 from memsteward.policy.compare import compare
@@ -848,3 +850,56 @@ def test_a_holder_another_user_runs_is_alive(monkeypatch):
 
     monkeypatch.setattr(os, "kill", refuse)
     assert leases._alive("someone", socket.gethostname(), os.getpid() + 1, None)
+
+
+def test_ortools_takes_capacities_up_to_the_int64_bound_exactly():
+    """closure.py `2·Σ|ints| + 2 < INT64_SAFE` → `2·Σ / 2`, `2·Σ % 2`, `1·Σ + 2`, `3·Σ + 2`,
+    `2·Σ + 1` survived (no test came near 2**62). The weight 2**61 is read as its shortest decimal,
+    2**61 + 48; with λ = 1 the capacities are p_a = 2**61 + 48 − c_a and p_b = 1 (gcd 1, so not
+    rescaled): Σ = 2**61 + 1 and 2**61 − 1 fall back to networkx, Σ = 2**61 − 2 (2·Σ + 2 = 2**62 − 2)
+    is cut by OR-Tools."""
+    from memsteward.repair.candidates import Candidate
+    from memsteward.repair.closure import max_weight_closure
+
+    def method(cost_a: float) -> str:
+        cands = [Candidate("a", "cache", None, "recompute", "op", (), True, 2.0 ** 61, cost_a),
+                 Candidate("b", "cache", None, "recompute", "op", (), True, 1.0, 0.0)]
+        sel = max_weight_closure(cands, 1.0, "ortools")
+        assert sel.selected == frozenset({"a", "b"})
+        return sel.method
+
+    assert "exceed int64" in method(48.0)  # Σ = 2**61 + 1
+    assert method(51.0) == "mincut/ortools"  # Σ = 2**61 − 2
+    assert "exceed int64" in method(50.0)  # Σ = 2**61 − 1: 2·Σ + 2 = 2**62, not below it
+
+
+def test_a_delete_on_a_file_store_leaves_its_wal_truncated(tmp_path):
+    """store/erasure.py `self.path != ":memory:"` → `>=` survived: an absolute path ("/…" sorts
+    before ":") skipped the checkpoints of the physical erasure step, so the WAL still held the
+    event's pages (and, before the row, no `checkpoint` in the report)."""
+    import os
+
+    from memsteward.policy.loader import load_policy
+    from memsteward.repair.artifacts import parse_store_document
+    from memsteward.repair.events import parse_event
+    from memsteward.repair.execute import run_event
+    from memsteward.store import Store
+
+    db = str(tmp_path / "s.db")
+    assert os.path.isabs(db)
+    store = Store.open(db, create=True)
+    try:
+        store.import_snapshot(parse_store_document({
+            "artifacts": [{"id": "r", "kind": "record", "content": {"text": "The user is allergic to peanuts."}},
+                          {"id": "keep", "kind": "record", "content": {"text": "The user lives in Berlin."}},
+                          {"id": "s", "kind": "summary", "content": "Allergy and home."}],
+            "edges": [{"src": "r", "dst": "s", "type": "influence"},
+                      {"src": "keep", "dst": "s", "type": "influence"}]}, "<test>"))
+        run_event(store, load_policy("policies/default.yaml"),
+                  parse_event({"type": "delete", "roots": ["r"]}, store.snapshot()), "mincut", "networkx")
+        (detail,) = [json.loads(d) for (d,) in store.conn.execute(
+            "SELECT detail FROM audit WHERE action = 'physical-erasure'")]
+        assert detail["checkpoint"] is True
+        assert os.path.getsize(db + "-wal") == 0
+    finally:
+        store.close()
