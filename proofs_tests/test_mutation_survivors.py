@@ -903,3 +903,35 @@ def test_a_delete_on_a_file_store_leaves_its_wal_truncated(tmp_path):
         assert os.path.getsize(db + "-wal") == 0
     finally:
         store.close()
+
+
+def test_residual_width_divides_the_upper_residual_by_the_stratum_size():
+    """stratified.py `inside = (r_lo / size, r_hi / size)` → `r_hi % size` (open since the earlier
+    run: equal at |T| = 1 there). f ≡ 0 (v̂(M) = v̂(∅) = 0, all LOO effects 0), so r ∈ [0, 1]:
+    inside = (0, 1/s), outside = (−1/(K − s), 0). K = 4, s = 2: w = 1/2 + 1/2 = 1 (the mutant: 1 % 2
+    = 1, w = 1.5). K = 5, s = 3: w = 1/3 + 1/2 = 5/6."""
+    import pytest
+
+    from memsteward.clearance.stratified import residual_width, screen_surrogate
+
+    def width(k: int, s: int) -> float:
+        return residual_width(screen_surrogate(0.0, 0.0, {f"m{j}": 0.0 for j in range(k)}), k, s)
+
+    assert width(4, 2) == pytest.approx(1.0) and width(5, 3) == pytest.approx(5 / 6)
+
+
+def test_the_call_budget_drops_only_the_permutations_it_cannot_pay():
+    """attribution.py `sample[:-1]` (the call budget caps L) → `[:-2]` / `[:0]` (open since the
+    earlier run): with a budget that pays exactly the prefixes of the first L − 1 permutations,
+    L − 1 are kept, not fewer."""
+    from memsteward.clearance.attribution import all_coalitions, fixed_attribution, prefixes, sample_permutations
+
+    ids = ("a", "b", "c", "d")
+    values = {c: len(c) / 4 for c in all_coalitions(ids)}
+    task = Task("q", "r", tuple(Memory(i) for i in ids))
+    sample = sample_permutations(ids, 6, 0)
+    probe = Game(task, TableEvaluator(values), trials=1)
+    need, full = probe.cost_of(prefixes(sample[:-1])), probe.cost_of(prefixes(sample))
+    assert probe.cost_of(prefixes(sample[:-2])) < need < full  # each permutation brings new coalitions
+    att = fixed_attribution(Game(task, TableEvaluator(values), trials=1, call_budget=need), 6, 0, False)
+    assert (att.permutations, att.stop, att.sample) == (5, "budget", tuple(sample[:-1]))
