@@ -935,3 +935,14 @@ def test_the_call_budget_drops_only_the_permutations_it_cannot_pay():
     assert probe.cost_of(prefixes(sample[:-2])) < need < full  # each permutation brings new coalitions
     att = fixed_attribution(Game(task, TableEvaluator(values), trials=1, call_budget=need), 6, 0, False)
     assert (att.permutations, att.stop, att.sample) == (5, "budget", tuple(sample[:-1]))
+
+
+def test_scan_counts_every_byte_it_read(tmp_path):
+    """repair/erasure.py (issue 33's survivor `total = 0` → `-1`): the scan reports the bytes it read."""
+    from memsteward.repair.erasure import scan
+
+    a, b = tmp_path / "a.db", tmp_path / "a.db-wal"
+    a.write_bytes(b"x" * 1000 + b"needle")
+    b.write_bytes(b"y" * 37)
+    out = scan([str(a), str(b)], [b"needle"])
+    assert out["bytes"] == 1043 and out["found"] == {"a.db": 1}

@@ -136,7 +136,7 @@ def _inlined(store: Storage, doc: dict[str, Any]) -> dict[str, Any]:
         return doc
     out = []
     for o in reps:
-        if STORED_VERSION in o:
+        if STORED_VERSION in o and not store.is_erased(o["id"], int(o[STORED_VERSION])):
             kept = store.version_of(o["id"], int(o[STORED_VERSION]))
             if kept is not None and kept.content is not None:
                 o = {**{k: o[k] for k in ("id", "kind", "arch") if o.get(k) is not None},
