@@ -608,10 +608,12 @@ def check_g6(erase_roots_only: bool = False) -> int:
 
 
 def _files_bytes(path: str) -> bytes:
+    """The bytes of a SQLite store's files (database, WAL, journal: :func:`repair.erasure.store_files`)."""
     from pathlib import Path
 
-    return b"".join(Path(path + suffix).read_bytes() for suffix in ("", "-wal", "-journal")
-                    if Path(path + suffix).exists())
+    from memsteward.repair.erasure import store_files
+
+    return b"".join(Path(f).read_bytes() for f in store_files(path))
 
 
 def _key_destruction(store: Any) -> tuple[bool, list[str]]:
