@@ -235,3 +235,84 @@ def test_swapping_in_another_stores_log_fails_check(tmp_path: Path, monkeypatch)
     assert not json.loads(bad.stdout)["ok"]
     att = json.loads(run.invoke(main, ["audit", "--store", a, "--json"]).stdout)
     assert not att["ok"]
+
+
+def _put(db: str, ident: str, text: str) -> None:
+    doc = json.dumps({"id": ident, "kind": "record", "content": text})
+    r = CliRunner().invoke(main, ["store", "put", "--store", db], input=doc)
+    assert r.exit_code == 0, r.output
+
+
+def _check_json(db: str) -> tuple[int, dict]:
+    r = CliRunner().invoke(main, ["audit", "--store", db, "--check", "--json"])
+    return r.exit_code, json.loads(r.stdout)
+
+
+def test_the_seal_binds_the_store_id(tmp_path: Path, monkeypatch):
+    """Issue 25: the seal covered (seq, head) only, so the signed log of another store written under
+    the same key passed `audit --check` once copied in (audit rows and head; no event to cross-check).
+    The seal binds the store id now: the copied head's signature does not verify here."""
+    monkeypatch.setenv("MEMSTEWARD_AUDIT_KEY", KEY)
+    a, b = str(tmp_path / "a.db"), str(tmp_path / "b.db")
+    for db, text in ((a, "the agent's note"), (b, "another store's note")):
+        run = CliRunner()
+        assert run.invoke(main, ["store", "import", "--store", db, str(DATA / "store.json")]).exit_code == 0
+        _put(db, "n1", text)
+    assert _check_json(a)[0] == 0 and _check_json(b)[0] == 0
+    con = sqlite3.connect(a)
+    con.execute("ATTACH ? AS b", (b,))
+    con.executescript("DROP TRIGGER audit_no_update; DROP TRIGGER audit_no_delete;"
+                      "DELETE FROM audit; INSERT INTO audit SELECT * FROM b.audit;"
+                      "DELETE FROM audit_head; INSERT INTO audit_head SELECT * FROM b.audit_head;")
+    con.commit()
+    con.close()
+    code, doc = _check_json(a)
+    assert code == 1 and "another store" in doc["first_broken"]["reason"], doc
+    with pytest.raises(AssertionError):  # … and the keyed writer refuses to extend it
+        _put(a, "n2", "more")
+
+
+def test_the_seal_binds_the_tenant(tmp_path: Path, monkeypatch):
+    """A tenant's whole store file (its store id included) copied over another tenant's passed
+    `audit --check` there: the seal binds the tenant name, which comes from the URL, not the file."""
+    monkeypatch.setenv("MEMSTEWARD_AUDIT_KEY", KEY)
+    base = str(tmp_path / "m.db")
+    for tenant in ("alice", "bob"):
+        _put(f"{base}?tenant={tenant}", "n1", f"{tenant}'s note")
+    alice, bob = (f"{base}.tenants/{t}.db" for t in ("alice", "bob"))
+    assert _check_json(f"{base}?tenant=bob")[0] == 0
+    src, dst = sqlite3.connect(alice), sqlite3.connect(bob)
+    src.backup(dst)
+    src.close()
+    dst.close()
+    assert _check_json(f"{base}?tenant=alice")[0] == 0
+    code, doc = _check_json(f"{base}?tenant=bob")
+    assert code == 1 and "another store or tenant" in doc["first_broken"]["reason"], doc
+
+
+def test_a_format_1_seal_still_verifies_and_is_replaced(signed_db: str):
+    """Stores signed before the store id was bound keep opening: a format-1 head seal verifies, is
+    reported as such, and the next keyed write seals the head in format 2."""
+    from memsteward.repair.auditchain import legacy_seal
+
+    con = sqlite3.connect(signed_db)
+    seq, head = con.execute("SELECT seq, hash FROM audit_head").fetchone()
+    con.execute("UPDATE audit_head SET seal = ?", (legacy_seal(KEY.encode(), seq, head),))
+    con.commit()
+    con.close()
+    code, doc = _check_json(signed_db)
+    assert (code, doc["ok"], doc["seal_format"]) == (0, True, 1), doc
+    r = CliRunner().invoke(main, ["audit", "--store", signed_db, "--check"])
+    assert r.exit_code == 0 and "seal format 1" in r.output
+    _put(signed_db, "n9", "a later note")
+    code, doc = _check_json(signed_db)
+    assert (code, doc["ok"], doc["seal_format"]) == (0, True, 2), doc
+
+
+def test_a_keyed_copy_is_sealed_for_its_destination(signed_db: str, tmp_path: Path):
+    """`store copy` gives the copy a new store id: with the key, its head is sealed for the copy."""
+    dst = str(tmp_path / "copy.db")
+    r = CliRunner().invoke(main, ["store", "copy", signed_db, dst])
+    assert r.exit_code == 0, r.output
+    code, doc = _check_json(dst)
+    assert (code, doc["ok"], doc["seal_format"]) == (0, True, 2), doc

@@ -501,8 +501,9 @@ def test_an_unsigned_head_is_reported_at_its_row():
         rows.append((seq, "2026-01-01T00:00:00Z", None, "put", f"a{seq}", "{}", h))
         prev = h
     key = b"k" * 32
-    assert first_broken(rows, head=(3, prev), head_seal=seal(key, 3, prev), key=key) is None
-    found = first_broken(rows, head=(3, prev), head_seal=None, key=key)
+    binding = ("0" * 32, None)
+    assert first_broken(rows, head=(3, prev), head_seal=seal(key, 3, prev, binding), key=key, binding=binding) is None
+    found = first_broken(rows, head=(3, prev), head_seal=None, key=key, binding=binding)
     assert found is not None and found[0] == 3 and "not signed" in found[1]
 
 

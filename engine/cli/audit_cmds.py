@@ -14,6 +14,9 @@ from .common import emit_json, handle_errors, terminal
 UNPROVEN_NOTE = ("integrity against a file writer: NOT PROVEN (unverified) — without MEMSTEWARD_AUDIT_KEY, whoever can "
                  "write the database can rewrite rows and recompute every hash; set the key every writer uses, "
                  "and/or keep the head outside the store and pass it back with --expect-head")
+LEGACY_SEAL_NOTE = ("the head is signed in seal format 1 (before this release), which does not bind the store id or "
+                    "tenant: another store's log signed under the same key would pass until the next keyed write "
+                    "re-seals the head in format 2")
 
 
 def integrity_claim(signed: bool, anchored: bool) -> str:
@@ -54,7 +57,7 @@ def audit(store_path: str, event_id: int | None, fmt: str, as_json: bool, check_
     2 when the store or event does not exist.
     """
     from ..repair.attestation import attest, check_records, render_markdown
-    from ..repair.auditchain import first_broken, signing_key
+    from ..repair.auditchain import first_broken, seal_format, signing_key
     from ..store.opening import open_store
 
     fmt = "json" if as_json else fmt
@@ -65,12 +68,14 @@ def audit(store_path: str, event_id: int | None, fmt: str, as_json: bool, check_
     if check_chain:
         rows = store.audit_rows()
         key = signing_key()
-        broken = first_broken(rows, store.audit_head(), expect_head, store.audit_seal(), key)
+        stored_seal = store.audit_seal()
+        broken = first_broken(rows, store.audit_head(), expect_head, stored_seal, key, store.audit_binding())
         records = check_records(store) if broken is None else None
         ok = broken is None and records is None
         if fmt == "json":
             emit_json({"store": shown_location(store_path), "rows": len(rows), "ok": ok, "signed": key is not None,
                        "integrity": integrity_claim(key is not None, expect_head is not None),
+                       "seal_format": seal_format(stored_seal),
                        "head": rows[-1][6] if rows else None,
                        "first_broken": None if broken is None else {"seq": broken[0], "reason": broken[1]},
                        "records": None if records is None else {"event": records[0], "reason": records[1]}})
@@ -85,6 +90,8 @@ def audit(store_path: str, event_id: int | None, fmt: str, as_json: bool, check_
                        "every event, policy and plan matches its pinned digest")
             if key is None:
                 click.echo(UNPROVEN_NOTE)
+            elif seal_format(stored_seal) == 1:
+                click.echo(LEGACY_SEAL_NOTE)
         sys.exit(0 if ok else EXIT_FINDINGS)
     attestation = attest(store, event_id, expect_head)
     if fmt == "json":

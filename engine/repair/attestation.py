@@ -205,7 +205,8 @@ def _checks(store: Reader, log: list[dict], plan: dict, event: dict, cascade: li
                       if not remaining else f"{remaining[0]['id']} v{remaining[0]['content_remaining'][0]} "
                       "still holds content built from erased data"))
     out.append(_physical_check(store, log, erasure))
-    broken = first_broken(store.audit_rows(), store.audit_head(), expect_head, store.audit_seal(), signing_key())
+    broken = first_broken(store.audit_rows(), store.audit_head(), expect_head, store.audit_seal(), signing_key(),
+                          store.audit_binding())
     out.append(_check("audit-chain", broken is None, "hash chain over the whole audit log verifies"
                       if broken is None else f"row {broken[0]}: {broken[1]}"))
     unborne = erasure_mismatch(store, log)

@@ -3,6 +3,13 @@
 h_0 = 0^64;  h_k = SHA-256( canonical JSON of [h_{k−1}, seq, at, event_id, action, artifact_id, detail] ).
 Each row stores h_k. Changing, inserting or deleting a row breaks every later link;
 :func:`first_broken` names the first row whose stored hash does not match.
+
+With ``MEMSTEWARD_AUDIT_KEY`` the head is sealed: HMAC-SHA-256 under the key over the head and the
+store it belongs to (:func:`seal`, format 2: ``v2:`` + hex). The store id (``store_keys``) and the
+tenant name are bound in, so the signed log of another store (or tenant) written under the same key
+does not verify here (issue 25). Format 1 (64 hex characters, before this release) sealed (seq, h_seq)
+only: it still verifies, is reported as format 1 by ``audit --check``, and the next keyed write
+replaces it with a format-2 seal.
 """
 
 from __future__ import annotations
@@ -37,13 +44,39 @@ def signing_key() -> bytes | None:
     return key
 
 
-def seal(key: bytes, seq: int, head_hash: str) -> str:
-    """HMAC-SHA-256 over the audit head (seq, h_seq)."""
+Binding = tuple[str, str | None]
+"""What a seal binds besides the head: (the store's id, its tenant name or None for the base store)."""
+
+SEAL_V2 = "v2:"
+
+
+def seal(key: bytes, seq: int, head_hash: str, binding: Binding) -> str:
+    """The format-2 seal: ``v2:`` + HMAC-SHA-256 over the audit head (seq, h_seq), the store id and the
+    tenant (fields joined by NUL, which neither a hex id, a tenant name nor a hash can hold)."""
+    store_id, tenant = binding
+    msg = "\0".join(("memsteward-audit-head/2", store_id, tenant or "", str(seq), head_hash))
+    return SEAL_V2 + hmac.new(key, msg.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def legacy_seal(key: bytes, seq: int, head_hash: str) -> str:
+    """The format-1 seal of releases before the store id was bound: HMAC-SHA-256 over (seq, h_seq)."""
     return hmac.new(key, f"memsteward-audit-head:{seq}:{head_hash}".encode(), hashlib.sha256).hexdigest()
 
 
+def seal_format(stored: str | None) -> int | None:
+    """2 for a seal that binds the store, 1 for an older one, None for no seal."""
+    return None if stored is None else 2 if stored.startswith(SEAL_V2) else 1
+
+
+def seal_verifies(key: bytes, stored: str, seq: int, head_hash: str, binding: Binding) -> bool:
+    """Whether ``stored`` seals (seq, head_hash) under ``key``: a format-2 seal for this store and
+    tenant, or a format-1 seal (which binds no store: :func:`seal_format` tells them apart)."""
+    want = seal(key, seq, head_hash, binding) if seal_format(stored) == 2 else legacy_seal(key, seq, head_hash)
+    return hmac.compare_digest(stored, want)
+
+
 def sealed_head_problem(key: bytes, head: tuple[int, str, str | None] | None,
-                        rows: Sequence[Sequence[Any]]) -> str | None:
+                        rows: Sequence[Sequence[Any]], binding: Binding) -> str | None:
     """Why a keyed writer must not extend this log (None: it may), checked before it seals.
 
     ``head`` is the stored (seq, hash, seal) before this transaction's appends (None: an empty log);
@@ -60,8 +93,9 @@ def sealed_head_problem(key: bytes, head: tuple[int, str, str | None] | None,
     if stored_seal is None:
         return (f"the audit head (row {seq}) is not signed although {KEY_ENV} is set: it was written without the "
                 "key (a file writer, or a writer without the key)")
-    if not hmac.compare_digest(stored_seal, seal(key, seq, stored_hash)):
-        return f"the audit head's signature (row {seq}) does not verify: the log was rewritten without the key"
+    if not seal_verifies(key, stored_seal, seq, stored_hash, binding):
+        return (f"the audit head's signature (row {seq}) does not verify: the log was rewritten without the key, "
+                "or it is another store's log")
     if not rows or rows[0][0] != seq or rows[0][6] != stored_hash:
         return f"the audit log does not end at its signed head (row {seq}): rows were altered or removed"
     if len(rows) > 1:
@@ -141,7 +175,7 @@ def chain(rows: Iterable[Sequence[Any]], prev: str = GENESIS) -> list[str]:
 
 def first_broken(rows: Iterable[Sequence[Any]], head: tuple[int, str] | None = None,
                  expect_head: str | None = None, head_seal: str | None = None,
-                 key: bytes | None = None) -> tuple[int, str] | None:
+                 key: bytes | None = None, binding: Binding | None = None) -> tuple[int, str] | None:
     """(seq, reason) of the first row whose link does not verify; None when the chain holds.
 
     Rows are (seq, at, event_id, action, artifact_id, detail, stored_hash) in seq order. ``head``
@@ -149,7 +183,8 @@ def first_broken(rows: Iterable[Sequence[Any]], head: tuple[int, str] | None = N
     reaches it. ``expect_head`` is a hash published elsewhere (e.g. in an attestation): whoever
     can rewrite the database can recompute every link, so only an outside anchor proves the
     log was not rewritten wholesale. With ``key`` (:func:`signing_key`), the head must carry a
-    valid ``head_seal``: a row appended, rewritten or reordered by someone without the key fails.
+    valid ``head_seal`` for ``binding`` (this store's id and tenant, :func:`seal`): a row appended,
+    rewritten or reordered by someone without the key fails, and so does another store's signed log.
     """
     rows = list(rows)
     broken = _links(rows)
@@ -163,9 +198,9 @@ def first_broken(rows: Iterable[Sequence[Any]], head: tuple[int, str] | None = N
     if key is not None and head is not None:
         if head_seal is None:
             return head[0], f"the audit head is not signed although {KEY_ENV} is set (written without the key)"
-        if not hmac.compare_digest(head_seal, seal(key, head[0], head[1])):
+        if binding is None or not seal_verifies(key, head_seal, head[0], head[1], binding):
             return head[0], "the audit head's signature does not verify (rows appended, rewritten or reordered " \
-                            "without the key, or a different key)"
+                            "without the key, a different key, or the log of another store or tenant)"
     if expect_head is not None and not any(r[6] == expect_head for r in rows):
         return last[0], "the expected head hash is not in the log (rewritten, or truncated before it)"
     return None

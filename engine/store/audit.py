@@ -13,7 +13,16 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from ..errors import InputError
-from ..repair.auditchain import GENESIS, chain_same, chain_same_bytes, row_hash, seal, sealed_head_problem
+from ..repair.auditchain import (
+    GENESIS,
+    Binding,
+    chain_same,
+    chain_same_bytes,
+    row_hash,
+    seal,
+    seal_verifies,
+    sealed_head_problem,
+)
 from .api import AuditRow
 from .core import _done, _dump, _now
 from .sealing import Sealing
@@ -96,7 +105,7 @@ class AuditChain(Sealing):
         rolled back), never sealed over."""
         if self._audit_key is not None:
             self._check_sealed_head(self._audit_key)
-        sealed = None if self._audit_key is None else seal(self._audit_key, seq, head)
+        sealed = None if self._audit_key is None else seal(self._audit_key, seq, head, self.audit_binding())
         self.conn.execute("INSERT INTO audit_head(one, seq, hash, seal) VALUES (1, ?, ?, ?) ON CONFLICT(one) "
                           "DO UPDATE SET seq = excluded.seq, hash = excluded.hash, seal = excluded.seal",
                           (seq, head, sealed))
@@ -108,15 +117,33 @@ class AuditChain(Sealing):
         rows = self.conn.execute("SELECT seq, at, event_id, action, artifact_id, detail, hash FROM audit "
                                  "WHERE seq >= ? ORDER BY seq LIMIT 2", (int(old[0]) if old else 0,)).fetchall()
         problem = sealed_head_problem(key, None if old is None else (int(old[0]), old[1], old[2]),
-                                      [tuple(r) for r in rows])
+                                      [tuple(r) for r in rows], self.audit_binding())
         if problem is not None:
             raise InputError(f"refusing to write: {problem}; nothing was written. Run `memsteward audit --check "
                              f"--store {self.path}` and restore the store from a trusted copy", file=self.path)
+
+    def _reseal_copied_head(self, source: Binding) -> None:
+        """A copied log's head sealed for this store (inside the copy's transaction): a seal binds its
+        store, so the source's seal (checked first under ``source``) does not verify here. Without the
+        key the seal is copied as it is (it then verifies nowhere but in the source)."""
+        key = self._audit_key
+        row = self.conn.execute("SELECT seq, hash, seal FROM audit_head WHERE one = 1").fetchone()
+        if key is None or row is None or row[2] is None:
+            return
+        if not seal_verifies(key, row[2], int(row[0]), row[1], source):
+            raise InputError("the source's audit head signature does not verify under MEMSTEWARD_AUDIT_KEY "
+                             "(nothing was copied)", file=self.path, field="audit_head")
+        self.conn.execute("UPDATE audit_head SET seal = ? WHERE one = 1",
+                          (seal(key, int(row[0]), row[1], self.audit_binding()),))
 
     def audit_head(self) -> tuple[int, str] | None:
         """(seq, hash) of the last row, as recorded in the same transaction as the row."""
         row = self.conn.execute("SELECT seq, hash FROM audit_head WHERE one = 1").fetchone()
         return None if row is None else (int(row[0]), str(row[1]))
+
+    def audit_binding(self) -> Binding:
+        """What the audit head's seal binds besides the head: this store's id and its tenant."""
+        return self._store_id, self.tenant
 
     def audit_seal(self) -> str | None:
         """The HMAC of the audit head (None when the last writer held no key)."""

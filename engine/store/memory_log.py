@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import EventHeld, InputError, StoreBusy
 from ..repair.artifacts import Snapshot
-from ..repair.auditchain import GENESIS, row_hash, seal, signing_key
+from ..repair.auditchain import GENESIS, Binding, row_hash, seal, signing_key
 from ..repair.auditchain import tombstone_commitment as commitment
 from ..repair.events import referenced
 from ..repair.writes import content_digest
@@ -46,6 +46,7 @@ class MemoryStore(MemoryReads):
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(6)}"
         self.erase_wait = _erase_wait()
         self._key = signing_key()
+        self._store_id = secrets.token_hex(16)  # what its audit head's seal binds (as a SQL store's store_keys)
         self.checkpoints = 0
 
     def capabilities(self) -> frozenset[str]:
@@ -61,7 +62,11 @@ class MemoryStore(MemoryReads):
         at, text = _now(), _dump(detail or {})
         head = row_hash(prev, seq, at, event_id, action, artifact_id, text)
         self.t.audit.append((seq, at, event_id, action, artifact_id, text, head))
-        self.t.audit_head = (seq, head, None if self._key is None else seal(self._key, seq, head))
+        self.t.audit_head = (seq, head, None if self._key is None else seal(self._key, seq, head, self.audit_binding()))
+
+    def audit_binding(self) -> Binding:
+        """What the audit head's seal binds: this store's id (random, per instance), no tenant."""
+        return self._store_id, None
 
     def audit_head(self) -> tuple[int, str] | None:
         return None if self.t.audit_head is None else (self.t.audit_head[0], self.t.audit_head[1])

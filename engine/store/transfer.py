@@ -196,6 +196,7 @@ class Transfer(Erasure):
             mem.vault = Vault(OverlayKeyStore(open_keys(self.url, self._schema(), self.vault.store_id, create=False),
                                               owns=True))
         mem.sealed = self.sealed
+        mem._store_id, mem.tenant = self._store_id, self.tenant  # the copy's seals verify as this store's
         return mem
 
     def _resealed(self, dst: SqlStore, part: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
@@ -251,6 +252,8 @@ class Transfer(Erasure):
                         c.flush()  # the pipelined writes go out per batch, not all at COMMIT
                     if progress is not None:
                         progress(sum(counts.values()), total)
+            if reseal:
+                dst._reseal_copied_head(self.audit_binding())
             if dst.backend == "postgresql":  # the identity continues after the copied event ids
                 c.execute("SELECT setval(pg_get_serial_sequence('events', 'id'), "
                           "(SELECT COALESCE(MAX(id), 0) + 1 FROM events), false)")
