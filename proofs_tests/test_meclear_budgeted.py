@@ -15,6 +15,7 @@ import pytest
 from clear_helpers import all_subsets, table_game
 from pydantic import ValidationError
 
+from memsteward.clearance import budgeted
 from memsteward.clearance.attribution import exact_contribution
 from memsteward.clearance.budgeted import run_budgeted
 from memsteward.clearance.case import case_game, parse_case
@@ -298,3 +299,25 @@ def test_a_verification_that_re_reads_a_loo_coalition_re_ranks_the_chain() -> No
     assert plan.removed == ("m2",) and plan.recovered and plan.stop == "verified"
     assert plan.evaluator_calls <= 14
     _g3(game, plan)
+
+
+def test_the_loo_control_variate_is_dropped_until_a_verified_removal_recovers() -> None:
+    """A redundant pair at K = 16 whose one-trial LOO screen reads three false d_i = −1 (Δ < 1 lets
+    M ∖ {m_i} succeed in one trial): with d as (S2)'s control variate the noise outweighs 64 calls of
+    samples; without it (no LOO candidate verified, so d explained nothing) the pair is found."""
+    raw = next(c for c in synthetic_cohort(24, seed=116, k=16, noise=0.02) if c["name"] == "syn-116-redundant-0005")
+    case = parse_case(raw)
+    spec = ClearanceSpec(retrieval_budget=16, search="budgeted", call_budget=64, estimator="stratified")
+    game = case_game(case, spec)
+    plan = run_budgeted(game, spec)
+    assert sorted(v for v in plan.loo.values() if v < 0) == [-1.0, -1.0, -1.0]
+    assert set(plan.removed) == set(case.faults) and plan.recovered
+    assert plan.evaluator_calls <= 64
+    _g3(game, plan)
+    free = game.fork(call_budget=None)
+    rounds = [budgeted.verify(free, plan.loo, spec.harm_tolerance, None)]
+    assert budgeted.control_variate(free, rounds, plan.loo) == {i: 0.0 for i in free.players}
+    faults_first = {**plan.loo, **{f: -2.0 for f in case.faults}}
+    admissible = budgeted.verify(free, faults_first, spec.harm_tolerance, None)
+    assert admissible.selected == 2
+    assert budgeted.control_variate(free, [*rounds, admissible], plan.loo) == dict(plan.loo)

@@ -223,6 +223,16 @@ def refreshed(game: Game, effects: Mapping[str, float]) -> dict[str, float]:
     return out
 
 
+def control_variate(game: Game, rounds: list[Round], effects: Mapping[str, float]) -> dict[str, float]:
+    """The LOO effects d as the estimator's control variate once some verified candidate is admissible,
+    else 0 for every memory: when no removal the rounds so far verified recovers, d explained none of
+    the failure (a redundant pair masks both LOO effects, Thm 1) and its one-trial noise only adds
+    variance. (S2) stays unbiased either way: f is fixed before the round draws its sample."""
+    if any(r.selected > 0 for r in rounds):
+        return dict(effects)
+    return {i: 0.0 for i in game.players}
+
+
 def search(game: Game, spec: ClearanceSpec, effects: Mapping[str, float]) -> tuple[list[Round], str]:
     """Rounds 0 … R of the budgeted search (the game's call_budget is B); returns them and the stop.
 
@@ -252,9 +262,10 @@ def search(game: Game, spec: ClearanceSpec, effects: Mapping[str, float]) -> tup
             break
         spent = game.evaluator_calls
         half = spent + (left if left <= 2 * reserve else left // 2)
-        psi = estimate(spec.estimator, game, effects, half, spec.seed, spec.sample_trials or 1)
+        control = control_variate(game, rounds, effects)
+        psi = estimate(spec.estimator, game, control, half, spec.seed, spec.sample_trials or 1)
         if psi is None and half < spent + left:  # half buys nothing (exact, a whole permutation): all of it
-            psi = estimate(spec.estimator, game, effects, spent + left, spec.seed, spec.sample_trials or 1)
+            psi = estimate(spec.estimator, game, control, spent + left, spec.seed, spec.sample_trials or 1)
         if psi is None or game.evaluator_calls == spent:
             break
         rounds.append(verify(game, psi, tol, VERIFY_RESERVE, spec.estimator))
