@@ -71,3 +71,49 @@ def test_recover_reads_the_replacement_from_its_staged_version(tmp_path: Path):
     got = store.get("p2")
     assert got.state in ("servable", "republished") and got.content["text"] == SECRET and got.meta == {"by": "user"}
     assert "Oberkampf" not in _events_text(db)
+
+
+MARKER = "tool_ref_4471_oberkampf"  # a tool name only the migrate event's interface holds
+
+
+def _migrate() -> dict:
+    doc = json.loads((DATA / "event-migrate.json").read_text())
+    doc["interface"]["tools"][MARKER] = {"params": {"city": "string"}, "required": ["city"]}
+    return doc
+
+
+def test_migrate_interface_is_not_copied_into_events(tmp_path: Path):
+    """Issue 25: a migrate event's interface κ_e was copied into ``events.event`` and ``events.plan``
+    (pinned by the audit chain); it is kept as a reference to the root version its barrier staged."""
+    db = _imported(tmp_path)
+    ev = tmp_path / "migrate.json"
+    ev.write_text(json.dumps(_migrate()))
+    r = CliRunner().invoke(main, ["repair", "--policy", POLICY, "--store", db, "--event", str(ev)])
+    assert r.exit_code == 0, r.output
+    assert MARKER not in _events_text(db)
+    store = Store.open(db)
+    assert MARKER in store.get("api-weather-v1").content["tools"]  # the version the event created holds it
+    stored = store.event()["event"]
+    assert "interface" not in stored and stored["interface_refs"]["api-weather-v1"]["stored_version"] == 2
+    assert CliRunner().invoke(main, ["audit", "--store", db, "--check"]).exit_code == 0
+
+
+def test_recover_reads_the_interface_from_its_staged_version(tmp_path: Path):
+    """A migrate interrupted after its barrier completes from the interface its staged root version holds."""
+    db = _imported(tmp_path)
+    done = _imported(tmp_path / "ref") if (tmp_path / "ref").mkdir() is None else ""
+    ev = tmp_path / "migrate.json"
+    ev.write_text(json.dumps(_migrate()))
+    r = CliRunner().invoke(main, ["repair", "--policy", POLICY, "--store", done, "--event", str(ev)])
+    assert r.exit_code == 0, r.output
+    store = Store.open(db)
+    policy = load_policy_source(POLICY).policy
+    plan = compute_plan(policy, store, parse_event(_migrate(), store.snapshot()))
+    barrier(store, policy, plan)  # a crash right after the barrier
+    assert MARKER not in _events_text(db)
+    store.close()
+    store = Store.open(db)
+    assert recover(store) is not None
+    assert MARKER not in _events_text(db)
+    want = {a.id: a.content for a in Store.open(done).serve()}
+    assert {a.id: a.content for a in store.serve()} == want  # as an uninterrupted run

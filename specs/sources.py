@@ -71,15 +71,26 @@ def check_transition_source(doc: Mapping[str, Any], store: Storage, policy_doc: 
 
 def _event_key(event: Mapping[str, Any]) -> str:
     """An event document compared by what it says: a replacement by id, kind, arch and content digest,
-    whether it is given whole (a plan) or as the reference the store keeps (``stored_version``)."""
+    a migrate interface by root and digest, whether given whole (a plan) or as the reference the store
+    keeps (``stored_version``, ``interface_refs``)."""
     import json
 
     from memsteward.repair.writes import content_digest
 
+    out = dict(event)
     reps = [{"id": o["id"], "kind": o["kind"], "arch": o.get("arch"),
              "sha256": o["sha256"] if "stored_version" in o else content_digest(o.get("content"))}
             for o in event.get("replacements", [])]
-    return json.dumps({**event, "replacements": reps} if reps else dict(event), sort_keys=True)
+    if reps:
+        out["replacements"] = reps
+    if "interface" in out or "interface_refs" in out:
+        roots = list(event["roots"])
+        whole = out.pop("interface", None)
+        given = {} if whole is None else (dict(whole) if len(roots) > 1 else {roots[0]: whole})
+        digests = {r: content_digest(i) for r, i in given.items()}
+        digests.update({r: ref["sha256"] for r, ref in (out.pop("interface_refs", None) or {}).items()})
+        out["interface_sha256"] = digests
+    return json.dumps(out, sort_keys=True)
 
 
 def _recorded_event(store: Reader, doc: Mapping[str, Any]) -> dict[str, Any] | None:

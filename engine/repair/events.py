@@ -12,8 +12,8 @@ erased at publication (with everything built from it), as a delete would.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import InputError
@@ -34,6 +34,9 @@ class Event:
     replacements: tuple[Artifact, ...] = ()
     interfaces: Mapping[str, Any] = field(default_factory=dict)
     privacy: bool = False  # a correct event whose superseded content must be erased (like a delete)
+    # a migrate event read back from the store: root → {stored_version, sha256}, the version its
+    # barrier staged holding κ_e (:func:`referenced`); :func:`with_interfaces` reads them back
+    interface_refs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     @property
     def replacement_ids(self) -> frozenset[str]:
@@ -48,6 +51,8 @@ class Event:
                                 else self.interfaces[self.roots[0]])
         if self.privacy:
             out["privacy"] = True
+        if self.interface_refs:
+            out[INTERFACE_REFS] = {r: dict(ref) for r, ref in sorted(self.interface_refs.items())}
         return out
 
 
@@ -197,26 +202,51 @@ def _interfaces(doc: dict, etype: str, roots: list[str], file: str) -> dict[str,
 
 STORED_VERSION = "stored_version"
 """The key of a replacement the store keeps as a reference: the version its barrier staged."""
+INTERFACE_REFS = "interface_refs"
+"""The field of a stored migrate event that replaces ``interface``: root → reference to its staged version."""
 
 
 def referenced(doc: Mapping[str, Any], versions: Mapping[str, int]) -> dict[str, Any]:
     """The event document as the store keeps it (issue 25): each replacement X_Δ that the barrier
     staged as version ``versions[id]`` becomes a reference — id, kind, arch, that version and the
-    content's SHA-256 — so its text lives in ``versions`` only (where a later delete erases it), never in
-    ``events``. A replacement already held as a reference stays as it is."""
+    content's SHA-256 — and so does each migrate interface κ_e (``interface_refs``: root → version and
+    digest, in place of ``interface``), so their text lives in ``versions`` only (where a later delete
+    erases it), never in ``events``. What is already held as a reference stays as it is."""
     from .writes import content_digest
 
+    out = dict(doc)
     reps = doc.get("replacements")
-    if not reps:
-        return dict(doc)
-    out = []
-    for o in reps:
-        if STORED_VERSION in o or o["id"] not in versions:
-            out.append(o)
-            continue
-        ref = {k: o[k] for k in ("id", "kind", "arch") if o.get(k) is not None}
-        out.append({**ref, STORED_VERSION: int(versions[o["id"]]), "sha256": content_digest(o.get("content"))})
-    return {**doc, "replacements": out}
+    if reps:
+        kept = []
+        for o in reps:
+            if STORED_VERSION in o or o["id"] not in versions:
+                kept.append(o)
+                continue
+            ref = {k: o[k] for k in ("id", "kind", "arch") if o.get(k) is not None}
+            kept.append({**ref, STORED_VERSION: int(versions[o["id"]]), "sha256": content_digest(o.get("content"))})
+        out["replacements"] = kept
+    if doc.get("type") == "migrate" and "interface" in doc:
+        roots = list(doc["roots"])
+        whole = dict(doc["interface"]) if len(roots) > 1 else {roots[0]: doc["interface"]}
+        refs = dict(doc.get(INTERFACE_REFS) or {})
+        refs.update({r: {STORED_VERSION: int(versions[r]), "sha256": content_digest(i)}
+                     for r, i in whole.items() if r in versions})
+        left = {r: i for r, i in whole.items() if r not in versions}
+        del out["interface"]
+        if left:
+            out["interface"] = left if len(roots) > 1 else left[roots[0]]
+        out[INTERFACE_REFS] = dict(sorted(refs.items()))
+    return out
+
+
+def with_interfaces(event: Event, content_of: Callable[[str, int], Any]) -> Event:
+    """A migrate event read back from the store with its interfaces κ_e again: each reference's
+    content read from its staged version (``content_of(root, version)``, e.g. the store's
+    ``version_of``). Anything else is returned as it is."""
+    if not event.interface_refs:
+        return event
+    found = {r: content_of(r, int(ref[STORED_VERSION])) for r, ref in event.interface_refs.items()}
+    return replace(event, interfaces={**event.interfaces, **found}, interface_refs={})
 
 
 def _stored_replacement(o: Mapping[str, Any]) -> Artifact:
@@ -232,7 +262,8 @@ def event_from_dict(doc: dict, snapshot: Snapshot | None = None) -> Event:
     reps = tuple(_stored_replacement(o) for o in doc.get("replacements", []))
     raw = doc.get("interface")
     interfaces = {} if raw is None else (dict(raw) if len(roots) > 1 else {roots[0]: raw})
-    return Event(doc["type"], roots, reps, interfaces, bool(doc.get("privacy", False)))
+    return Event(doc["type"], roots, reps, interfaces, bool(doc.get("privacy", False)),
+                 dict(doc.get(INTERFACE_REFS) or {}))
 
 
 def dumps(event: Event) -> str:

@@ -23,7 +23,7 @@ from ..store.api import BarrierSpec, OracleReport, Provenance, PublishSpec, Repa
 from ..store.connection import db_errors
 from .artifacts import SERVABLE_STATES, Artifact, Snapshot, artifact_field_problem
 from .candidates import Candidate
-from .events import Event
+from .events import Event, with_interfaces
 from .executors import Executor, LocalPool, Serialized, Shared, executor_from, prepare
 from .operators import OperatorError, OperatorRegistry, RepairContext, Successor, operators_for
 from .oracles import OracleInput, OracleRegistry, validate
@@ -225,8 +225,18 @@ def recover(store: RepairLog, operators: OperatorRegistry | None = None,
     if not store.take_event(event_id):  # one writer per event: a live holder makes this raise EventHeld
         return None  # completed meanwhile by the process that held it
     policy = policy_of_document(policy_doc)
-    return resume(store, event_id, policy, TransitionPlan.from_json(plan_doc), operators, oracles, executor,
-                  progress)
+    plan = TransitionPlan.from_json(plan_doc)
+    # a migrate's interfaces are kept as references to the root versions its barrier staged
+    plan = plan.replace(event=with_interfaces(plan.event, lambda r, v: _content_at(store, r, v)))
+    return resume(store, event_id, policy, plan, operators, oracles, executor, progress)
+
+
+def _content_at(store: RepairLog, ident: str, version: int) -> Any:
+    found = store.version_of(ident, version)
+    if found is None:
+        raise InputError(f"the stored event refers to version {version} of {ident!r}, which the store does not "
+                         "hold", file=store.path, field=f"interface_refs.{ident}")
+    return found.content
 
 
 def _interface(parents: list[str], event: Event, available: Mapping[str, Artifact]) -> dict[str, Any]:

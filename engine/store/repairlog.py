@@ -135,8 +135,11 @@ class Transitions(Transfer):
         return version
 
     def _event_versions(self, event_id: int, event: Mapping[str, Any]) -> dict[str, int]:
-        """The version the event's barrier staged for each replacement still held as a copy."""
+        """The version the event's barrier staged for each replacement or migrate interface still held
+        as a copy."""
         ids = [o["id"] for o in event.get("replacements", ()) if STORED_VERSION not in o]
+        if "interface" in event:
+            ids += list(event["roots"])
         if not ids:
             return {}
         return {i: int(v) for i, v in self.conn.execute(

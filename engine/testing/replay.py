@@ -34,7 +34,7 @@ from ..errors import InputError
 from ..policy.model import Policy
 from ..repair.artifacts import Artifact, Snapshot
 from ..repair.closure import DEFAULT_BACKEND
-from ..repair.events import STORED_VERSION, Event, event_from_dict, load_event
+from ..repair.events import INTERFACE_REFS, STORED_VERSION, Event, event_from_dict, load_event
 from ..repair.execute import run_event
 from ..repair.plan import TransitionPlan
 from ..store.api import Storage
@@ -129,20 +129,32 @@ def recorded_events(store: Storage) -> list[dict[str, Any]]:
 
 
 def _inlined(store: Storage, doc: dict[str, Any]) -> dict[str, Any]:
-    """The event with each replacement the store keeps by reference (its staged version) read back
-    into content and meta, as it was given; a version a later delete erased stays a reference."""
+    """The event with each replacement and migrate interface the store keeps by reference (its staged
+    version) read back into content (and meta), as it was given; a version a later delete erased stays
+    a reference."""
+    def kept(ident: str, version: int) -> Artifact | None:
+        if store.is_erased(ident, version):
+            return None
+        found = store.version_of(ident, version)
+        return found if found is not None and found.content is not None else None
+
+    out = dict(doc)
     reps = doc.get("replacements")
-    if not reps:
-        return doc
-    out = []
-    for o in reps:
-        if STORED_VERSION in o and not store.is_erased(o["id"], int(o[STORED_VERSION])):
-            kept = store.version_of(o["id"], int(o[STORED_VERSION]))
-            if kept is not None and kept.content is not None:
-                o = {**{k: o[k] for k in ("id", "kind", "arch") if o.get(k) is not None},
-                     "content": kept.content, "meta": dict(kept.meta)}
-        out.append(o)
-    return {**doc, "replacements": out}
+    if reps:
+        inlined = []
+        for o in reps:
+            if STORED_VERSION in o and (k := kept(o["id"], int(o[STORED_VERSION]))) is not None:
+                o = {**{key: o[key] for key in ("id", "kind", "arch") if o.get(key) is not None},
+                     "content": k.content, "meta": dict(k.meta)}
+            inlined.append(o)
+        out["replacements"] = inlined
+    refs = doc.get(INTERFACE_REFS)
+    if refs:
+        found = {r: k.content for r, ref in refs.items() if (k := kept(r, int(ref[STORED_VERSION]))) is not None}
+        if len(found) == len(refs):
+            del out[INTERFACE_REFS]
+            out["interface"] = found if len(doc["roots"]) > 1 else found[doc["roots"][0]]
+    return out
 
 
 def unknown_meta(store: Storage) -> frozenset[str]:
