@@ -177,6 +177,30 @@ def test_a_staged_step_keeps_its_version_when_its_outcome_is_recorded(store_fact
                                                       (1, second, plan.modes[second], "blocked")]
 
 
+def test_publication_withdraws_what_was_staged_and_not_republished(store_factory):
+    """At publication a successor left staged (its step not republished) and a failed one go back to
+    withdrawn without a staged version; artifacts outside C(F) are not touched (the UPDATE reads the
+    barrier's rows only)."""
+    from memsteward.store.api import PublishSpec
+
+    store = store_factory()
+    policy, event, plan = _planned(store, 40)
+    store.record({"id": "elsewhere", "kind": "record", "content": "not in the cascade"})
+    outside = {i: s for i, s in store.states().items() if i not in set(plan.barrier)}
+    eid = store.barrier(BarrierSpec(plan.to_json(), policy_document(policy), root_successors(event, store), store.generation()))
+    first, second = plan.order[0], plan.order[1]
+    store.stage(eid, first, "successor", {})
+    store.record_step(eid, first, "failed", [])
+    store.stage(eid, second, "successor", {})
+    assert store.states()[second][0] == "staged" and store.staged(first) is not None
+    store.publish(PublishSpec(eid, [], [], plan.to_json()))
+    states = store.states()
+    assert states[first][0] == states[second][0] == "withdrawn"
+    assert store.staged(first) is None and store.staged(second) is None
+    assert "staged" not in {s for s, _ in states.values()}
+    assert {i: states[i] for i in outside} == outside and outside
+
+
 def test_a_plain_stored_plan_still_reads(store_factory):
     store = store_factory()
     policy, event, plan = _planned(store, 40)

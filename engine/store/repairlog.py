@@ -250,8 +250,11 @@ class Transitions(Transfer):
             gone = self._erase_versions(event_id, targets, frozenset(tombstone) | frozenset(erase))
             for ident in erase:
                 c.execute("UPDATE artifacts SET state = 'erased', staged_version = NULL WHERE id = ?", (ident,))
-            c.execute("UPDATE artifacts SET state = 'withdrawn' WHERE state = 'staged'")
-            c.execute("UPDATE artifacts SET staged_version = NULL WHERE state = 'withdrawn'")
+            # successors staged but not republished go back to withdrawn, and no withdrawn one keeps a staged
+            # version: only C(F) (the barrier) can hold either, so only its rows are read (cost ∝ the cascade)
+            c.execute("UPDATE artifacts SET state = 'withdrawn', staged_version = NULL WHERE id IN "
+                      "(SELECT value FROM json_each(?)) AND state IN ('staged', 'withdrawn')",
+                      (json.dumps(list(plan_doc["barrier"])),))
             self._reindex(set(republish) | set(targets))  # successors' content in, erased content out
             final = stored_plan({**plan_doc, "event": referenced(plan_doc["event"],
                                                                  self._event_versions(event_id, plan_doc["event"]))})
