@@ -321,3 +321,30 @@ def test_the_loo_control_variate_is_dropped_until_a_verified_removal_recovers() 
     admissible = budgeted.verify(free, faults_first, spec.harm_tolerance, None)
     assert admissible.selected == 2
     assert budgeted.control_variate(free, [*rounds, admissible], plan.loo) == dict(plan.loo)
+
+
+def test_the_pair_score_singles_out_a_redundant_pair_from_held_samples() -> None:
+    """With no removal recovering, the held coalitions that omit both faults are the ones that succeed,
+    so the pair score picks the pair; ranked first, the pair is C_2 of its chain and verifies."""
+    ids = [f"m{i}" for i in range(1, 9)]
+    faults = {"m3", "m6"}
+    game = table_game(ids, lambda s: float("m1" in s and not (s & faults)), trials=2)
+    game.values([game.grand - {i} for i in ids], 1)  # the one-trial screen: every d_i = 0
+    game.values([frozenset({"m1", x, y}) for x, y in (("m2", "m4"), ("m5", "m7"), ("m3", "m8"), ("m6", "m2"))], 1)
+    psi = {i: 0.0 for i in ids}
+    assert budgeted.best_pair(game, psi) == ("m3", "m6")
+    r = budgeted.verify(game, budgeted.pair_first(game, psi, ("m3", "m6")), 0.05, None, "pair")
+    assert set(r.chain[:2]) == faults and r.selected == 2 and r.best_gain == 1.0
+
+
+def test_a_pair_the_samples_point_at_is_verified_before_the_chain_reaches_it() -> None:
+    """K = 10, B = 64: the stratified chains' first candidates do not recover; the pair round verifies
+    the redundant pair itself (the search without it removes a third memory with the pair)."""
+    case = next(c for c in _cases(10, n=12) if c.name == "syn-10-redundant-0000.1")
+    spec = ClearanceSpec(retrieval_budget=10, search="budgeted", call_budget=64, estimator="stratified")
+    game = case_game(case, spec)
+    plan = run_budgeted(game, spec)
+    assert plan.estimator == "pair" and plan.selected == 2
+    assert set(plan.removed) == set(case.faults) and plan.recovered and plan.stop == "verified"
+    assert plan.evaluator_calls <= 64
+    _g3(game, plan)

@@ -13,6 +13,9 @@ call of the query (screen, estimation, verification) is paid from B, and candida
    screen and the verifications paid for — then the new chain is verified from C_1 on. Before
    each round, a LOO coalition a verification has read at ``trials`` replaces its one-trial d_i
    (:func:`refreshed`); when that changes d, its chain is verified again first (adaptive LOO).
+   While no verified removal recovers, d is not the estimator's control variate
+   (:func:`control_variate`), and after each estimation round the pair the held samples point at
+   (:func:`best_pair`: a redundant pair masks both LOO effects) is verified as a chain of its own.
 4. **Stop** as soon as an admissible candidate reaches the gain ceiling 1 − v̂(M) (no candidate
    can do better, so Eq. 20's ĵ is found exactly), or when B is spent. With
    ``after_verified: refine`` the rounds go on after the ceiling until B is spent or an estimate
@@ -28,6 +31,7 @@ at the ceiling; no call is made beyond B.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -41,7 +45,7 @@ from .attribution import (
     sampled_contribution,
     screen,
 )
-from .game import Game
+from .game import Coalition, Game
 from .plan import ClearancePlan, frozen_map
 from .selection import EPS, chain, harmful
 from .shapiq_games import PREFIX, shapiq_contribution
@@ -223,6 +227,48 @@ def refreshed(game: Game, effects: Mapping[str, float]) -> dict[str, float]:
     return out
 
 
+def held_values(game: Game) -> dict[Coalition, float]:
+    """v̂ of every coalition this view holds — at the game's trials where it has them, else its
+    sampled read — without a call (a verification call is a coalition sample too)."""
+    return {c: game.value(c) if game.holds_full(c) else game.values([c], 1)[0] for c in game.seen}
+
+
+def pair_score(held: Mapping[Coalition, float], full: Coalition, a: str, b: str) -> float | None:
+    """How much better the held coalitions that omit both a and b fare than those holding either:
+    mean v̂ over non-empty S ∌ a, b minus mean v̂ over S ∋ a or b (S ≠ M); None without both kinds.
+    A redundant pair {a, b} (Eq. 8: either sustains the failure) is the pair this separates most."""
+    out = [v for c, v in held.items() if c and a not in c and b not in c]
+    inn = [v for c, v in held.items() if c != full and (a in c or b in c)]
+    return sum(out) / len(out) - sum(inn) / len(inn) if out and inn else None
+
+
+def best_pair(game: Game, psi: Mapping[str, float]) -> tuple[str, str] | None:
+    """The pair {a, b} not yet verified whose :func:`pair_score` on the held samples is largest
+    (ties: the smaller ψ̂_a + ψ̂_b, then ψ̂ order); None when no pair is scored."""
+    held, full = held_values(game), game.grand
+    order = sorted(game.players, key=lambda i: (psi[i], game.players.index(i)))
+    best: tuple[str, str] | None = None
+    key = (-math.inf, -math.inf)
+    for x, a in enumerate(order):
+        for b in order[x + 1:]:
+            if game.holds_full(full - {a, b}):
+                continue
+            score = pair_score(held, full, a, b)
+            if score is not None and (score, -(psi[a] + psi[b])) > key:
+                best, key = (a, b), (score, -(psi[a] + psi[b]))
+    return best
+
+
+def pair_first(game: Game, psi: Mapping[str, float], pair: tuple[str, str]) -> dict[str, float]:
+    """ψ̂ with the pair ranked below every other memory, so the chain's C_2 is the pair; its member
+    whose LOO coalition is already read at the game's trials comes first (C_1 is then free)."""
+    a, b = pair
+    if game.holds_full(game.grand - {b}) and not game.holds_full(game.grand - {a}):
+        a, b = b, a
+    floor = min(0.0, *psi.values()) - 1.0
+    return {**psi, a: floor - 1.0, b: floor}
+
+
 def control_variate(game: Game, rounds: list[Round], effects: Mapping[str, float]) -> dict[str, float]:
     """The LOO effects d as the estimator's control variate once some verified candidate is admissible,
     else 0 for every memory: when no removal the rounds so far verified recovers, d explained none of
@@ -271,11 +317,20 @@ def search(game: Game, spec: ClearanceSpec, effects: Mapping[str, float]) -> tup
         rounds.append(verify(game, psi, tol, VERIFY_RESERVE, spec.estimator))
         if at_ceiling(game, rounds[-1]) and not refine:
             return rounds, "verified"
+        pair = None if any(r.selected > 0 for r in rounds) else best_pair(game, psi)
+        if pair is not None:  # no removal recovers yet: verify the pair the samples point at, early
+            rounds.append(verify(game, pair_first(game, psi, pair), tol, VERIFY_RESERVE, "pair"))
+            if at_ceiling(game, rounds[-1]) and not refine:
+                return rounds, "verified"
     if any(at_ceiling(game, r) for r in rounds):  # refine: the best round already reached the ceiling
         return rounds, "verified"
     last = best_round(rounds)
     rounds.append(verify(game, last.contribution, tol, None, last.source))  # the rest of B on the best chain
     return rounds, "verified" if at_ceiling(game, rounds[-1]) else "budget"
+
+
+SOURCES = {"loo": "the LOO effects d (round 0)",
+           "pair": "a pair verified early (the held samples' pair score, no removal recovering before)"}
 
 
 def run_budgeted(game: Game, spec: ClearanceSpec) -> ClearancePlan:
@@ -299,4 +354,4 @@ def run_budgeted(game: Game, spec: ClearanceSpec) -> ClearancePlan:
         coalitions_evaluated=game.coalitions_evaluated, evaluator_calls=game.evaluator_calls,
         harm_tolerance=spec.harm_tolerance, estimator=r.source,
         notes=(f"budgeted search: {len(rounds)} round(s), B = {budget} calls; the chain is ranked by "
-               f"{'the LOO effects d (round 0)' if r.source == 'loo' else spec.estimator}",))
+               f"{SOURCES.get(r.source, spec.estimator)}",))
