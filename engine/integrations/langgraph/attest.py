@@ -4,40 +4,73 @@ memsteward's own attestation (:func:`memsteward.attest`) proves what happened in
 adapter event also promises something about the wrapped store, checked here by reading it around the
 adapter:
 
-* ``wrapped-values``: no value the wrapped store holds carries a fingerprint of the erased content
-  (:func:`memsteward.repair.erasure.fingerprints`: windows of every erased string of 16+ characters);
+* ``wrapped-values``: no value the wrapped store holds carries text found only in the erased content;
 * ``wrapped-vectors``: every vector the wrapped store holds belongs to an item it holds, at a field
   path that item's current value has (a vector of a removed item or of a dropped field is stale:
   it was embedded from content that is gone);
 * ``wrapped-files``: the wrapped store's files (SQLite database and WAL; PostgreSQL relation files
-  when the server's data directory is readable here) hold none of the fingerprints.
+  when the server's data directory is readable here) hold none of that text. Each file is read once
+  (:func:`memsteward.shred.deepscan.scan_file`, the matcher of ``audit --deep``), whatever the
+  number of needles. When no file could be read (a remote PostgreSQL server) the check is
+  ``unverified``, never ``pass``;
+* ``wrapped-wal-backups`` (file-backed stores only): always ``unverified``. The wrapped store keeps
+  its values in plaintext (memsteward's own store is sealed under destroyable keys; LangGraph's
+  tables are not), so PostgreSQL's WAL segments, WAL archive, streaming replicas, base backups and
+  ``pg_dump`` files — or any copy of a ``SqliteStore`` file — keep a deleted row for as long as they
+  are kept. Nothing here reads them (docs/langgraph.md says what to do about them).
 
-The fingerprints are taken from the content before the event erased it, and kept by the adapter
-in memory (``GovernedStore.fingerprints``): the store keeps only digests. An attestation asked of an
-event this process did not run gets ``ok: false`` for the wrapped-store checks, saying why.
+The needles (:func:`erased_needles`) are the windows of the erased strings (:func:`memsteward.shred.
+deepscan.windows`, no budget), in their UTF-8 and JSON-escaped forms, minus the windows that also
+occur in what the event kept (the republished successors, a corrected root's new value): text the
+repair kept is not evidence. They are taken from the content before the event erased it and kept by
+the adapter in memory (``GovernedStore.fingerprints``): the store keeps only digests. An attestation
+asked of an event this process did not run gets ``ok: false`` for the value and file checks, saying why.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
 from ...repair.attestation import attest as store_attest
-from ...repair.erasure import scan
-from .physical import files, raw_items, vector_rows
+from ...shred.deepscan import ByteMatcher, Needles, build_needles, scan_file
+from .physical import files, is_postgres, raw_items, vector_rows
 
 if TYPE_CHECKING:
     from .store import GovernedStore
 
-__all__ = ["attest", "stale_vectors"]
+__all__ = ["RESIDUE", "attest", "erased_needles", "stale_vectors"]
+
+RESIDUE = {
+    "postgresql": ("not read: the server's WAL segments (pg_wal), any WAL archive, streaming replicas, base "
+                   "backups and pg_dump files of this database keep the deleted rows in plaintext (LangGraph's "
+                   "tables are not sealed) until they are recycled, expired or deleted"),
+    "sqlite": ("not read: copies of the SQLite file (backups, snapshots, replicas) keep the deleted rows in "
+               "plaintext until they are deleted"),
+}
+"""What the wrapped store's erasure cannot reach and this attestation does not read, by backend."""
 
 
-def _check(name: str, ok: bool, detail: str) -> dict[str, Any]:
-    """One check, in the shape of :func:`memsteward.attest`'s (``check``, ``ok``, ``status``, ``detail``)."""
-    return {"check": name, "ok": ok, "status": "pass" if ok else "fail", "detail": detail}
+def _check(name: str, ok: bool, detail: str, looked: bool = True) -> dict[str, Any]:
+    """One check, in the shape of :func:`memsteward.attest`'s (``check``, ``ok``, ``status``, ``detail``):
+    a check that could not look is ``unverified`` (``ok`` stays true), never ``pass``."""
+    status = ("pass" if looked else "unverified") if ok else "fail"
+    return {"check": name, "ok": ok, "status": status, "detail": detail}
+
+
+def erased_needles(erased: Mapping[str, Any], kept: Sequence[Any]) -> Needles:
+    """The needles of ``erased`` (label → erased content; a content that joins governed strings with
+    newlines is also split into them, as the wrapped value holds them apart) minus the windows
+    that also occur in the ``kept`` contents (see the module docstring)."""
+    parts: dict[str, Any] = {}
+    for label, content in erased.items():
+        parts[label] = content
+        if isinstance(content, str) and "\n" in content:
+            parts.update({f"{label}#{k}": p for k, p in enumerate(content.split("\n"))})
+    return build_needles(parts, kept)
 
 
 def _paths(value: Any, fields: Sequence[str]) -> set[str]:
@@ -71,15 +104,36 @@ def stale_vectors(gs: GovernedStore) -> list[tuple[tuple[str, ...], str, str]]:
     return out
 
 
-def _files_check(gs: GovernedStore, eid: int, needles: Sequence[bytes]) -> dict[str, Any]:
-    """``wrapped-files``: the scan of the wrapped store's files (no CHECKPOINT when a clean
+def _backend(inner: Any) -> str | None:
+    """``"postgresql"``, ``"sqlite"`` (a file) or None (nothing of the store is on disk here)."""
+    if is_postgres(inner):
+        return "postgresql"
+    return "sqlite" if files(inner, checkpoint=False) else None
+
+
+def _values_check(gs: GovernedStore, needles: Needles) -> dict[str, Any]:
+    """``wrapped-values``: every value read around the adapter, matched in one pass."""
+    texts = [json.dumps(it.value, ensure_ascii=False).encode("utf-8") for it in raw_items(gs.inner)]
+    found: set[bytes] = set()
+    if texts and needles.words:
+        ByteMatcher(needles.words).find(memoryview(b"\n".join(texts)), found)
+    return _check("wrapped-values", not found, f"{len(texts)} values read around the adapter; {len(found)} of "
+                  f"{len(needles.words)} needles of the erased text found")
+
+
+def _files_check(gs: GovernedStore, eid: int, needles: Needles, backend: str | None) -> dict[str, Any]:
+    """``wrapped-files``: each of the wrapped store's files read once (no CHECKPOINT when a clean
     ``VACUUM FULL`` ran after this event: :func:`.physical.files`)."""
+    if backend is None:
+        return _check("wrapped-files", True, "in-memory store: no file holds its values")
     fresh = gs.clean_through is not None and gs.clean_through >= eid
     paths = files(gs.inner, checkpoint=not fresh)
-    result = scan(paths, needles) if paths and needles else {"found": 0}
-    found_in = result.get("found") or {}
-    hits = sum(found_in.values()) if isinstance(found_in, dict) else int(found_in)
-    detail = f"{len(paths)} file(s) scanned; {hits} fingerprint hit(s)"
+    if not paths:
+        return _check("wrapped-files", True, "the server's data directory is not readable by this process: "
+                      "the relation files were not scanned", looked=False)
+    scanned = [scan_file(p, needles) for p in paths]
+    hits = sum(n for f in scanned for n in f["found"].values())
+    detail = f"{len(paths)} file(s) scanned ({sum(f['bytes'] for f in scanned)} bytes); {hits} needle hit(s)"
     held = gs.last_scrub.get("held_by")
     if hits and held:
         detail += (f"; VACUUM FULL had to keep deleted rows: {len(held)} session(s) of the database (pid "
@@ -88,23 +142,24 @@ def _files_check(gs: GovernedStore, eid: int, needles: Sequence[bytes]) -> dict[
     return _check("wrapped-files", hits == 0, detail)
 
 
-def attest(gs: GovernedStore, event_id: int | None = None, needles: Sequence[bytes] | None = None) -> dict[str, Any]:
-    """memsteward's attestation of the event plus the three wrapped-store checks; ``ok`` is all of them."""
+def attest(gs: GovernedStore, event_id: int | None = None, needles: Needles | None = None) -> dict[str, Any]:
+    """memsteward's attestation of the event plus the wrapped-store checks; ``ok`` is all of them
+    (``unverified`` checks do not fail it, and are listed under ``unverified``)."""
     out = store_attest(gs.store, event_id)
     eid = out["event"]["id"]
     found = needles if needles is not None else gs.fingerprints.get(eid)
+    backend = _backend(gs.inner)
     checks = []
     if found is None:
         why = "the erased content's fingerprints are not known to this process (the event ran elsewhere)"
         checks += [_check(n, False, why) for n in ("wrapped-values", "wrapped-files")]
     else:
-        texts = [json.dumps(it.value, ensure_ascii=False) for it in raw_items(gs.inner)]
-        hits = sum(1 for t in texts for n in found if n.decode("utf-8", "ignore") in t)
-        checks.append(_check("wrapped-values", hits == 0,
-                             f"{len(texts)} values read around the adapter; {hits} fingerprint hit(s)"))
-        checks.append(_files_check(gs, eid, found))
+        checks += [_values_check(gs, found), _files_check(gs, eid, found, backend)]
     stale = stale_vectors(gs)
     checks.append(_check("wrapped-vectors", not stale, f"{len(stale)} stale vector(s)"))
+    if backend is not None:
+        checks.append(_check("wrapped-wal-backups", True, RESIDUE[backend], looked=False))
     out["checks"] = list(out["checks"]) + checks
     out["ok"] = all(c["ok"] for c in out["checks"])
+    out["unverified"] = [c["check"] for c in out["checks"] if c.get("status") == "unverified"]
     return out

@@ -16,11 +16,11 @@ from langgraph.store.base import GetOp, PutOp
 
 from ...repair.artifacts import Artifact
 from ...repair.closure import DEFAULT_BACKEND
-from ...repair.erasure import fingerprints
 from ...repair.events import parse_event
 from ...repair.execute import run_event
 from ...repair.operators import OperatorRegistry
 from ...repair.plan import TransitionPlan
+from .attest import erased_needles
 from .guard import ReadGuard
 from .physical import scrub
 from .reembed import precomputed, vectors_of
@@ -52,17 +52,18 @@ class EventSync(ReadGuard):
         return plan
 
     def remember_erased(self, before: Mapping[str, Artifact], corrected: bool) -> None:
-        """Keep the fingerprints of what the latest event erased (for :meth:`attest`)."""
+        """Keep the needles of what the latest event erased (for :meth:`attest`), minus the text it
+        kept (:func:`.attest.erased_needles`: the current content of every member still servable)."""
         event = self.store.event()
         if event is None:
             return
         self.last_event_id = int(event["id"])
         gone = self.store.unservable_of(list(before))
-        erased = [a.content for i, a in before.items() if gone.get(i) == "erased"]
+        erased = {i: a.content for i, a in before.items() if gone.get(i) == "erased"}
         if corrected and self.erase_corrected:
-            erased += [before[r].content for r in event["event"]["roots"] if r in before]
-        pieces = [p for c in erased for p in (c.split("\n") if isinstance(c, str) else [c])]
-        self.fingerprints[int(event["id"])] = fingerprints(erased + pieces)
+            erased.update({f"{r}@old": before[r].content for r in event["event"]["roots"] if r in before})
+        kept = self.store.artifacts_of([i for i in before if i not in gone]) if erased else {}
+        self.fingerprints[int(event["id"])] = erased_needles(erased, [a.content for a in kept.values()])
 
     def scrub(self) -> dict[str, Any]:
         """Rewrite the wrapped store's files without deleted rows (:func:`.physical.scrub`)."""

@@ -24,6 +24,7 @@ from ...repair.artifacts import SERVABLE_STATES
 from ...repair.operators import OperatorRegistry
 from ...repair.oracles import OracleRegistry
 from ...repair.plan import TransitionPlan
+from ...shred.deepscan import Needles
 from ...store.api import Storage
 from .identity import ItemIds
 from .sync import Address
@@ -48,7 +49,7 @@ class ReadGuard:
     erase_corrected: bool
     scrub_files: bool
     snapshot_wait: float
-    fingerprints: dict[int, list[bytes]]
+    fingerprints: dict[int, Needles]
     ids: ItemIds
     operators: OperatorRegistry | None
     registry: OperatorRegistry

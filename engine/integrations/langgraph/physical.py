@@ -14,8 +14,9 @@ no session of the database holds a snapshot older than the deletes, then rewrite
 still holding one when the wait ends are reported (``held_by``), and the attestation names them.
 
 :func:`raw_items` and :func:`files` give what an attestation reads: every value (read around the
-adapter), every vector row, and the files of the tables. PostgreSQL's WAL segments and backups live
-on the server and are not covered.
+adapter), every vector row, and the files of the tables. PostgreSQL's WAL segments, archive, replicas
+and backups (and copies of a SQLite file) keep deleted rows in plaintext and are not read: the
+attestation says so (``wrapped-wal-backups: unverified``, :mod:`.attest`).
 """
 
 from __future__ import annotations

@@ -40,6 +40,7 @@ from ...repair.closure import DEFAULT_BACKEND, preload
 from ...repair.operators import OperatorRegistry, operators_for
 from ...repair.oracles import OracleRegistry
 from ...repair.reingest import REINGEST_RULES
+from ...shred.deepscan import Needles
 from ...store.api import Storage
 from .guard import REVIEW_KEY
 from .identity import ItemIds
@@ -119,7 +120,7 @@ class GovernedStore(WritePath, BaseStore):
         self.erase_corrected = erase_corrected
         self.scrub_files = scrub_files
         self.snapshot_wait = snapshot_wait
-        self.fingerprints: dict[int, list[bytes]] = {}
+        self.fingerprints: dict[int, Needles] = {}
         self.ids = ItemIds.from_env(id_key)
         self.operators = operators
         self.registry = reembedding(operators or operators_for(policy), getattr(inner, "embeddings", None))
