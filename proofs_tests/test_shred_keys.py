@@ -35,6 +35,28 @@ def test_envelope_round_trip_and_binding():
         envelope.open_text(dek, "ms1:" + base64.b64encode(bytes(raw)).decode(), aad)
 
 
+def test_batch_sealing_and_wrapping_draw_fresh_nonces_and_keys():
+    """A batch sealed or wrapped at once (one ``os.urandom`` draw sliced per row) opens field by field
+    as single seals do, and no nonce or DEK repeats within it."""
+    w = envelope.Wrapper(envelope.new_dek(), "s1")
+    refs = [("a", 1), ("a", 2), ("b", 1), ("a", 1)]
+    deks, wrapped = w.fresh(refs)
+    assert [(i, v) for i, v, _ in wrapped] == [("a", 1), ("a", 2), ("b", 1)] and len(set(deks.values())) == 3
+    assert all(w.unwrap(i, v, blob) == deks[(i, v)] for i, v, blob in wrapped)
+    assert len({blob[:envelope.NONCE] for _, _, blob in wrapped}) == 3
+    rows = [("a", 1, '"tea"', '{"m":1}'), ("a", 2, None, "{}"), ("b", 1, '"tea"', '{"m":1}')]
+    sealed = envelope.seal_rows("s1", rows, deks)
+    nonces = []
+    for (i, v, c, m), (_, _, sc, sm) in zip(rows, sealed, strict=True):
+        for text, stored, part in ((c, sc, "content"), (m, sm, "meta")):
+            if text is None:
+                assert stored is None
+                continue
+            assert envelope.open_text(deks[(i, v)], stored, envelope.associated("s1", i, v, part)) == text
+            nonces.append(base64.b64decode(stored[4:])[:envelope.NONCE])
+    assert len(set(nonces)) == len(nonces) == 5
+
+
 def test_master_key_sources(tmp_path, monkeypatch):
     monkeypatch.delenv(MASTER_KEY_ENV, raising=False)
     monkeypatch.delenv(MASTER_KEY_FILE_ENV, raising=False)

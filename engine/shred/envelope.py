@@ -14,7 +14,9 @@ Wrapping a DEK under the master key is the same seal with its own associated dat
 from __future__ import annotations
 
 import base64
+import os
 import secrets
+from collections.abc import Collection, Mapping, Sequence
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -53,17 +55,26 @@ def open_bytes(key: bytes, blob: bytes, aad: bytes) -> bytes:
         raise Undecryptable("authentication failed") from None
 
 
-def seal_pair(key: bytes, ident: str, version: int, store_id: str, content: str | None,
-              meta: str) -> tuple[str | None, str]:
-    """A version's content (None stays None) and meta sealed under its DEK with one cipher object."""
-    aead = AESGCM(key)
-
-    def one(text: str, part: str) -> str:
-        nonce = secrets.token_bytes(NONCE)
-        blob = nonce + aead.encrypt(nonce, text.encode("utf-8"), associated(store_id, ident, version, part))
-        return PREFIX + base64.b64encode(blob).decode("ascii")
-
-    return (None if content is None else one(content, "content")), one(meta, "meta")
+def seal_rows(store_id: str, rows: Sequence[tuple[str, int, str | None, str]],
+              deks: Mapping[tuple[str, int], bytes]) -> list[tuple[str, int, str | None, str]]:
+    """(id, version, content, meta) rows with content (None stays None) and meta sealed under each
+    version's DEK, as :func:`seal_text` with :func:`associated` would seal them one by one: one cipher
+    object per row and the batch's nonces from one ``os.urandom`` call (a system call per nonce was a
+    third of the sealing time)."""
+    s = store_id.encode("utf-8")
+    head = b"%d:%s|" % (len(s), s)
+    nonces = os.urandom(2 * NONCE * len(rows))
+    b64, out = base64.b64encode, []
+    for k, (ident, version, content, meta) in enumerate(rows):
+        aead = AESGCM(deks[(ident, version)])
+        a = ident.encode("utf-8")
+        base = head + b"%d:%s|%d|" % (len(a), a, int(version))
+        n1, n2 = nonces[2 * NONCE * k:2 * NONCE * k + NONCE], nonces[2 * NONCE * k + NONCE:2 * NONCE * (k + 1)]
+        sealed_meta = PREFIX + b64(n2 + aead.encrypt(n2, meta.encode("utf-8"), base + b"meta")).decode("ascii")
+        sealed = None if content is None else \
+            PREFIX + b64(n1 + aead.encrypt(n1, content.encode("utf-8"), base + b"content")).decode("ascii")
+        out.append((ident, version, sealed, sealed_meta))
+    return out
 
 
 def seal_text(key: bytes, text: str, aad: bytes) -> str:
@@ -94,9 +105,21 @@ class Wrapper:
     def _aad(self, artifact_id: str, version: int) -> bytes:
         return b"dek|" + associated(self.store_id, artifact_id, version, "dek")
 
-    def wrap(self, artifact_id: str, version: int, dek: bytes) -> bytes:
-        nonce = secrets.token_bytes(NONCE)
+    def wrap(self, artifact_id: str, version: int, dek: bytes, nonce: bytes | None = None) -> bytes:
+        nonce = secrets.token_bytes(NONCE) if nonce is None else nonce
         return nonce + self._aead.encrypt(nonce, dek, self._aad(artifact_id, version))
+
+    def fresh(self, refs: Collection[tuple[str, int]]) -> tuple[dict[tuple[str, int], bytes],
+                                                              list[tuple[str, int, bytes]]]:
+        """A new DEK per ref and the (id, version, wrapped DEK) rows a key store keeps: the keys and the
+        wrapping nonces from one ``os.urandom`` call for the batch."""
+        ordered = list(dict.fromkeys((str(i), int(v)) for i, v in refs))
+        step = DEK_BYTES + NONCE
+        rnd = os.urandom(step * len(ordered))
+        deks = {ref: rnd[step * k:step * k + DEK_BYTES] for k, ref in enumerate(ordered)}
+        rows = [(i, v, self.wrap(i, v, deks[(i, v)], rnd[step * k + DEK_BYTES:step * (k + 1)]))
+                for k, (i, v) in enumerate(ordered)]
+        return deks, rows
 
     def unwrap(self, artifact_id: str, version: int, blob: bytes) -> bytes:
         try:

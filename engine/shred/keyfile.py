@@ -87,8 +87,7 @@ class FileKeyStore:
 
     def create(self, refs: Collection[VersionRef]) -> dict[VersionRef, bytes]:
         """A fresh DEK per new ref, committed (one transaction); existing refs keep theirs."""
-        fresh = {(str(i), int(v)): new_dek() for i, v in refs}
-        rows = [(i, v, self._wrapper.wrap(i, v, k)) for (i, v), k in fresh.items()]
+        fresh, rows = self._wrapper.fresh(refs)
         c = self.conn
         before = c.total_changes
         c.execute("BEGIN IMMEDIATE")

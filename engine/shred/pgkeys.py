@@ -104,13 +104,16 @@ class PgKeyStore:
         return self._index
 
     def create(self, refs: Collection[VersionRef]) -> dict[VersionRef, bytes]:
-        fresh = {(str(i), int(v)): new_dek() for i, v in refs}
-        rows = [(self.store_id, i, v, self._wrapper.wrap(i, v, k)) for (i, v), k in fresh.items()]
+        fresh, wrapped = self._wrapper.fresh(refs)
+        rows = [(self.store_id, i, v, w) for i, v, w in wrapped]
+        added = 0
         with self.conn.transaction(), self.conn.cursor() as cur:
             for start in range(0, len(rows), _PART):
                 cur.executemany(self._q("INSERT INTO K.deks VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING"),
                                 rows[start:start + _PART])
-        return self.get(fresh)
+                added += cur.rowcount  # psycopg 3: the rows the whole executemany inserted
+        # every ref new (the write path's case): the fresh keys; else read back the ones that existed
+        return fresh if added == len(rows) else self.get(fresh)
 
     def get(self, refs: Collection[VersionRef]) -> dict[VersionRef, bytes]:
         out: dict[VersionRef, bytes] = {}

@@ -18,7 +18,7 @@ from collections.abc import Collection, Iterable, Sequence
 from ..errors import InputError
 from .api import KeyStore, VersionRef
 from .digests import content_mac, keyed_shingle_hash, shingle_key
-from .envelope import PREFIX, Undecryptable, associated, open_text, seal_pair
+from .envelope import PREFIX, Undecryptable, associated, open_text, seal_rows
 
 Row = tuple[str, int, str | None, str]
 """(artifact id, version, content text or None, meta text) as a ``versions`` row stores them."""
@@ -52,9 +52,7 @@ class Vault:
         """The rows with content and meta sealed; one new DEK per (id, version), created first (durable)."""
         if not rows:
             return []
-        deks = self.keys.create([(i, v) for i, v, _, _ in rows])
-        sid = self.store_id
-        return [(i, v, *seal_pair(deks[(i, v)], i, v, sid, c, m)) for i, v, c, m in rows]
+        return seal_rows(self.store_id, rows, self.keys.create([(i, v) for i, v, _, _ in rows]))
 
     def open(self, rows: Iterable[Row], shredded_as_erased: bool = False) -> list[tuple[str | None, str]]:
         """(content text, meta text) of each row, opened; plaintext rows as they are. A sealed row whose
