@@ -15,7 +15,8 @@ call of the query (screen, estimation, verification) is paid from B, and candida
    (:func:`refreshed`); when that changes d, its chain is verified again first (adaptive LOO).
    While no verified removal recovers, d is not the estimator's control variate
    (:func:`control_variate`), and after each estimation round the pair the held samples point at
-   (:func:`best_pair`: a redundant pair masks both LOO effects) is verified as a chain of its own.
+   (:func:`best_pair`: a redundant pair masks both LOO effects) is verified as a chain of its own,
+   in place of ψ̂'s chain.
 4. **Stop** as soon as an admissible candidate reaches the gain ceiling 1 − v̂(M) (no candidate
    can do better, so Eq. 20's ĵ is found exactly), or when B is spent. With
    ``after_verified: refine`` the rounds go on after the ceiling until B is spent or an estimate
@@ -314,14 +315,13 @@ def search(game: Game, spec: ClearanceSpec, effects: Mapping[str, float]) -> tup
             psi = estimate(spec.estimator, game, control, spent + left, spec.seed, spec.sample_trials or 1)
         if psi is None or game.evaluator_calls == spent:
             break
-        rounds.append(verify(game, psi, tol, VERIFY_RESERVE, spec.estimator))
+        pair = None if any(r.selected > 0 for r in rounds) else best_pair(game, psi)
+        if pair is None:  # a removal recovers already (or no pair is scored): verify ψ̂'s chain
+            rounds.append(verify(game, psi, tol, VERIFY_RESERVE, spec.estimator))
+        else:  # none recovers yet: verify the pair the held samples point at, early
+            rounds.append(verify(game, pair_first(game, psi, pair), tol, VERIFY_RESERVE, "pair"))
         if at_ceiling(game, rounds[-1]) and not refine:
             return rounds, "verified"
-        pair = None if any(r.selected > 0 for r in rounds) else best_pair(game, psi)
-        if pair is not None:  # no removal recovers yet: verify the pair the samples point at, early
-            rounds.append(verify(game, pair_first(game, psi, pair), tol, VERIFY_RESERVE, "pair"))
-            if at_ceiling(game, rounds[-1]) and not refine:
-                return rounds, "verified"
     if any(at_ceiling(game, r) for r in rounds):  # refine: the best round already reached the ceiling
         return rounds, "verified"
     last = best_round(rounds)
