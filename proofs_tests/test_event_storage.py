@@ -117,3 +117,25 @@ def test_recover_reads_the_interface_from_its_staged_version(tmp_path: Path):
     assert MARKER not in _events_text(db)
     want = {a.id: a.content for a in Store.open(done).serve()}
     assert {a.id: a.content for a in store.serve()} == want  # as an uninterrupted run
+
+
+def test_references_hold_the_stores_keyed_digest(tmp_path: Path):
+    """Issue 25: a reference kept the plain SHA-256 of the replacement (and interface), so a short
+    replacement came back from guesses. On a sealed store it holds the store's keyed digest (HMAC
+    under its index key), as tombstones and version rows do; the plain SHA-256 is nowhere in ``events``."""
+    from memsteward.repair.writes import content_digest
+
+    db = _imported(tmp_path)
+    for name, doc in (("correct", _correct()), ("migrate", _migrate())):
+        ev = tmp_path / f"{name}.json"
+        ev.write_text(json.dumps(doc))
+        r = CliRunner().invoke(main, ["repair", "--policy", POLICY, "--store", db, "--event", str(ev)])
+        assert r.exit_code == 0, r.output
+    store = Store.open(db)
+    assert store.sealed
+    replacement, interface = _correct()["replacements"][0]["content"], _migrate()["interface"]
+    refs = [store.event(1)["event"]["replacements"][0], store.event(2)["event"]["interface_refs"]["api-weather-v1"]]
+    for ref, content in zip(refs, (replacement, interface), strict=True):
+        assert ref["sha256"] == store.digest_of(content) != content_digest(content)
+        assert content_digest(content) not in _events_text(db)
+    assert CliRunner().invoke(main, ["audit", "--store", db, "--check"]).exit_code == 0

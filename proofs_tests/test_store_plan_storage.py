@@ -245,7 +245,7 @@ def test_the_columnar_plan_stores_the_same_text(store_factory, n, event_doc):
     for a in plan.event.replacements:
         assert store.version_of(a.id, refs[a.id]).content == a.content
     want = plan.to_json()
-    assert ev["plan"] == _plain({**want, "event": referenced(want["event"], refs)})
+    assert ev["plan"] == _plain({**want, "event": referenced(want["event"], refs, store.digest_of)})
     assert TransitionPlan.from_json(ev["plan"]).replace(event=plan.event) == plan
     assert check_records(store) is None
 

@@ -16,7 +16,7 @@ point ``event.roots`` elsewhere; remove helpful memories after deleting ``harm_t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .certificates import Clause, _clause
@@ -69,17 +69,16 @@ def check_transition_source(doc: Mapping[str, Any], store: Storage, policy_doc: 
     return out
 
 
-def _event_key(event: Mapping[str, Any]) -> str:
+def _event_key(event: Mapping[str, Any], digest: Callable[[Any], str]) -> str:
     """An event document compared by what it says: a replacement by id, kind, arch and content digest,
     a migrate interface by root and digest, whether given whole (a plan) or as the reference the store
-    keeps (``stored_version``, ``interface_refs``)."""
+    keeps (``stored_version``, ``interface_refs``). ``digest`` is the store's digest of a content
+    (keyed in a sealed store), the one its references hold."""
     import json
-
-    from memsteward.repair.writes import content_digest
 
     out = dict(event)
     reps = [{"id": o["id"], "kind": o["kind"], "arch": o.get("arch"),
-             "sha256": o["sha256"] if "stored_version" in o else content_digest(o.get("content"))}
+             "sha256": o["sha256"] if "stored_version" in o else digest(o.get("content"))}
             for o in event.get("replacements", [])]
     if reps:
         out["replacements"] = reps
@@ -87,7 +86,7 @@ def _event_key(event: Mapping[str, Any]) -> str:
         roots = list(event["roots"])
         whole = out.pop("interface", None)
         given = {} if whole is None else (dict(whole) if len(roots) > 1 else {roots[0]: whole})
-        digests = {r: content_digest(i) for r, i in given.items()}
+        digests = {r: digest(i) for r, i in given.items()}
         digests.update({r: ref["sha256"] for r, ref in (out.pop("interface_refs", None) or {}).items()})
         out["interface_sha256"] = digests
     return json.dumps(out, sort_keys=True)
@@ -95,10 +94,10 @@ def _event_key(event: Mapping[str, Any]) -> str:
 
 def _recorded_event(store: Reader, doc: Mapping[str, Any]) -> dict[str, Any] | None:
     """The event the store recorded that this plan describes (same event), with its policy."""
-    want = _event_key(doc["event"])
+    want = _event_key(doc["event"], store.digest_of)
     for eid in reversed(store.event_ids()):
         ev = store.event(eid)
-        if ev is not None and _event_key(ev["event"]) == want:
+        if ev is not None and _event_key(ev["event"], store.digest_of) == want:
             return ev
     return None
 

@@ -206,13 +206,18 @@ INTERFACE_REFS = "interface_refs"
 """The field of a stored migrate event that replaces ``interface``: root → reference to its staged version."""
 
 
-def referenced(doc: Mapping[str, Any], versions: Mapping[str, int]) -> dict[str, Any]:
+def referenced(doc: Mapping[str, Any], versions: Mapping[str, int],
+               digest: Callable[[Any], str] | None = None) -> dict[str, Any]:
     """The event document as the store keeps it (issue 25): each replacement X_Δ that the barrier
     staged as version ``versions[id]`` becomes a reference — id, kind, arch, that version and the
-    content's SHA-256 — and so does each migrate interface κ_e (``interface_refs``: root → version and
+    content's digest — and so does each migrate interface κ_e (``interface_refs``: root → version and
     digest, in place of ``interface``), so their text lives in ``versions`` only (where a later delete
-    erases it), never in ``events``. What is already held as a reference stays as it is."""
+    erases it), never in ``events``. What is already held as a reference stays as it is. ``digest`` is
+    the store's digest of a content (``digest_of``: HMAC-SHA256 under its index key once sealed, so a
+    short replacement cannot be guessed back from the reference); default: plain SHA-256."""
     from .writes import content_digest
+
+    digest = content_digest if digest is None else digest
 
     out = dict(doc)
     reps = doc.get("replacements")
@@ -223,13 +228,13 @@ def referenced(doc: Mapping[str, Any], versions: Mapping[str, int]) -> dict[str,
                 kept.append(o)
                 continue
             ref = {k: o[k] for k in ("id", "kind", "arch") if o.get(k) is not None}
-            kept.append({**ref, STORED_VERSION: int(versions[o["id"]]), "sha256": content_digest(o.get("content"))})
+            kept.append({**ref, STORED_VERSION: int(versions[o["id"]]), "sha256": digest(o.get("content"))})
         out["replacements"] = kept
     if doc.get("type") == "migrate" and "interface" in doc:
         roots = list(doc["roots"])
         whole = dict(doc["interface"]) if len(roots) > 1 else {roots[0]: doc["interface"]}
         refs = dict(doc.get(INTERFACE_REFS) or {})
-        refs.update({r: {STORED_VERSION: int(versions[r]), "sha256": content_digest(i)}
+        refs.update({r: {STORED_VERSION: int(versions[r]), "sha256": digest(i)}
                      for r, i in whole.items() if r in versions})
         left = {r: i for r, i in whole.items() if r not in versions}
         del out["interface"]

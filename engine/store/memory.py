@@ -27,7 +27,7 @@ from ..repair.lineage import candidates, index_hashes
 from ..repair.reingest import verdict as reingest_verdict
 from ..repair.writes import Write, canonical_json, content_digest, parse_put, prepare
 from ..textnorm import text_digests
-from .core import _dump, _load
+from .core import _dump, _load, refs_unkeyed
 from .live import LiveEvent, ordered_after, pending_tombstones, retry_busy
 from .planstore import read_fields
 from .tombstoned import first_tombstoned, refusal, said_digests
@@ -275,7 +275,7 @@ class MemoryReads:
             # the digest column as whether one is kept (a sealed SQL store keeps a keyed digest, its own)
             "versions": [(i, v, *r[:4], r[4] is not None) for (i, v), r in t.versions.items()],
             "edges": list(t.edges),
-            "events": [(i, *r) for i, r in t.events.items()],
+            "events": [(i, r[0], refs_unkeyed(r[1]), r[2], refs_unkeyed(r[3]), *r[4:]) for i, r in t.events.items()],
             "plan_steps": [(e, s, *r) for (e, s), r in t.plan_steps.items()],
         }
         out: dict[str, Any] = {k: sorted(rows, key=repr) for k, rows in tables.items()}

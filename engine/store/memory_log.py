@@ -64,6 +64,10 @@ class MemoryStore(MemoryReads):
         self.t.audit.append((seq, at, event_id, action, artifact_id, text, head))
         self.t.audit_head = (seq, head, None if self._key is None else seal(self._key, seq, head, self.audit_binding()))
 
+    def digest_of(self, value: Any) -> str:
+        """The digest this store keeps of a content: plain SHA-256 (an in-memory store seals nothing)."""
+        return content_digest(value)
+
     def audit_binding(self) -> Binding:
         """What the audit head's seal binds: this store's id (random, per instance), no tenant."""
         return self._store_id, None

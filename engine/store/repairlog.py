@@ -82,7 +82,8 @@ class Transitions(Transfer):
                                  file=self.path)
             refuse_tombstoned_successors(self, staged_roots)
             # the replacements X_Δ are kept as references to the versions staged below, not as copies
-            plan_doc = {**plan_doc, "event": referenced(plan_doc["event"], self._next_versions(staged_roots))}
+            plan_doc = {**plan_doc, "event": referenced(plan_doc["event"], self._next_versions(staged_roots),
+                                                        self.digest_of)}
             event_text = _dump(plan_doc["event"])
             # SQLite withdraws C(F) while this thread packs the plan (planstore: ~6x smaller at
             # |C(F)| = 10^5): the sqlite3 module lets go of the GIL while a statement runs
@@ -257,7 +258,8 @@ class Transitions(Transfer):
                       (json.dumps(list(plan_doc["barrier"])),))
             self._reindex(set(republish) | set(targets))  # successors' content in, erased content out
             final = stored_plan({**plan_doc, "event": referenced(plan_doc["event"],
-                                                                 self._event_versions(event_id, plan_doc["event"]))})
+                                                                 self._event_versions(event_id, plan_doc["event"]),
+                                                                 self.digest_of)})
             c.execute("UPDATE events SET status = 'done', plan = ? WHERE id = ?", (final, event_id))
             self._audit("publish", event_id=event_id, detail={"republished": len(republish),
                                                                "plan_sha256": digest(final)})

@@ -20,7 +20,7 @@ from ..shred.overlay import OverlayKeyStore
 from ..shred.vault import Vault
 from ..textnorm import text_digests
 from .connection import retrying
-from .core import _dump
+from .core import _dump, refs_unkeyed
 from .erasure import Erasure
 from .sealing import batches
 from .tombstoned import first_tombstoned, refusal
@@ -162,6 +162,8 @@ class Transfer(Erasure):
         opened = self.vault.open([(r[0], int(r[1]), r[2], r[3]) for r in out["versions"]])
         out["versions"] = [(*r[:2], c, m, *r[4:6], r[6] is not None)
                            for r, (c, m) in zip(out["versions"], opened, strict=True)]
+        # events with their references' digests blanked (keyed under each store's own index key)
+        out["events"] = [(*r[:2], refs_unkeyed(r[2]), r[3], refs_unkeyed(r[4]), *r[5:]) for r in out["events"]]
         out["audit"] = [tuple(r) for r in self.conn.execute("SELECT seq, event_id, action, artifact_id FROM audit")]
         return out
 
