@@ -217,8 +217,10 @@ def _cached_map(map_file: Path | None, copy: Path, only_tests: list[str]) -> tup
 
 
 def run(size: int, budget_s: float, seed: int, only: list[str], workers: int, limit: int,
-        only_tests: list[str], map_file: Path | None = None) -> dict:
-    """Copy the tree once per worker, map coverage once, draw the sample, run it on ``workers`` copies."""
+        only_tests: list[str], map_file: Path | None = None, partial: Path | None = None) -> dict:
+    """Copy the tree once per worker, map coverage once, draw the sample, run it on ``workers`` copies.
+    With ``partial``, the results so far are rewritten there after every mutant (a long run can be
+    read, and its survivors classified, while it runs)."""
     copies = [Path(tempfile.mkdtemp(prefix=f"memsteward-mutate-{w}-")) for w in range(workers)]
     start = time.monotonic()
     out: dict = {"seed": seed, "size": size, "budget_s": budget_s, "workers": workers, "modules": {}, "mutants": []}
@@ -253,8 +255,12 @@ def run(size: int, budget_s: float, seed: int, only: list[str], workers: int, li
                     out.setdefault("stopped", f"budget reached after {n} of {len(plan)} mutants")
                     continue
                 out["mutants"].append(row)
+                diff = " / ".join(d.strip() for d in row.get("diff", [])) if row["outcome"] != "killed" else ""
                 print(f"[{n + 1}/{len(plan)}] {row['module']}:{row['line']} {row['operator']}: {row['outcome']}"
-                      f" ({row['seconds']}s)", flush=True)
+                      f" ({row['seconds']}s){'  ' + diff[:200] if diff else ''}", flush=True)
+                if partial is not None:
+                    partial.write_text(json.dumps({**out, "seconds": round(time.monotonic() - start, 1)},
+                                                  indent=1, ensure_ascii=False) + "\n")
     finally:
         for c in copies:
             shutil.rmtree(c, ignore_errors=True)
@@ -331,7 +337,7 @@ def main(argv: list[str] | None = None) -> None:
             or not 1 <= a.max_tests <= 10000:
         ap.error("--sample 1..20000, --budget-minutes 0..1440, --workers 1..16, --max-tests 1..10000")
     result = run(a.sample, a.budget_minutes * 60, a.seed, a.only, a.workers, a.max_tests, a.map_only,
-                 Path(a.map) if a.map else None)
+                 Path(a.map) if a.map else None, Path(a.out + ".partial"))
     result["score"] = score(result)
     Path(a.out).write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
     s = result["score"]
