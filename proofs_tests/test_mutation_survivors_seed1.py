@@ -1,0 +1,147 @@
+"""Tests that kill mutants which survived the seed-1 `make mutate` run (bench/MUTATION.md lists each).
+
+Each test names the surviving mutant it kills; its expected values are written by hand.
+"""
+
+from __future__ import annotations
+
+
+def test_schema_max_length_is_inclusive():
+    """oracles.py `len(value) > schema["maxLength"]` → `>=` / `!=` survived: no test had a string
+    exactly at (or under) its maxLength."""
+    from memsteward.repair.oracles import schema_errors
+
+    schema = {"type": "string", "minLength": 2, "maxLength": 4}
+    assert schema_errors("abcd", schema) == [] and schema_errors("abc", schema) == []
+    assert schema_errors("abcde", schema) == ["$: longer than 4"]
+    assert schema_errors("a", schema) == ["$: shorter than 2"]
+
+
+def test_grounded_lists_five_unsupported_sentences_without_an_ellipsis():
+    """oracles.py `" …" if len(unsupported) > 5` → `>= 5` survived: the sentence list is cut (and
+    marked with " …") only past five."""
+    from memsteward.repair.oracles import grounding_problems
+
+    def text(n: int) -> str:
+        return " ".join(f"Zebra{c} walks quietly here." for c in "abcdefg"[:n])
+
+    assert grounding_problems(text(5), ["nothing relevant"], [], [], 0.5) == [
+        "5 of 5 sentence(s) not grounded in retained support (sentence 1, 2, 3, 4, 5)"]
+    assert grounding_problems(text(6), ["nothing relevant"], [], [], 0.5) == [
+        "6 of 6 sentence(s) not grounded in retained support (sentence 1, 2, 3, 4, 5 …)"]
+
+
+def _oracle_input(content, meta=None, forget=(), reference=()):
+    from memsteward.repair.artifacts import Artifact
+    from memsteward.repair.operators import RepairContext, Successor
+    from memsteward.repair.oracles import OracleInput
+
+    ctx = RepairContext("delete", forget=tuple(forget), reference=tuple(reference))
+    return OracleInput(Artifact("s", "skill", None, 1, content, meta or {}), Successor(content, {}), ctx,
+                       None)  # type: ignore[arg-type]
+
+
+def test_task_regression_passes_exactly_at_min_pass():
+    """oracles.py `passed / len(probes) >= min_pass − 1e-12` → `min_pass ** 1e-12` / `passed * len`
+    / `min_pass | 1e-12` survived: two probes of three answered must pass min_pass 2/3 and fail 0.7."""
+    from types import SimpleNamespace
+
+    from memsteward.repair.oracles import check_task_regression
+
+    text = "Anna lives in Oslo. Ben drives a red car. Cleo plays the cello."
+    probes = [SimpleNamespace(query="where does Anna live", expect="Oslo"),
+              SimpleNamespace(query="what does Ben drive", expect="red car")]
+    x = _oracle_input(text, {"probes": [{"query": "what does Cleo play", "expect": "violin"}]})
+    report = check_task_regression(SimpleNamespace(probes=probes, min_pass=2 / 3), x)
+    assert (report.passed, report.detail) == (True, "2/3 probes pass")
+    report = check_task_regression(SimpleNamespace(probes=probes, min_pass=0.7), x)
+    assert (report.passed, report.detail) == (False, "2/3 probes pass")
+
+
+def test_forget_reference_fails_a_successor_that_is_not_a_model():
+    """oracles.py `Report("forget_reference", False, "successor is not a model")` → `True` survived."""
+    from types import SimpleNamespace
+
+    from memsteward.repair.oracles import check_forget_reference
+
+    report = check_forget_reference(SimpleNamespace(max_forget_score=1.0, min_retained_utility=0.0),
+                                    _oracle_input({"text": "not a model"}))
+    assert (report.passed, report.detail) == (False, "successor is not a model")
+
+
+def test_forget_reference_fails_below_the_retained_utility():
+    """oracles.py `ru >= spec.min_retained_utility` → `ru is not …` survived: a model that gets
+    every reference example wrong must fail a retained-utility bound it does not reach."""
+    from types import SimpleNamespace
+
+    from memsteward.repair import neural
+    from memsteward.repair.artifacts import Artifact
+    from memsteward.repair.oracles import check_forget_reference
+
+    ref = [{"text": "apple pear plum", "label": "fruit"}, {"text": "carrot leek kale", "label": "vegetable"}]
+    swapped = [{"text": r["text"], "label": "vegetable" if r["label"] == "fruit" else "fruit"} for r in ref]
+    reference = [Artifact(f"r{k}", "record", None, 1, c, {}) for k, c in enumerate(ref)]
+    good, bad = neural.train(neural.examples_of(ref)), neural.train(neural.examples_of(swapped))
+    spec = SimpleNamespace(max_forget_score=1.0, min_retained_utility=0.5)
+    report = check_forget_reference(spec, _oracle_input(good, reference=reference))
+    assert (report.passed, report.detail) == (True, "forget score 0.00, retained utility 1.00")
+    report = check_forget_reference(spec, _oracle_input(bad, reference=reference))
+    assert (report.passed, report.detail) == (False, "forget score 0.00, retained utility 0.00")
+
+
+def test_a_live_holder_is_told_from_a_reused_pid_by_its_start_time():
+    """leases.py `_process_start`: `.split()[19]` → `[18]` survived (field 21 of /proc/pid/stat,
+    always 0: every process got the same start time, so a reused pid passed for the holder), and
+    `started is None or _process_start(pid) in (None, started)` → `and` survived (a live holder on
+    this host with a recorded start was taken for dead). A child started after this process has a
+    later start time; it is alive under its own start time and dead under another one."""
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    from memsteward.store import leases
+
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    try:
+        own, started = leases._process_start(os.getpid()), leases._process_start(child.pid)
+        assert own is not None and started is not None and int(started) > int(own)
+        host = socket.gethostname()
+        assert leases._alive("another", host, child.pid, started)
+        assert leases._alive("another", host, child.pid, None)
+        assert not leases._alive("another", host, child.pid, own)  # the pid was reused by a later process
+    finally:
+        child.communicate(b"")
+    assert not leases._alive("another", socket.gethostname(), child.pid, started)
+
+
+def test_allocation_order_minimises_the_variance_sum_draw_by_draw():
+    """stratified.py gain `w²/n − w²/(n+1)` → `w²/n − w² % (n+1)`, `− w % 2/(n+1)`, `w²/n ** w²/(n+1)`,
+    `− w + 2/(n+1)` survived: no test followed the greedy past the first draw of each stratum.
+    K = 5, w_s = s (strata 1, 2, 3 of 5, 10, 10 coalitions), worked by hand: after one draw each
+    (3, 2, 1: an empty stratum gains ∞), the gains are 3: 9 − 4.5 = 4.5, 2: 4 − 2 = 2, 1: 0.5 → 3;
+    then 3: 1.5 < 2: 2 → 2; 3: 1.5 → 3; 3: 0.75 > 2: 0.67 → 3; 2: 0.67 > 3: 0.45 → 2;
+    1: 0.5 > 3: 0.45 > 2: 0.33 → 1; 3: 0.45 → 3."""
+    from memsteward.clearance.stratified import allocation_order
+
+    assert allocation_order(5, {1: 1.0, 2: 2.0, 3: 3.0}, 10) == [3, 2, 1, 3, 2, 3, 3, 2, 1, 3]
+
+
+def test_allocation_order_samples_a_zero_width_stratum_last():
+    """stratified.py `math.inf if widths[s] > 0 else 0.0` → `else 1.0` survived: an empty stratum of
+    weight 0 gains nothing from a draw, so it waits while any other stratum still gains (here 3's
+    fourth draw gains 4/3 − 1 = 0.33 and 2's second 0.5)."""
+    from memsteward.clearance.stratified import allocation_order
+
+    assert allocation_order(5, {1: 0.0, 2: 1.0, 3: 2.0}, 5) == [3, 2, 3, 3, 2]
+
+
+def test_two_players_have_no_middle_stratum_even_when_the_budget_is_spent():
+    """stratified.py `if k <= 2: return [], False` → `k < 2` survived: with two players there is
+    nothing to sample, so nothing was cut by the budget, even one that cannot pay for M and ∅."""
+    from memsteward.clearance.evaluators.table import TableEvaluator
+    from memsteward.clearance.game import Game, Memory, Task
+    from memsteward.clearance.stratified import stratified_sample
+
+    game = Game(Task("q", "r", (Memory("a"), Memory("b"))), TableEvaluator({}), trials=2, call_budget=1)
+    assert stratified_sample(game, 5, 0) == ([], False)
