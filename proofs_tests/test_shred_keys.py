@@ -130,6 +130,9 @@ def test_keystore_contract(keystore_factory):
     ks = keystore_factory(fresh)
     assert ks.get([("a", 2), ("b", 1)]) == {("a", 2): made[("a", 2)], ("b", 1): made[("b", 1)]}
     assert ks.index_key() == index  # rotation rewraps; it changes no key the data depends on
+    mixed = ks.create([("a", 2), ("c", 1)])  # one ref with a key already, one new
+    assert mixed[("a", 2)] == made[("a", 2)] and len(mixed[("c", 1)]) == 32
+    assert ks.get([("c", 1)]) == {("c", 1): mixed[("c", 1)]}
     ks.close()
 
 

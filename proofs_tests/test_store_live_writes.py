@@ -227,3 +227,29 @@ def test_a_busy_write_waits_for_publication_in_this_process(tmp_path):
     assert exc.value.reason == "busy"
     s.close()
     other.close()
+
+
+def test_a_version_sealed_before_the_write_lock_is_sealed_again_if_another_writer_took_it(store_at):
+    """A write seals its versions before it takes the store's write lock (the key store's commit is not
+    made under that lock); when another writer records the same id in between, the version it gets is
+    sealed again: every version reads back (a ciphertext sealed for another version would not open)."""
+    url = store_at("ahead")
+    s = Store.open(url, create=True)
+    s.record({"id": "x", "kind": "record", "content": "first"})
+    other = Store.open(url)
+    ahead = s._seal_ahead
+
+    def racing(batch):  # noqa: ANN001, ANN202 — the store's own method, with a writer between it and the lock
+        sealed = ahead(batch)  # at versions 2 and 3
+        other.record({"id": "x", "kind": "record", "content": "from the other writer"})  # takes version 2
+        return sealed
+    s._seal_ahead = racing
+    out = s.record_many([{"id": "x", "kind": "record", "content": "mine"},
+                         {"id": "x", "kind": "record", "content": "mine again"}])
+    assert [a.version for a in out] == [3, 4]
+    s.close()
+    other.close()
+    fresh = Store.open(url)
+    assert [fresh.version_of("x", v).content for v in (1, 2, 3, 4)] == [
+        "first", "from the other writer", "mine", "mine again"]
+    fresh.close()

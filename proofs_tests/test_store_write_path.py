@@ -194,6 +194,23 @@ def test_batch_is_all_or_nothing_and_may_chain():
     assert exc.value.field == "writes[1].inputs[0]"
 
 
+def test_a_large_batch_of_new_and_known_ids_matches_single_writes():
+    """A batch large enough to go as COPY on PostgreSQL: its new ids' rows (artifacts, index) are plain
+    INSERTs, a known id's are updated, an id written twice gets one row; the same rows as one write at a time."""
+    writes = [{"id": f"b{k}", "kind": "record", "content": f"batch note {k} about Paris"} for k in range(100)]
+    writes += [{"id": "n3", "kind": "record", "content": "Bob likes chess"},  # known, same text: same index rows
+               {"id": "b7", "kind": "record", "content": "batch note seven again"}]  # new, written twice
+    batched, single = _notes_store(), _notes_store()
+    out = batched.record_many(writes)
+    for w in writes:
+        single.record(w)
+    assert [(a.id, a.version) for a in out[-2:]] == [("n3", 2), ("b7", 2)]
+    assert batched.get("b7").content == "batch note seven again" and batched.states()["b7"] == ("servable", 2)
+    tables = ["artifacts", "versions", "shingles"]
+    assert batched.row_counts(tables) == single.row_counts(tables)
+    assert batched.states() == single.states()
+
+
 def test_cycle_created_by_a_write_is_allowed_and_non_executable_at_the_next_event():
     s = _notes_store()
     s.record({"id": "n5", "kind": "record", "content": "Alice reads"})

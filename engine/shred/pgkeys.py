@@ -12,6 +12,7 @@ the old one makes every older copy useless. Keep the key database's backups apar
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Collection
 from typing import Any
@@ -23,6 +24,10 @@ from .keyfile import check_header
 from .master import MasterKey
 
 _PART = 20_000
+# new DEK rows from arrays (store id, ids, versions, wrapped keys); a ref that has one keeps it
+_INSERT_DEKS = ("INSERT INTO K.deks(store_id, id, version, wrapped) SELECT %s, r.id, r.version, r.wrapped "
+                "FROM unnest(%s::text[], %s::bigint[], %s::bytea[]) AS r(id, version, wrapped) "
+                "ON CONFLICT DO NOTHING RETURNING id, version")
 
 
 def _split(url: str) -> tuple[str, str, str]:
@@ -104,16 +109,20 @@ class PgKeyStore:
         return self._index
 
     def create(self, refs: Collection[VersionRef]) -> dict[VersionRef, bytes]:
+        """A fresh DEK per new ref, committed; existing refs keep theirs. Each part of the refs is one
+        INSERT of arrays (one round trip; all parts in one transaction); only refs whose key was there
+        already are read back."""
         fresh, wrapped = self._wrapper.fresh(refs)
-        rows = [(self.store_id, i, v, w) for i, v, w in wrapped]
-        added = 0
-        with self.conn.transaction(), self.conn.cursor() as cur:
-            for start in range(0, len(rows), _PART):
-                cur.executemany(self._q("INSERT INTO K.deks VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING"),
-                                rows[start:start + _PART])
-                added += cur.rowcount  # psycopg 3: the rows the whole executemany inserted
+        made: set[VersionRef] = set()
+        with self.conn.transaction() if len(wrapped) > _PART else contextlib.nullcontext():
+            for start in range(0, len(wrapped), _PART):
+                part = wrapped[start:start + _PART]
+                made.update((i, int(v)) for i, v in self.conn.execute(self._q(_INSERT_DEKS), (
+                    self.store_id, [r[0] for r in part], [r[1] for r in part], [r[2] for r in part])))
         # every ref new (the write path's case): the fresh keys; else read back the ones that existed
-        return fresh if added == len(rows) else self.get(fresh)
+        if len(made) == len(fresh):
+            return fresh
+        return {**{r: fresh[r] for r in made}, **self.get([r for r in fresh if r not in made])}
 
     def get(self, refs: Collection[VersionRef]) -> dict[VersionRef, bytes]:
         out: dict[VersionRef, bytes] = {}

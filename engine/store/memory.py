@@ -374,7 +374,10 @@ class MemoryReads:
             t.edges |= {(i, a.id, "influence") for i in w.inputs} | {(i, a.id, "semantic") for i in w.semantic}
             manifest.update(canonical_json([a.id, version, w.digest, w.inputs]).encode("utf-8") + b"\n")
             out.append(Artifact(a.id, a.kind, a.arch, version, a.content, dict(a.meta), "servable"))
-        self._index({a.id: [[a.content, dict(a.meta)]] for a in out})
+        texts: dict[str, list[list[Any]]] = {}  # every version of the batch indexed, as one write at a time
+        for a in out:
+            texts.setdefault(a.id, []).append([a.content, dict(a.meta)])
+        self._index(texts)
         if len(batch) == 1:
             w = batch[0]
             self._audit("record", w.artifact.id, detail={"version": out[0].version, "sha256": w.digest,

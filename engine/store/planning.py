@@ -100,16 +100,23 @@ class PlanningReads(Reads):
             return [r[0] for r in self.conn.execute("SELECT id FROM shingles WHERE h = ?", (h,))]
         return [r[0] for r in self.conn.execute("SELECT id FROM shingles WHERE h = ? LIMIT ?", (h, limit))]
 
-    def _index(self, contents: Mapping[str, Any], replace: Collection[str] = ()) -> None:
+    def _index(self, contents: Mapping[str, Any], replace: Collection[str] = (), fresh: Collection[str] = ()) -> None:
         """Write the lineage index rows (trigram hash, id) of ``contents`` (id → current content; None:
         erased), after deleting every row of the ids in ``replace`` — inside the caller's transaction,
-        so the index always describes the committed current versions. Hashes only, never words."""
+        so the index always describes the committed current versions. Hashes only, never words.
+
+        The rows of an id in ``replace`` or ``fresh`` (new to the store: an id has index rows only
+        while it has an ``artifacts`` row) cannot be there already: they go in as a plain INSERT (one
+        COPY on PostgreSQL), the others as INSERT OR IGNORE."""
         if replace:
             self.conn.execute("DELETE FROM shingles WHERE id IN (SELECT value FROM json_each(?))",
                               (json.dumps(sorted(replace)),))
+        new = set(replace) | set(fresh)
         rows = sorted({(h, i) for i, c in contents.items() if c is not None for h in index_hashes(c, self._keyed)})
-        for start in range(0, len(rows), 50_000):
-            self.conn.executemany("INSERT OR IGNORE INTO shingles(h, id) VALUES (?, ?)", rows[start:start + 50_000])
+        for sql, part in (("INSERT INTO shingles(h, id) VALUES (?, ?)", [r for r in rows if r[1] in new]),
+                          ("INSERT OR IGNORE INTO shingles(h, id) VALUES (?, ?)", [r for r in rows if r[1] not in new])):
+            for start in range(0, len(part), 50_000):
+                self.conn.executemany(sql, part[start:start + 50_000])
 
     def _reindex(self, ids: Collection[str]) -> None:
         """Re-index ``ids`` from every version they still hold (content and meta; erased ones are gone)."""

@@ -70,7 +70,8 @@ class Transfer(Erasure):
                       [(a.id, a.version, "{}") for a in snap.artifacts.values() if a.state == "erased"])
         c.executemany("INSERT OR IGNORE INTO edges(src, dst, type) VALUES (?,?,?)",
                       [(e.src, e.dst, e.type) for e in snap.edges])
-        self._index({a.id: [[a.content, dict(a.meta)]] for a in snap.artifacts.values() if a.state != "erased"})
+        self._index({a.id: [[a.content, dict(a.meta)]] for a in snap.artifacts.values() if a.state != "erased"},
+                    fresh=snap.artifacts.keys())  # ids new to the store (the import refuses a clash)
         self._audit("import", detail={"file": file, "artifacts": len(snap.artifacts),
                                       "edges": len(snap.edges)})
 

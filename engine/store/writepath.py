@@ -19,6 +19,7 @@ from ..errors import InputError, WriteRefused
 from ..repair.artifacts import SERVABLE_STATES, Artifact
 from ..repair.reingest import verdict as reingest_verdict
 from ..repair.writes import Write, canonical_json, prepare
+from ..shred.vault import Row
 from .connection import retrying
 from .live import LiveEvent, ordered_after, pending_tombstones, retry_busy, tombstone_hit
 from .planstore import read_fields
@@ -96,9 +97,10 @@ class Writes(Transitions):
         """One attempt of :meth:`record_many`: one transaction."""
         refused: WriteRefused | None = None
         out: list[Artifact] = []
+        ahead = self._seal_ahead(batch)
         with self.transaction():
             try:
-                out = self._apply_writes(batch, reingest, self._live_event())
+                out = self._apply_writes(batch, reingest, self._live_event(), ahead)
             except WriteRefused as exc:
                 if exc.reason in ("fenced", "tombstone"):
                     refused = exc  # committed below: the refusal's audit row, nothing else
@@ -109,6 +111,27 @@ class Writes(Transitions):
         if refused is not None:
             raise refused
         return out
+
+    def _seal_ahead(self, batch: Sequence[Write]) -> dict[tuple[str, int], tuple[Row, Row]]:
+        """(id, version) → (plain row, sealed row) of the batch's versions, sealed before its
+        transaction at the versions they will get unless another writer records one of its ids first:
+        the key store's commit (a durable write of its own) is then not made while the store's write
+        lock is held. :meth:`_apply_writes` seals again any version that turned out otherwise; the keys
+        of a refused write seal nothing that is stored."""
+        top = dict(self.conn.execute("SELECT id, MAX(version) FROM versions WHERE id IN "
+                                     "(SELECT value FROM json_each(?)) GROUP BY id",
+                                     (json.dumps(sorted({w.artifact.id for w in batch})),)).fetchall())
+        rows = []
+        for w in batch:
+            top[w.artifact.id] = version = int(top.get(w.artifact.id) or 0) + 1
+            rows.append((w.artifact.id, version, w.content_text, w.meta_text))
+        return {(r[0], r[1]): (r, sealed) for r, sealed in zip(rows, self.vault.seal(rows), strict=True)}
+
+    def _sealed(self, rows: Sequence[Row], ahead: Mapping[tuple[str, int], tuple[Row, Row]]) -> list[Row]:
+        """``rows`` sealed: as :meth:`_seal_ahead` sealed them where it saw the same row, the rest now."""
+        late = [r for r in rows if ahead.get((r[0], r[1]), (None,))[0] != r]
+        now = dict(zip(late, self.vault.seal(late), strict=True))
+        return [now[r] if r in now else ahead[(r[0], r[1])][1] for r in rows]
 
     def _live_event(self) -> LiveEvent | None:
         """The unfinished event (the oldest), read without its plan; None when there is none."""
@@ -145,8 +168,8 @@ class Writes(Transitions):
             self._live_cache = (live.id, held, dead)
         return dead
 
-    def _apply_writes(self, batch: Sequence[Write], reingest: str = "refuse",
-                      live: LiveEvent | None = None) -> list[Artifact]:
+    def _apply_writes(self, batch: Sequence[Write], reingest: str = "refuse", live: LiveEvent | None = None,
+                      ahead: Mapping[tuple[str, int], tuple[Row, Row]] | None = None) -> list[Artifact]:
         named = sorted({w.artifact.id for w in batch} | {i for w in batch for i in (*w.inputs, *w.semantic)})
         known = {i: (k, a, st) for i, k, a, st in self.conn.execute(
             "SELECT id, kind, arch, state FROM artifacts WHERE id IN (SELECT value FROM json_each(?))",
@@ -157,6 +180,7 @@ class Writes(Transitions):
         keyed = {w.digest: self._digest_text(w.content_text) for w in batch}  # a sealed store's tombstones are keyed
         said = [self._said(w.digest, keyed[w.digest], w.artifact.content, w.artifact.meta) for w in batch]
         dead = self.tombstones_of(set().union(*said))
+        before = frozenset(known)  # ids the store holds: every other id of the batch is new to it
         versions, edges, arts, out, digests = [], [], [], [], []
         manifest = hashlib.sha256()
         for k, w in enumerate(batch):
@@ -205,13 +229,21 @@ class Writes(Transitions):
             out.append(Artifact(a.id, a.kind, a.arch, version, a.content, dict(a.meta), "servable"))
         c = self.conn
         c.executemany("INSERT INTO versions(id, version, content, meta, sha256) VALUES (?,?,?,?,?)",
-                      [(*row, d) for row, d in zip(self.vault.seal(versions), digests, strict=True)])
+                      [(*row, d) for row, d in zip(self._sealed(versions, ahead or {}), digests, strict=True)])
+        # an id new to the store gets one row, at its last version of the batch: a plain INSERT (one COPY
+        # on PostgreSQL for a large batch); a known id's row is updated
+        last = {row[0]: row for row in arts}
+        c.executemany("INSERT INTO artifacts(id, kind, arch, version, state) VALUES (?,?,?,?,?)",
+                      [(*row, "servable") for i, row in last.items() if i not in before])
         c.executemany("INSERT INTO artifacts(id, kind, arch, version, state) VALUES (?,?,?,?,'servable') "
                       "ON CONFLICT(id) DO UPDATE SET version = excluded.version, state = 'servable', "
-                      "staged_version = NULL", arts)
+                      "staged_version = NULL", [row for i, row in last.items() if i in before])
         c.executemany("INSERT OR IGNORE INTO edges(src, dst, type) VALUES (?,?,?)", edges)
         # every version stays indexed, content and meta (issue 25): the content scan reads them all
-        self._index({a.id: [[a.content, dict(a.meta)]] for a in out})
+        texts: dict[str, list[list[Any]]] = {}  # an id written twice in the batch: both versions indexed
+        for a in out:
+            texts.setdefault(a.id, []).append([a.content, dict(a.meta)])
+        self._index(texts, fresh=last.keys() - before)
         # one chained audit row per call: a single write names itself; a batch pins its manifest
         # (SHA-256 over [id, version, content sha256, inputs] lines, in order)
         if len(batch) == 1:
