@@ -66,6 +66,26 @@ def test_chunk_boundaries(tmp_path, monkeypatch):
     assert not deep_scan([str(p)], {"root@1": ROOT}, [])["clean"]
 
 
+def test_a_run_is_found_at_any_file_offset_across_parts_and_chunks(tmp_path, monkeypatch):
+    """Hashing every other block (stride 2: the needles are 24-byte windows) and splitting a file
+    among threads miss nothing: a surviving run is found at every byte offset, across chunk and part
+    boundaries."""
+    import memsteward.shred.deepscan as ds
+    monkeypatch.setattr(ds, "CHUNK", 64)
+    monkeypatch.setattr(ds, "PART", 100)
+    monkeypatch.setattr(ds, "WORKERS", 3)
+    text = "".join(chr(ord("a") + (k * 7) % 26) for k in range(200))
+    assert ds.ByteMatcher(build_needles({"a@1": text}, []).words).stride == 2
+    run = text[41:72].encode()  # WINDOW + STRIDE - 1 characters
+    p = tmp_path / "f.bin"
+    for pad in range(0, 280):
+        p.write_bytes(b"." * pad + run + b"." * (300 - pad))
+        report = deep_scan([str(p)], {"a@1": text}, [])
+        assert not report["clean"] and report["files"][0]["bytes"] == 300 + len(run), pad
+    p.write_bytes(b"." * 331)
+    assert deep_scan([str(p)], {"a@1": text}, [])["clean"]
+
+
 def test_no_needle_budget():
     """Thousands of erased leaves are all searched (the old scan stopped at 512 needles)."""
     erased = {f"a{k}@1": f"record number {k:05d} says something unique about item {k * 7919}" for k in range(3000)}
