@@ -145,3 +145,24 @@ def test_two_players_have_no_middle_stratum_even_when_the_budget_is_spent():
 
     game = Game(Task("q", "r", (Memory("a"), Memory("b"))), TableEvaluator({}), trials=2, call_budget=1)
     assert stratified_sample(game, 5, 0) == ([], False)
+
+
+def test_a_privacy_correction_content_scans_and_a_plain_one_does_not():
+    """plan.py `event.type == "correct" and event.privacy` → `event.type < "correct"` survived: only
+    deletions were content-scanned in the tests. A privacy correction of the root finds the copy no
+    edge records; a plain correction (no privacy) does not scan."""
+    from test_repair_erasure import MARKER, _untracked_doc
+
+    from memsteward.policy.loader import load_policy
+    from memsteward.repair.artifacts import parse_store_document
+    from memsteward.repair.events import parse_event
+    from memsteward.repair.execute import run_event
+    from memsteward.store import Store
+
+    fixed = {"id": "r-secret", "kind": "record", "content": {"text": "The user moved away.", "label": "home"}}
+    for privacy, untracked in ((True, {"sum-copied"}), (False, set())):
+        store = Store()
+        store.import_snapshot(parse_store_document(_untracked_doc(f"Weekly recap. The user {MARKER}. More."), "<t>"))
+        ev = {"type": "correct", "roots": ["r-secret"], "replacements": [fixed], "privacy": privacy}
+        plan = run_event(store, load_policy("policies/default.yaml"), parse_event(ev, store.snapshot()))
+        assert set(plan.untracked) == untracked, privacy
