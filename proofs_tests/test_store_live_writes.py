@@ -253,3 +253,33 @@ def test_a_version_sealed_before_the_write_lock_is_sealed_again_if_another_write
     assert [fresh.version_of("x", v).content for v in (1, 2, 3, 4)] == [
         "first", "from the other writer", "mine", "mine again"]
     fresh.close()
+
+
+def test_a_postgresql_publication_takes_the_write_lock_only_to_chain_its_rows(pg_url):
+    """On PostgreSQL a publication does its work (republish, erase, re-index, the event's row) without
+    the store's write lock, which it takes to check its lease and chain its audit rows: a writer of an
+    unrelated artifact commits while that work runs. Its row comes before the publication's in one
+    chain that verifies, and nothing of the cascade is served."""
+    _seed(pg_url, chain=5)
+    policy = load_policy_source(POLICY).policy
+    s, other = Store.open(pg_url), Store.open(pg_url)
+    written: list[object] = []
+    reindex = s._reindex
+
+    def during_publication(ids):  # noqa: ANN001, ANN202 — the store's own step, with a writer beside it
+        t = threading.Thread(target=lambda: written.append(
+            other.record({"id": "w9", "kind": "record", "content": "written during the publication"}, wait=0)))
+        t.start()
+        t.join(timeout=10)  # under a lock taken at BEGIN, the writer waits for this transaction: no row
+        return reindex(ids)
+    s._reindex = during_publication
+    run_event(s, policy, parse_event({"type": "delete", "roots": ["n1"]}, s))
+    assert [a.version for a in written] == [1]
+    served = {a.id for a in s.serve()}
+    assert "w9" in served and not served & {"n1", *(f"s{k}" for k in range(5))}
+    rows = s.audit_rows()
+    actions = [r[3] for r in rows]
+    assert actions.index("publish") > max(k for k, r in enumerate(rows) if r[4] == "w9")
+    assert first_broken(rows, s.audit_head(), None) is None
+    s.close()
+    other.close()

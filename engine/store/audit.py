@@ -9,7 +9,8 @@ SQLite, inserted by parts while the next part is hashed.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from ..errors import InputError
@@ -39,8 +40,36 @@ class AuditChain(Sealing):
                detail: Mapping[str, Any] | None = None) -> None:
         self._append_audit([(_now(), event_id, action, artifact_id, _dump(detail or {}))])
 
+    _held_rows: list[tuple[str, int | None, str, str | None, str]] | None = None  # a lock_late transaction's
+
+    @contextmanager
+    def transaction(self, lock_late: bool = False, locked: Callable[[], None] | None = None) -> Iterator[Any]:
+        """:meth:`~memsteward.store.core.StoreCore.transaction`. ``lock_late``: on PostgreSQL the body runs
+        without the store's write lock and the audit rows it appends are kept; at its end the lock is
+        taken, ``locked()`` runs (what must be checked or written under the lock) and the rows are
+        chained. For a body that reads and changes only rows no other writer may change meanwhile."""
+        if not lock_late:
+            with super().transaction() as c:
+                yield c
+            return
+        with super().transaction(lock_late=True) as c:
+            held: list[tuple[str, int | None, str, str | None, str]] = []
+            self._held_rows = held
+            try:
+                yield c
+            finally:
+                self._held_rows = None
+            self.lock_writes()
+            if locked is not None:
+                locked()
+            self._append_audit(held)
+
     def _append_audit(self, rows: Sequence[tuple[str, int | None, str, str | None, str]]) -> None:
-        """Append (at, event_id, action, artifact_id, detail) rows, each chained to the last hash."""
+        """Append (at, event_id, action, artifact_id, detail) rows, each chained to the last hash (inside
+        a ``lock_late`` transaction: kept, chained at its end)."""
+        if self._held_rows is not None:
+            self._held_rows.extend(rows)
+            return
         seq, prev = self._audit_tail()
         out = []
         for at, event_id, action, artifact_id, detail in rows:

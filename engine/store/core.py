@@ -127,14 +127,19 @@ class StoreCore:
         self.conn.close()
 
     @contextmanager
-    def transaction(self) -> Iterator[Any]:
+    def transaction(self, lock_late: bool = False) -> Iterator[Any]:
         """One write transaction (SQLite: BEGIN IMMEDIATE; PostgreSQL: BEGIN and the store's advisory
         lock), committed at the end, rolled back on any exception; yields the connection (a
-        ``sqlite3.Connection`` or a :class:`~memsteward.store.postgres.PgConnection`)."""
+        ``sqlite3.Connection`` or a :class:`~memsteward.store.postgres.PgConnection`).
+
+        ``lock_late`` (PostgreSQL): the advisory lock is taken by :meth:`lock_writes`, which the
+        transaction calls before it appends to the audit chain — for a transaction whose work before
+        that point reads and changes only rows no other writer may change meanwhile (an event's
+        publication: the ids its barrier holds), so writers go on while it does that work."""
         if self.backend == "sqlite":
             self.conn.execute("BEGIN IMMEDIATE")
         else:
-            self.conn.begin_write()  # BEGIN + the store's advisory lock, before anything is read
+            self.conn.begin_write(lock=not lock_late)  # BEGIN + the store's advisory lock, before anything is read
         try:
             yield self.conn
         except BaseException:
@@ -143,6 +148,12 @@ class StoreCore:
         self.checkpoint()
         self.conn.execute("COMMIT")
         self.checkpoint()
+
+    def lock_writes(self) -> None:
+        """The store's write lock in the open write transaction, if not held yet (SQLite's BEGIN
+        IMMEDIATE holds it from the start)."""
+        if self.backend != "sqlite":
+            self.conn.lock_write()
 
     def checkpoint(self) -> None:
         """A point on either side of every COMMIT (and inside the longest transactions) where a crash

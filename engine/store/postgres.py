@@ -133,6 +133,7 @@ class PgConnection:
         self._queue: list[tuple[str, Any, bool]] | None = None  # queued statements of the open write transaction
         self._streams = 0  # open server-side cursors (stream)
         self._snapshot = False  # inside read_snapshot
+        self.locked = False  # the open write transaction holds the store's advisory lock
         # this connection's server session: pid and start time (lease liveness across hosts)
         pid, start = raw.execute("SELECT pid, backend_start::text FROM pg_stat_activity "
                                  "WHERE pid = pg_backend_pid()").fetchone()
@@ -224,15 +225,32 @@ class PgConnection:
     _BEGIN = "BEGIN ISOLATION LEVEL READ COMMITTED"
     PIPELINE = True  # False: one round trip per statement (the reference path of bench/store_backends.py)
 
-    def begin_write(self) -> None:
-        """BEGIN and the store's advisory lock, queued: they go out with the transaction's first read."""
+    _LOCK = "SELECT pg_advisory_xact_lock(%s)"
+
+    def begin_write(self, lock: bool = True) -> None:
+        """BEGIN and the store's advisory lock, queued: they go out with the transaction's first read.
+        ``lock=False``: BEGIN alone; the lock is taken by :meth:`lock_write`, before the transaction
+        appends to the audit chain (:meth:`~memsteward.store.core.StoreCore.transaction` ``lock_late``)."""
         if self._streams or self._snapshot:  # the write's COMMIT would end the stream's transaction
             raise RuntimeError("a write transaction on a connection that is streaming or in a read snapshot")
         if not self.PIPELINE:
             self.raw.execute(self._BEGIN)
-            self.raw.execute("SELECT pg_advisory_xact_lock(%s)", (self.lock_key,))
+            self._queue = None
+        else:
+            self._queue = [(self._BEGIN, None, False)]
+        self.locked = False
+        if lock:
+            self.lock_write()
+
+    def lock_write(self) -> None:
+        """The store's advisory lock in the open write transaction (queued with the next statement), once."""
+        if self.locked:
             return
-        self._queue = [(self._BEGIN, None, False), ("SELECT pg_advisory_xact_lock(%s)", (self.lock_key,), False)]
+        self.locked = True
+        if self._queue is None:
+            self.raw.execute(self._LOCK, (self.lock_key,))
+        else:
+            self._queue.append((self._LOCK, (self.lock_key,), False))
 
     def _flush(self, last: tuple[str, Any, bool]) -> list[tuple[Any, ...]] | None:
         """Send the queue and ``last``; ``last``'s rows (None: it returns none)."""

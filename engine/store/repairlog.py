@@ -126,10 +126,18 @@ class Transitions(Transfer):
         self.conn.execute("UPDATE artifacts SET state = 'withdrawn', staged_version = NULL "
                           "WHERE id IN (SELECT value FROM json_each(?)) AND state != 'erased'", (ids_text,))
 
-    def _insert_version(self, event_id: int, ident: str, content: Any, meta: Mapping[str, Any]) -> int:
+    def _version_row(self, ident: str, content: Any, meta: Mapping[str, Any]) -> tuple[str, int, str, str]:
+        """(id, next version, content text, meta text) of a new version of ``ident``."""
         (top,) = self.conn.execute("SELECT MAX(version) FROM versions WHERE id = ?", (ident,)).fetchone()
-        version = int(top) + 1
-        ((_, _, sealed, sealed_meta),) = self.vault.seal([(ident, version, _dump(content), _dump(dict(meta)))])
+        return ident, int(top) + 1, _dump(content), _dump(dict(meta))
+
+    def _insert_version(self, event_id: int, ident: str, content: Any, meta: Mapping[str, Any],
+                        ahead: tuple[tuple[str, int, str, str], Any] | None = None) -> int:
+        """A new version of ``ident`` staged by the event; ``ahead``: (row, sealed row) sealed before the
+        transaction, used when the row is still the one it sealed."""
+        row = self._version_row(ident, content, meta)
+        version = row[1]
+        ((_, _, sealed, sealed_meta),) = [ahead[1]] if ahead is not None and ahead[0] == row else self.vault.seal([row])
         self.conn.execute("INSERT INTO versions(id, version, content, meta, event_id, sha256) VALUES (?,?,?,?,?,?)",
                           (ident, version, sealed, sealed_meta, event_id, self.digest_of(content)))
         self.conn.execute("UPDATE artifacts SET staged_version = ? WHERE id = ?", (version, ident))
@@ -201,9 +209,13 @@ class Transitions(Transfer):
         ``support`` (id, version) are the inputs it was built from and ``forget`` the invalidated
         versions it must not retain; both go into the hash-chained audit row (the attestation's evidence).
         """
+        # sealed before the transaction (the key store's commit outside the write lock): only this event
+        # writes versions of the ids its barrier holds, so the version read now is the one it gets
+        row = self._version_row(ident, content, meta)
+        ahead = (row, self.vault.seal([row])[0])
         with self.transaction():
             self._check_lease(event_id)
-            version = self._insert_version(event_id, ident, content, meta)
+            version = self._insert_version(event_id, ident, content, meta, ahead)
             self.conn.execute("UPDATE artifacts SET state = 'staged' WHERE id = ?", (ident,))
             self._record(event_id, ident, "staged", "version", version)
             self._audit("stage", ident, event_id, {"version": version, "support": list(support),
@@ -236,10 +248,16 @@ class Transitions(Transfer):
         tombstone = spec.tombstone
         targets: dict[str, int | None] = dict(spec.scrub)
         targets.update({r: None for r in erase})
-        with self.transaction() as c:
-            self._check_lease(event_id)  # fencing: only the event's current writer publishes
+
+        def fenced() -> None:  # under the store's write lock, before the chain's rows: fencing, the lease
+            self._check_lease(event_id)  # only the event's current writer publishes
             if not targets:  # else the lease is kept until the physical step's row (erase_physically)
-                c.execute("DELETE FROM event_lease WHERE event_id = ?", (event_id,))
+                self.conn.execute("DELETE FROM event_lease WHERE event_id = ?", (event_id,))
+        # lock_late: the body reads and changes only rows of the ids the barrier holds, of its event and the
+        # tombstones it adds, which no writer changes while the event runs (the write rule,
+        # memsteward.store.live): writers go on meanwhile; the lock is taken for fencing and the chain
+        with self.transaction(lock_late=True, locked=fenced) as c:
+            self._check_lease(event_id)  # early: no work for a process that lost the event
             for ident in republish:
                 c.execute("UPDATE artifacts SET version = staged_version, staged_version = NULL, "
                           "state = 'republished' WHERE id = ? AND staged_version IS NOT NULL", (ident,))
