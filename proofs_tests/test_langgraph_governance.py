@@ -107,6 +107,26 @@ def test_forget_a_namespace_preview_digest_and_attestation():
         assert gs.store.get(ident).meta == {} and "alice" not in ident
 
 
+def test_forget_executes_the_preview_plan_when_nothing_changed_since(monkeypatch):
+    """The store still at the preview's generation: its plan is executed as it is (not planned
+    again); after any committed write it is planned again and the digests compared."""
+    from memsteward.integrations.langgraph import forget as forget_mod
+
+    calls = []
+    real = forget_mod._plan
+    monkeypatch.setattr(forget_mod, "_plan", lambda gs, prefix: calls.append(prefix) or real(gs, prefix))
+    gs = _gs()
+    _profile(gs)
+    preview = gs.preview_forget(("users", "alice"))
+    out = gs.forget(("users", "alice"), expect=preview.digest)
+    assert len(calls) == 1 and out["roots"] == 3 and out["attestation"]["ok"] and gs.get(NS, "tea") is None
+    gs.put(NS, "late", {"content": "Alice arrived late."})
+    preview = gs.preview_forget(("users", "alice"))
+    gs.put(("users", "bob"), "n", {"content": "Bob lives in Turin."})  # a write elsewhere: planned again
+    out = gs.forget(("users", "alice"), expect=preview.digest)
+    assert len(calls) == 3 and out["digest"] == preview.digest and gs.get(NS, "late") is None
+
+
 def test_reingest_allow_refuse_review():
     for rule, served in (("allow", True), ("review", False)):
         gs = _gs(reingest=rule)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from memsteward.shred.deepscan import build_needles, deep_scan, windows
 
 ROOT = "MARKER-7f3a: the user's bank PIN is 4921 and their sister lives at 12 Elm Street."
@@ -91,3 +93,35 @@ def test_no_needle_budget():
     erased = {f"a{k}@1": f"record number {k:05d} says something unique about item {k * 7919}" for k in range(3000)}
     assert len(build_needles(erased, []).words) > 3000 * 3
     assert windows("short") == set()
+
+
+@pytest.mark.parametrize("lengths", [(15, 16, 23, 40, 97), (23, 24, 40, 97)])
+def test_the_matcher_finds_a_needle_at_every_alignment(lengths):
+    """Only the blocks at needle offsets below 8·S are indexed (S: the stride, 1 when a needle has
+    fewer than 23 bytes, else 2; an occurrence's first hashed block starts there): a needle is found
+    whatever its position modulo 8·S."""
+    from memsteward.shred.deepscan import BLOCK, ByteMatcher
+
+    needles = [bytes((k * 37 + n) % 251 + 1 for k in range(n)) for n in lengths]
+    matcher = ByteMatcher(needles)
+    assert matcher.stride == (1 if min(lengths) < 23 else 2)
+    assert len(matcher.keys) == BLOCK * matcher.stride * len(needles)  # distinct: no (block, offset, length) repeats
+    for w in needles:
+        for pad in range(2 * BLOCK * matcher.stride):
+            found: set[bytes] = set()
+            matcher.find(memoryview(b"\x00" * pad + w + b"\x00" * 3), found)
+            assert found == {w}, (len(w), pad)
+
+
+def test_needles_sharing_blocks_cost_one_lookup_per_offset_and_length():
+    """Windows of similar records share most blocks: the index keeps one entry per distinct
+    (block, offset, length), so it stays small however many needles share a block."""
+    from memsteward.shred.deepscan import ByteMatcher
+
+    erased = {f"a{k}": f"memory {k} of user one: detail {k * 7919 % 10007}" for k in range(1200)}
+    words = build_needles(erased, []).words
+    matcher = ByteMatcher(words)
+    found: set[bytes] = set()
+    matcher.find(memoryview("zz".join(erased[f"a{k}"] for k in range(0, 1200, 7)).encode()), found)
+    assert found and found <= set(words)
+    assert len(matcher.keys) < 8 * matcher.stride * len(words)

@@ -140,21 +140,38 @@ class ByteMatcher:
 
     With stride S (the most that the shortest needle allows: every needle has at least
     8·S + 7 bytes), only the blocks at offsets that are multiples of 8·S are hashed: an occurrence
-    of ≥ 8·S + 7 bytes holds a whole one of them. The 24-character windows give S = 2; a leaf of
-    16–22 characters (its own needle) gives S = 1."""
+    of ≥ 8·S + 7 bytes holds a whole one of them, and the first one starts at a needle offset below
+    8·S. The 24-character windows give S = 2; a leaf of 16–22 characters (its own needle) gives S = 1.
+
+    The index is built with numpy, not one Python object per entry: ``keys`` holds the block of
+    every needle at each offset below 8·S, with that offset (``off``) and the needle's length
+    (``size``), sorted and without repeats. A hashed block at buffer position p is checked by its run
+    of equal keys: for each (offset, length) there, is ``buf[p − offset : p − offset + length]`` one of
+    the needles (a set lookup)? Needles sharing a block (windows of similar records) cost one lookup
+    per distinct (offset, length), not one comparison per needle."""
 
     def __init__(self, words: Collection[bytes]) -> None:
         self.short = sorted(w for w in words if len(w) < 2 * BLOCK - 1)  # none from :func:`windows`
-        self.at: dict[int, list[tuple[bytes, int]]] = {}  # block value → (needle, its offset in the needle)
-        for w in words:
-            if len(w) >= 2 * BLOCK - 1:
-                for off in range(len(w) - BLOCK + 1):
-                    self.at.setdefault(int.from_bytes(w[off:off + BLOCK], "little"), []).append((w, off))
-        longer = [len(w) for w in words if len(w) >= 2 * BLOCK - 1]
-        self.stride = max(1, (min(longer, default=2 * BLOCK - 1) - (BLOCK - 1)) // BLOCK)
-        self.keys = np.fromiter(self.at, dtype=np.uint64, count=len(self.at))
+        long = [w for w in words if len(w) >= 2 * BLOCK - 1]
+        self.words = frozenset(long)
+        self.stride = max(1, (min(map(len, long), default=2 * BLOCK - 1) - (BLOCK - 1)) // BLOCK)
+        span = BLOCK * self.stride  # an occurrence's first hashed block starts at a needle offset below this
+        keys = np.empty(0, dtype=np.uint64)
+        offs = sizes = np.empty(0, dtype=np.int64)
+        if long:
+            width = span + BLOCK - 1  # every long needle has at least this many bytes
+            heads = np.frombuffer(b"".join(w[:width] for w in long), dtype=np.uint8).reshape(len(long), width)
+            keys = np.concatenate([np.ascontiguousarray(heads[:, off:off + BLOCK]).view("<u8").ravel()
+                                   for off in range(span)])
+            offs = np.repeat(np.arange(span, dtype=np.int64), len(long))
+            sizes = np.tile(np.fromiter(map(len, long), dtype=np.int64, count=len(long)), span)
+        order = np.lexsort((sizes, offs, keys))
+        keys, offs, sizes = keys[order].astype(np.uint64), offs[order], sizes[order]
+        new = np.ones(len(keys), dtype=bool)
+        new[1:] = (keys[1:] != keys[:-1]) | (offs[1:] != offs[:-1]) | (sizes[1:] != sizes[:-1])
+        self.keys, self.off, self.size = keys[new], offs[new], sizes[new]  # sorted by key, no repeats
         # about 1,000 slots per key (few false candidates), between 16 KB (in L1 cache) and 1 MB
-        bits = min(TABLE_BITS, max(14, len(self.keys).bit_length() + 10))
+        bits = min(TABLE_BITS, max(14, len(np.unique(self.keys)).bit_length() + 10))
         self.shift = np.uint64(64 - bits)  # Fibonacci hashing: the table index is the product's top bits
         self.table = np.zeros(1 << bits, dtype=bool)
         with np.errstate(over="ignore"):
@@ -165,7 +182,7 @@ class ByteMatcher:
         """Add to ``found`` the needles that occur in ``buf``. ``scratch``: arrays reused from call to call
         (one per thread: numpy lets go of the GIL while it hashes, so threads scan at once)."""
         n = len(buf) // BLOCK
-        if self.at and n:
+        if self.words and n:
             step = self.stride
             blocks = np.frombuffer(buf, dtype="<u8", count=n)[::step]
             m = len(blocks)
@@ -176,13 +193,17 @@ class ByteMatcher:
             np.right_shift(h, self.shift, out=h)
             np.take(self.table, h.view(np.int64), out=hit)  # a gather into a bool array: faster than a mask
             cand = hit.nonzero()[0]  # bool: numpy's fast path (uint8 was 10x slower)
-            if len(cand) > 64:  # a crowded table: drop the false candidates in one vectorised test
-                cand = cand[np.isin(blocks[cand], self.keys)]
-            for k in cand.tolist():
-                for w, off in self.at.get(int(blocks[k]), ()):
-                    p = k * step * BLOCK
-                    if p >= off and w not in found and buf[p - off:p - off + len(w)] == w:
-                        found.add(w)
+            values = blocks[cand]
+            lo = np.searchsorted(self.keys, values, side="left")  # the run of index entries of each block
+            hi = np.searchsorted(self.keys, values, side="right")
+            real = hi > lo
+            for k, a, b in zip(cand[real].tolist(), lo[real].tolist(), hi[real].tolist()):
+                p = k * step * BLOCK
+                for off, size in zip(self.off[a:b].tolist(), self.size[a:b].tolist()):
+                    if p >= off:
+                        seg = bytes(buf[p - off:p - off + size])
+                        if seg in self.words:
+                            found.add(seg)
         if self.short:
             data = bytes(buf)
             found.update(w for w in self.short if w in data)

@@ -23,6 +23,11 @@ from .leases import Leases, _alive
 __all__ = ["Erasure"]
 
 
+def _within(version: int, limit: int | None) -> bool:
+    """Whether a version is among the targeted ones (``limit`` None: every version)."""
+    return limit is None or version <= limit
+
+
 class Erasure(Leases):
     """Nulling erased versions and the physical-erasure step."""
 
@@ -45,17 +50,18 @@ class Erasure(Leases):
         updates: list[tuple[str, str, int]] = []
         stones: list[tuple[str, str, int]] = []
         refs: list[tuple[str, int]] = []
+        rows = [r for r in rows if _within(r[1], targets[r[0]])]
+        # the tombstoned versions' texts, opened in one key-store lookup (not one per version)
+        stoned = [(i, int(v), c, "{}") for i, v, c, _ in rows if i in tombstone and c is not None]
+        texts = {(i, v): c for (i, v, _, _), (c, _) in zip(stoned, self.vault.open(stoned, shredded_as_erased=True))}
         for ident, version, content, stored in rows:
-            limit = targets[ident]
-            if limit is not None and version > limit:
-                continue
             sha = stored if stored is not None else self.digest_of(self._open_content([(ident, version, content)])[0])
             refs.append((ident, int(version)))
             erased[ident].append({"version": int(version), "sha256": sha})
             updates.append((sha, ident, version))
             if ident in tombstone and content is not None:
                 stones.append((sha, ident, event_id))
-                opened = self.vault.open([(ident, int(version), content, "{}")], shredded_as_erased=True)[0][0]
+                opened = texts[(ident, int(version))]
                 if opened is not None:  # normalised digests (issue 25), keyed; gone if a crash took the key
                     stones += [(d, ident, event_id) for d in sorted(self._tomb_digests(text_digests(_load(opened)),
                                                                                       plain=False))]

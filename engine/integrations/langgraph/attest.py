@@ -111,17 +111,18 @@ def _backend(inner: Any) -> str | None:
     return "sqlite" if files(inner, checkpoint=False) else None
 
 
-def _values_check(gs: GovernedStore, needles: Needles) -> dict[str, Any]:
+def _values_check(gs: GovernedStore, needles: Needles, matcher: ByteMatcher | None) -> dict[str, Any]:
     """``wrapped-values``: every value read around the adapter, matched in one pass."""
     texts = [json.dumps(it.value, ensure_ascii=False).encode("utf-8") for it in raw_items(gs.inner)]
     found: set[bytes] = set()
-    if texts and needles.words:
-        ByteMatcher(needles.words).find(memoryview(b"\n".join(texts)), found)
+    if texts and matcher is not None:
+        matcher.find(memoryview(b"\n".join(texts)), found)
     return _check("wrapped-values", not found, f"{len(texts)} values read around the adapter; {len(found)} of "
                   f"{len(needles.words)} needles of the erased text found")
 
 
-def _files_check(gs: GovernedStore, eid: int, needles: Needles, backend: str | None) -> dict[str, Any]:
+def _files_check(gs: GovernedStore, eid: int, needles: Needles, matcher: ByteMatcher | None,
+                 backend: str | None) -> dict[str, Any]:
     """``wrapped-files``: each of the wrapped store's files read once (no CHECKPOINT when a clean
     ``VACUUM FULL`` ran after this event: :func:`.physical.files`)."""
     if backend is None:
@@ -131,7 +132,7 @@ def _files_check(gs: GovernedStore, eid: int, needles: Needles, backend: str | N
     if not paths:
         return _check("wrapped-files", True, "the server's data directory is not readable by this process: "
                       "the relation files were not scanned", looked=False)
-    scanned = [scan_file(p, needles) for p in paths]
+    scanned = [scan_file(p, needles, matcher) for p in paths]
     hits = sum(n for f in scanned for n in f["found"].values())
     detail = f"{len(paths)} file(s) scanned ({sum(f['bytes'] for f in scanned)} bytes); {hits} needle hit(s)"
     held = gs.last_scrub.get("held_by")
@@ -154,7 +155,8 @@ def attest(gs: GovernedStore, event_id: int | None = None, needles: Needles | No
         why = "the erased content's fingerprints are not known to this process (the event ran elsewhere)"
         checks += [_check(n, False, why) for n in ("wrapped-values", "wrapped-files")]
     else:
-        checks += [_values_check(gs, found), _files_check(gs, eid, found, backend)]
+        matcher = ByteMatcher(found.words) if found.words else None  # built once for values and files
+        checks += [_values_check(gs, found, matcher), _files_check(gs, eid, found, matcher, backend)]
     stale = stale_vectors(gs)
     checks.append(_check("wrapped-vectors", not stale, f"{len(stale)} stale vector(s)"))
     if backend is not None:

@@ -7,6 +7,12 @@ brings the wrapped store in line (every item under the prefix removed, including
 around the adapter; dependants elsewhere repaired or removed), scrubs the wrapped store's files and
 returns the plan, its digest and the attestation (:mod:`.attest`).
 
+A preview is kept by the adapter with the store's generation (the last audit sequence number: every
+committed change of the store appends an audit row) read before it was planned. When ``forget`` finds
+the store at that generation, under the same policy and prefix, nothing has changed since the
+preview, so its plan is the plan computed now and is executed as it is, without planning it again;
+otherwise the plan is computed again and its digest compared.
+
 The roots are found by id prefix (:mod:`.identity`): every incarnation under the prefix that is not
 erased yet, servable or withdrawn, so an older withdrawn incarnation's content is erased too. The
 erased versions' metadata, which held the namespace labels, is nulled at publication; the ids that
@@ -72,6 +78,18 @@ def _plan(gs: GovernedStore, prefix: tuple[str, ...]) -> ForgetPreview:
 
 def preview(gs: GovernedStore, prefix: tuple[str, ...]) -> ForgetPreview:
     """The dry run: the plan and its digest; the store and the wrapped store are untouched."""
+    generation = gs.store.generation()
+    planned = _plan(gs, prefix)
+    gs.last_preview = (generation, gs.policy, planned)
+    return planned
+
+
+def _current(gs: GovernedStore, prefix: tuple[str, ...], generation: int) -> ForgetPreview:
+    """The plan of a forget now: the kept preview's when the store is still at its generation
+    (nothing committed since), under the same policy and prefix; else planned again."""
+    kept, gs.last_preview = gs.last_preview, None
+    if kept is not None and kept[0] == generation and kept[1] is gs.policy and kept[2].prefix == tuple(prefix):
+        return kept[2]
     return _plan(gs, prefix)
 
 
@@ -85,7 +103,7 @@ def forget(gs: GovernedStore, prefix: tuple[str, ...], expect: str | None = None
         is malformed, or it holds more than :data:`MAX_FORGET` artifacts.
     """
     generation = gs.store.generation()
-    planned = _plan(gs, prefix)
+    planned = _current(gs, prefix, generation)
     if expect is not None and expect != planned.digest:
         raise InputError("the store changed since the preview (plan digest differs): preview again",
                          file="<forget>", field="expect")

@@ -58,6 +58,7 @@ class ReadGuard:
     declared_meta: frozenset[str]
     last_plan: TransitionPlan | None
     last_event_id: int | None
+    last_preview: tuple[int, Policy, Any] | None  # (generation, policy, ForgetPreview): :mod:`.forget`
     last_scrub: dict[str, Any]
     clean_through: int | None
     _lock: threading.RLock

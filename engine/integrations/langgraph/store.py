@@ -131,6 +131,7 @@ class GovernedStore(WritePath, BaseStore):
         self.declared_meta = _declared_meta(policy)
         self.last_plan = None
         self.last_event_id: int | None = None
+        self.last_preview = None
         self.last_scrub: dict[str, Any] = {}
         self.clean_through: int | None = None  # files rewritten, no older snapshot held, after this event
         self.supports_ttl = inner.supports_ttl
