@@ -139,3 +139,42 @@ def test_references_hold_the_stores_keyed_digest(tmp_path: Path):
         assert ref["sha256"] == store.digest_of(content) != content_digest(content)
         assert content_digest(content) not in _events_text(db)
     assert CliRunner().invoke(main, ["audit", "--store", db, "--check"]).exit_code == 0
+
+
+def _stored_policy_chars(db: str) -> int:
+    """Characters of policy text the store holds: inline in ``events`` plus the ``policies`` table."""
+    con = sqlite3.connect(db)
+    try:
+        (inline,) = con.execute("SELECT COALESCE(SUM(LENGTH(policy)), 0) FROM events").fetchone()
+        has = con.execute("SELECT 1 FROM sqlite_master WHERE name = 'policies'").fetchone()
+        (table,) = con.execute("SELECT COALESCE(SUM(LENGTH(policy)), 0) FROM policies").fetchone() if has else (0,)
+        return int(inline) + int(table)
+    finally:
+        con.close()
+
+
+def test_a_policy_is_stored_once_by_digest_never_per_event(tmp_path: Path):
+    """Issue 25: one rule aliased hundreds of times was expanded into ``events.policy`` with every event
+    (600 MB for a 1-artifact delete before the 1 MiB cap; still the policy's size per event after it).
+    The policy is stored once, under its SHA-256 (the digest the barrier's audit row pins): three
+    events under it store one copy; ``audit --check`` still verifies every event's policy."""
+    import yaml
+
+    doc = yaml.safe_load(Path(POLICY).read_text())
+    rule = {"when": {"kind": "summary"}, "mode": "remove", "description": "x" * 1000}
+    text = yaml.safe_dump({k: v for k, v in doc.items() if k != "modes"}) + "modes:\n  - &r " + json.dumps(rule) \
+        + "\n" + "  - *r\n" * 299 + "".join(f"  - {json.dumps(m)}\n" for m in doc["modes"])
+    policy = tmp_path / "aliased.yaml"
+    policy.write_text(text)
+    db = _imported(tmp_path)
+    for k, root in enumerate(("p1", "p3", "p5")):
+        ev = tmp_path / f"delete-{k}.json"
+        ev.write_text(json.dumps({"type": "delete", "roots": [root]}))
+        r = CliRunner().invoke(main, ["repair", "--policy", str(policy), "--store", db, "--event", str(ev)])
+        assert r.exit_code == 0, r.output
+    one = len(json.dumps(Store.open(db).event(1)["policy"], sort_keys=True, separators=(",", ":")))
+    assert one > 300_000  # the expanded aliases
+    assert _stored_policy_chars(db) < one + 1000, (_stored_policy_chars(db), one)
+    store = Store.open(db)
+    assert [store.event(i)["policy"] for i in (1, 2, 3)] == [store.event(1)["policy"]] * 3
+    assert CliRunner().invoke(main, ["audit", "--store", db, "--check"]).exit_code == 0

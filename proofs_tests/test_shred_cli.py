@@ -153,6 +153,7 @@ def test_older_code_refuses_an_encrypted_store(tmp_path, monkeypatch):
     """A release of schema 5 (before key stores) opening this store: refused, saying a newer release wrote it."""
     db = _store(tmp_path)
     from memsteward.store import schema as dialect
+    from memsteward.store.schema import SCHEMA_VERSION
     monkeypatch.setattr(dialect, "SCHEMA_VERSION", 5)
-    with pytest.raises(InputError, match="schema version 6, written by a newer release"):
+    with pytest.raises(InputError, match=f"schema version {SCHEMA_VERSION}, written by a newer release"):
         Store.open(str(db))

@@ -152,6 +152,30 @@ def test_version_4_store_gets_the_covering_parents_index(store_at):
     assert json.loads(plans[0].stdout) == json.loads(plans[1].stdout)
 
 
+def test_version_6_store_keeps_its_inline_policies_and_stores_new_ones_by_digest(store_at):
+    """Schema 7: ``policies`` holds each policy once by its SHA-256 and ``events.policy`` the digest. A
+    version-6 store (its events' policies inline) is refused until migrated; its old events still read
+    and verify, and a new event under the same policy stores it once in ``policies``."""
+    loc = _imported(store_at("v6"))
+    r = _run("repair", "--policy", POLICY, "--store", loc, "--event", str(DATA / "event-delete.json"))
+    assert r.returncode == 0, r.stderr
+    policy = _sql(loc, "SELECT policy FROM policies")[0][0]
+    _sql(loc, "UPDATE events SET policy = (SELECT p.policy FROM policies p WHERE p.digest = events.policy)",
+         "DROP TABLE policies", "UPDATE memsteward_schema SET version = 6")  # as a release of version 6 wrote it
+    _one_line_exit_2(_run("audit", "--store", loc, "--check"), "schema version 6")
+    r = _run("store", "migrate", "--store", loc, "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == {"store": loc, "from": 6, "to": SCHEMA_VERSION, "migrated": True}
+    assert _sql(loc, "SELECT policy FROM events") == [(policy,)]  # kept inline
+    assert _run("audit", "--store", loc, "--check").returncode == 0
+    r = _run("repair", "--policy", POLICY, "--store", loc, "--event", str(DATA / "event-correct.json"))
+    assert r.returncode == 0, r.stderr
+    assert [tuple(r) for r in _sql(loc, "SELECT digest, policy FROM policies")] == [
+        (_sql(loc, "SELECT policy FROM events WHERE id = 2")[0][0], policy)]
+    checked = _run("audit", "--store", loc, "--check", "--json")
+    assert checked.returncode == 0 and json.loads(checked.stdout)["ok"], checked.stdout
+
+
 def test_newer_schema_and_foreign_tables_are_refused(store_at):
     loc = _imported(store_at("new"))
     _sql(loc, "UPDATE memsteward_schema SET version = 99")

@@ -52,6 +52,7 @@ class MemoryTables:
     tombstones: dict[str, tuple[str, int]] = field(default_factory=dict)
     event_lease: dict[int, tuple[str, str, int, str | None, str, str | None]] = field(default_factory=dict)
     shingles: set[tuple[int, str]] = field(default_factory=set)
+    policies: dict[str, str] = field(default_factory=dict)  # SHA-256 → policy text (events hold the digest)
 
 
 class MemoryReads:

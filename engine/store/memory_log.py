@@ -102,7 +102,7 @@ class MemoryStore(MemoryReads):
         if not open_:
             return None
         _t, ev, pol, plan, _s, _c = self.t.events[open_[0]]
-        return EventRecord(open_[0], json.loads(ev), json.loads(pol), read_plan(plan))
+        return EventRecord(open_[0], json.loads(ev), json.loads(self.t.policies.get(pol, pol)), read_plan(plan))
 
     def event(self, event_id: int | None = None) -> dict[str, Any] | None:
         if not self.t.events:
@@ -110,7 +110,8 @@ class MemoryStore(MemoryReads):
         i = max(self.t.events) if event_id is None else event_id
         if i not in self.t.events:
             return None
-        t, ev, pol, plan, status, created = self.t.events[i]
+        t, ev, pinned, plan, status, created = self.t.events[i]
+        pol = self.t.policies.get(pinned, pinned)  # stored once by digest, as the SQL store's ``policies``
         return {"id": i, "type": t, "event": json.loads(ev), "policy": json.loads(pol), "plan": read_plan(plan),
                 "status": status, "created": created,
                 "sha256": {"event": digest(ev), "policy": digest(pol), "plan": digest(plan)}}
@@ -167,7 +168,8 @@ class MemoryStore(MemoryReads):
                     row[3], row[4] = "withdrawn", None
             plan_text = stored_plan(plan)
             event_id = max(t.events, default=0) + 1
-            t.events[event_id] = [plan["event"]["type"], event_text, policy_text, plan_text, "barrier", _now()]
+            t.policies.setdefault(digest(policy_text), policy_text)
+            t.events[event_id] = [plan["event"]["type"], event_text, digest(policy_text), plan_text, "barrier", _now()]
             self._lease(event_id)
             for root, art in sorted(spec.staged_roots.items()):
                 self._insert_version(event_id, root, art.content, dict(art.meta))

@@ -24,6 +24,12 @@ _CURRENT = ("SELECT a.id, a.kind, a.arch, a.version, a.state, v.content, v.meta 
 _SERVABLE_SQL = ", ".join(f"'{s}'" for s in sorted(SERVABLE_STATES))
 
 
+# an event row with its policy document: from ``policies`` by the digest ``events.policy`` holds (schema 7),
+# or inline (an event recorded before)
+_EVENT_ROW = ("SELECT e.id, e.type, e.event, COALESCE(p.policy, e.policy), e.plan, e.status, e.created FROM events e "
+              "LEFT JOIN policies p ON p.digest = e.policy ")
+
+
 class Reads(AuditChain):
     """Reading artifacts, versions, states and events."""
 
@@ -133,9 +139,9 @@ class Reads(AuditChain):
 
     def event(self, event_id: int | None = None) -> dict[str, Any] | None:
         """One recorded event (the latest when ``event_id`` is None) with its policy and plan."""
-        sql = "SELECT id, type, event, policy, plan, status, created FROM events "
-        row = (self.conn.execute(sql + "WHERE id = ?", (event_id,)).fetchone() if event_id is not None
-               else self.conn.execute(sql + "ORDER BY id DESC LIMIT 1").fetchone())
+        sql = _EVENT_ROW
+        row = (self.conn.execute(sql + "WHERE e.id = ?", (event_id,)).fetchone() if event_id is not None
+               else self.conn.execute(sql + "ORDER BY e.id DESC LIMIT 1").fetchone())
         if row is None:
             return None
         i, t, ev, pol, plan, status, created = row

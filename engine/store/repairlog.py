@@ -35,8 +35,9 @@ class Transitions(Transfer):
 
     def unfinished_event(self) -> EventRecord | None:
         """(event id, event, policy, plan) of an event whose publication has not committed."""
-        row = self.conn.execute("SELECT id, event, policy, plan FROM events WHERE status != 'done' "
-                                "ORDER BY id LIMIT 1").fetchone()
+        row = self.conn.execute("SELECT e.id, e.event, COALESCE(p.policy, e.policy), e.plan FROM events e "
+                                "LEFT JOIN policies p ON p.digest = e.policy WHERE e.status != 'done' "
+                                "ORDER BY e.id LIMIT 1").fetchone()
         if row is None:
             return None
         return EventRecord(int(row[0]), json.loads(row[1]), json.loads(row[2]), read_plan(row[3]))
@@ -114,11 +115,16 @@ class Transitions(Transfer):
 
     def _insert_event(self, kind: str, event_text: str, policy_text: str, plan_text: str) -> int:
         """The ``events`` row of a barrier; its id. Ids count 1, 2, … on both backends (a PostgreSQL
-        identity would skip the ids of rolled-back barriers; the write lock makes MAX + 1 safe)."""
+        identity would skip the ids of rolled-back barriers; the write lock makes MAX + 1 safe).
+        The policy is stored once, in ``policies`` under its SHA-256 (the digest the barrier's audit
+        row pins); the event row holds that digest (issue 25: never a copy per event)."""
+        pinned = digest(policy_text)
+        self.conn.execute("INSERT INTO policies(digest, policy) VALUES (?, ?) ON CONFLICT(digest) DO NOTHING",
+                          (pinned, policy_text))
         (event_id,) = self.conn.execute(
             "INSERT INTO events(id, type, event, policy, plan, status, created) "
             "VALUES ((SELECT COALESCE(MAX(id), 0) + 1 FROM events),?,?,?,?,?,?) RETURNING id",
-            (kind, event_text, policy_text, plan_text, "barrier", _now())).fetchone()
+            (kind, event_text, pinned, plan_text, "barrier", _now())).fetchone()
         return int(event_id)
 
     def _withdraw(self, ids_text: str) -> None:

@@ -32,10 +32,14 @@ __all__ = ["CORE_TABLES", "MIGRATIONS", "PG_SCHEMA", "PG_TABLES", "SCHEMA_VERSIO
 #      is sealed. Content and meta are encrypted at rest under per-version DEKs kept in a key store apart from
 #      the data (memsteward.shred); a release of version 5 would serve ciphertext, so it must refuse the store.
 #      The migration adds the table; existing rows stay plaintext until `memsteward store migrate --encrypt`.
+#   7  ``policies``: each policy document an event ran under, stored once by its SHA-256 (the digest the
+#      barrier's audit row pins); ``events.policy`` holds that digest, not the document (issue 25: a policy
+#      expanded per event grew the store by the policy's size with every event). The migration adds the
+#      table; events recorded before keep their policy inline (readers take either: LEFT JOIN on the digest).
 # ANY change to a table or column of either schema (a new table included: `CREATE TABLE IF NOT EXISTS`
 # reaches new stores only) bumps SCHEMA_VERSION and appends one step per backend to MIGRATIONS; a store
 # of an older version is refused (exit 2, nothing changed) until `memsteward store migrate` ran.
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 CORE_TABLES = frozenset({"artifacts", "versions", "edges", "events", "audit"})  # what makes a database a store
 
 SQLITE_SCHEMA = """
@@ -75,6 +79,7 @@ CREATE INDEX IF NOT EXISTS plan_steps_artifact ON plan_steps(event_id, artifact_
 CREATE INDEX IF NOT EXISTS shingles_id ON shingles(id);
 CREATE TABLE IF NOT EXISTS store_keys(one INTEGER PRIMARY KEY CHECK (one = 1), store_id TEXT NOT NULL,
   sealed INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS policies(digest TEXT PRIMARY KEY, policy TEXT NOT NULL);
 """
 
 # Same tables, same column order (``SELECT *`` compares across backends), PostgreSQL types.
@@ -119,9 +124,10 @@ CREATE INDEX IF NOT EXISTS plan_steps_artifact ON plan_steps(event_id, artifact_
 CREATE INDEX IF NOT EXISTS shingles_id ON shingles(id);
 CREATE TABLE IF NOT EXISTS store_keys(one INTEGER PRIMARY KEY CHECK (one = 1), store_id TEXT NOT NULL,
   sealed INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS policies(digest TEXT COLLATE "C" PRIMARY KEY, policy TEXT NOT NULL);
 """
 PG_TABLES = frozenset({"memsteward_schema", "artifacts", "versions", "edges", "events", "plan_steps", "audit",
-                       "audit_head", "tombstones", "event_lease", "shingles", "store_keys"})
+                       "audit_head", "tombstones", "event_lease", "shingles", "store_keys", "policies"})
 
 # Columns added after a table first shipped: (table, column, type). SQLite has no ADD COLUMN IF NOT
 # EXISTS, so its version-1 step adds those a store lacks (stores from before chaining, signing, digests).
@@ -210,11 +216,22 @@ def _pg_v5_to_v6(conn: Any) -> str:
     return _STORE_KEYS
 
 
+def _sqlite_v6_to_v7(conn: Any) -> str:
+    """The policies table (events recorded before keep their policy inline)."""
+    return "CREATE TABLE IF NOT EXISTS policies(digest TEXT PRIMARY KEY, policy TEXT NOT NULL);"
+
+
+def _pg_v6_to_v7(conn: Any) -> str:
+    """The policies table (events recorded before keep their policy inline)."""
+    return 'CREATE TABLE IF NOT EXISTS policies(digest TEXT COLLATE "C" PRIMARY KEY, policy TEXT NOT NULL)'
+
+
 # MIGRATIONS[backend][v - 1](conn) is the SQL that takes a store from version v to v + 1 (it may read
 # the store to decide); the store runs every pending step and the new version in ONE write transaction.
 MIGRATIONS: dict[str, tuple[Callable[[Any], str], ...]] = {
-    "sqlite": (_sqlite_v1_to_v2, _sqlite_v2_to_v3, _sqlite_v3_to_v4, _sqlite_v4_to_v5, _sqlite_v5_to_v6),
-    "postgresql": (_pg_v1_to_v2, _pg_v2_to_v3, _pg_v3_to_v4, _pg_v4_to_v5, _pg_v5_to_v6),
+    "sqlite": (_sqlite_v1_to_v2, _sqlite_v2_to_v3, _sqlite_v3_to_v4, _sqlite_v4_to_v5, _sqlite_v5_to_v6,
+               _sqlite_v6_to_v7),
+    "postgresql": (_pg_v1_to_v2, _pg_v2_to_v3, _pg_v3_to_v4, _pg_v4_to_v5, _pg_v5_to_v6, _pg_v6_to_v7),
 }
 assert all(len(steps) == SCHEMA_VERSION - 1 for steps in MIGRATIONS.values())
 

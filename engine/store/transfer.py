@@ -210,8 +210,8 @@ class Transfer(Erasure):
         sealed = iter(dst.vault.seal([(r[0], int(r[1]), c, m) for r, (c, m) in zip(live, opened, strict=True)]))
         return [(*next(sealed), *r[4:]) if r[2] is not None else r for r in part]
 
-    TABLES = ("artifacts", "versions", "edges", "events", "plan_steps", "audit", "audit_head", "tombstones",
-              "shingles")
+    TABLES = ("artifacts", "versions", "edges", "policies", "events", "plan_steps", "audit", "audit_head",
+              "tombstones", "shingles")
 
     def row_counts(self, tables: Sequence[str] | None = None) -> dict[str, int]:
         """The number of rows of each of ``tables`` (default: every table :meth:`copy_into` copies)."""
