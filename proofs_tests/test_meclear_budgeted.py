@@ -348,3 +348,18 @@ def test_a_pair_the_samples_point_at_is_verified_before_the_chain_reaches_it() -
     assert set(plan.removed) == set(case.faults) and plan.recovered and plan.stop == "verified"
     assert plan.evaluator_calls <= 64
     _g3(game, plan)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_g3_on_pair_ranked_removals_on_every_estimator(estimator: str) -> None:
+    """The pair round is a path of every estimator: some removal is ranked by it, and G3 and B hold."""
+    budget = 160 if estimator == "exact" else 96
+    spec = ClearanceSpec(retrieval_budget=5, search="budgeted", call_budget=budget, estimator=estimator)
+    paired = 0
+    for case in _cases(5, n=12, noise=0.2):  # noisy trials: gains of one trial in two, ν false
+        game = case_game(case, spec)
+        plan = run_meclear(game, spec)
+        assert plan.evaluator_calls <= budget
+        _g3(game, plan)
+        paired += plan.estimator == "pair" and plan.selected > 0
+    assert paired >= 1
