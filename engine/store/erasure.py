@@ -10,7 +10,7 @@ the keys are gone and records one chained ``physical-erasure`` audit row (counts
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from ..errors import EventHeld
@@ -70,20 +70,24 @@ class Erasure(Leases):
         self.conn.executemany("UPDATE versions SET content = NULL, meta = '{}', erased = 1, sha256 = ? "
                               "WHERE id = ? AND version = ?", updates)
         self.conn.executemany("INSERT OR IGNORE INTO tombstones(digest, root, event_id) VALUES (?,?,?)", stones)
-        pinned = self._tombstone_commitments(event_id, sorted({s[1] for s in stones}))
+        pinned = self._tombstone_commitments(event_id, sorted({s[1] for s in stones}), {s[0] for s in stones})
         self._append_audit([(_now(), event_id, "erase", i, _dump({"versions": erased[i], **pinned.get(i, {})}))
                             for i in ids if erased[i]])
         return refs
 
-    def _tombstone_commitments(self, event_id: int, roots: Sequence[str]) -> dict[str, dict[str, Any]]:
+    def _tombstone_commitments(self, event_id: int, roots: Sequence[str],
+                               digests: Collection[str]) -> dict[str, dict[str, Any]]:
         """Each root's ``{"tombstones": commitment}`` over the rows this event wrote for it (a digest an
         earlier event already holds stays that event's): the ``erase`` row chains it."""
         if not roots:
             return {}
         held: dict[str, list[str]] = {r: [] for r in roots}
-        for d, r in self.conn.execute("SELECT digest, root FROM tombstones WHERE event_id = ? AND root IN "
-                                      "(SELECT value FROM json_each(?))", (event_id, json.dumps(list(roots)))):
-            held[r].append(d)
+        # the rows this event wrote are among the digests it inserted: looked up by primary key (a scan of
+        # ``tombstones`` by event grows with every delete the store ever ran)
+        for d, r, e in self.conn.execute("SELECT digest, root, event_id FROM tombstones WHERE digest IN "
+                                         "(SELECT value FROM json_each(?))", (json.dumps(sorted(digests)),)):
+            if int(e) == event_id and r in held:
+                held[r].append(d)
         return {r: {"tombstones": commitment(ds)} for r, ds in held.items()}
 
     def erasure_state(self) -> tuple[dict[tuple[str, int], str | None], dict[tuple[str, int], list[str]]]:
@@ -135,7 +139,7 @@ class Erasure(Leases):
         detail["complete"] = not alive and self.sealed and detail["key_checkpoint"]
         with self.transaction() as c:
             self._check_lease(event_id)  # fencing: a process that took the step over writes its row alone
-            if self._physical_row(event_id) is not None:
+            if not self._holds_lease(event_id) and self._physical_row(event_id) is not None:
                 return self._physical_row(event_id) or detail
             self._audit("physical-erasure", event_id=event_id, detail=detail)
             c.execute("DELETE FROM event_lease WHERE event_id = ?", (event_id,))
@@ -149,7 +153,13 @@ class Erasure(Leases):
         """Hold the event's lease for its physical step (issue 25): publication kept it for the
         publisher; ``recover`` takes it over only from a dead holder (a live one raises
         :class:`~memsteward.errors.EventHeld`: it scans and writes the row itself). False: the step's
-        row is written already — the step runs exactly once."""
+        row is written already — the step runs exactly once.
+
+        The row and the lease's deletion commit together, and no lease of the event is taken after it, so
+        while this process holds the lease (the publisher, right after publication) the row cannot exist:
+        nothing is written and the audit log is not searched for it (a scan that grows with the log)."""
+        if self._holds_lease(event_id):
+            return True
         with self.transaction():
             if self._physical_row(event_id) is not None:
                 return False
@@ -162,6 +172,10 @@ class Erasure(Leases):
                                                                 "since": row[4]}, file=self.path)
             self._lease(event_id)
         return True
+
+    def _holds_lease(self, event_id: int) -> bool:
+        row = self.conn.execute("SELECT owner FROM event_lease WHERE event_id = ?", (event_id,)).fetchone()
+        return row is not None and row[0] == self.owner
 
     def _physical_row(self, event_id: int) -> ErasureReport | None:
         row = self.conn.execute("SELECT detail FROM audit WHERE action = 'physical-erasure' AND event_id = ? "
