@@ -183,7 +183,7 @@ def barrier(store: RepairLog, policy: Policy, plan: TransitionPlan, generation: 
     (:meth:`TransitionPlan.to_columns`: no object per candidate), then :meth:`RepairLog.barrier`'s one
     transaction — with the collector paused throughout (10^5-element lists, nothing cyclic). Agent
     writes since ``generation`` void the plan only if they changed its scope (:func:`scope_unchanged`)."""
-    roots = Snapshot(store.artifacts_of(plan.event.roots), ())
+    roots = Snapshot(store.artifacts_of(plan.event.roots, content=False), ())  # root_successors reads no content
     with paused_gc():
         return store.barrier(BarrierSpec(plan.to_columns(), policy_document(policy),
                                          root_successors(plan.event, roots), generation,
