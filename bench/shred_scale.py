@@ -9,7 +9,11 @@ delete: **plan** = :func:`compute_plan` alone; **delete** = :func:`run_event` wh
 planning** = delete − plan (barrier, staging, validation, publication with key destruction, the
 erasure record); **erasure** = the key destruction and ``physical-erasure`` step alone
 (:meth:`Store.erase_physically` timed inside the run). A reader thread on another connection reads
-other artifacts in a loop during every delete: its longest single read is reported.
+other artifacts in a loop during every delete: its longest single read is reported. **delete CPU** is
+the deleting thread's CPU time in :func:`run_event` (``time.thread_time``: no waiting on fsync, not the
+reader's), and **fdatasync** the median latency of a 4 KB write + ``fdatasync`` beside the store just
+before that size's deletes, with the load average then: a delete commits about a dozen times, each
+waiting for one, so on a shared disk the wall times follow the fsync latency of the moment.
 
 Also: ``record_many`` of 10^4 records (batches of 1,000) on an encrypted store against the same
 store with sealing bypassed (same run, same machine; 3 rounds each, alternating, median); ``audit --deep``'s file pass
@@ -93,7 +97,7 @@ def _deletes(store: Any, location: str, policy: Any, n: int, rng: random.Random)
     from memsteward.repair.execute import run_event
     from memsteward.repair.plan import compute_plan
 
-    plans, deletes, erasures, blocked = [], [], [], []
+    plans, deletes, erasures, blocked, cpus = [], [], [], [], []
     real = type(store).erase_physically
     for e in range(EVENTS):
         root = _cascade(store, rng, f"{n}-{e}")
@@ -114,16 +118,31 @@ def _deletes(store: Any, location: str, policy: Any, n: int, rng: random.Random)
         reader = Reader(location, n)
         reader.start()
         try:
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.thread_time()
             run_event(store, policy, event, "mincut", "ortools")
             deletes.append(time.perf_counter() - t)
+            cpus.append(time.thread_time() - c)
         finally:
             type(store).erase_physically = real
             blocked.append(reader.finish())
         erasures.append(sum(spent))
     med = statistics.median
     return {"plan": med(plans), "delete": med(deletes), "beyond": med(d - p for d, p in zip(deletes, plans)),
-            "erasure": med(erasures), "blocked": max(blocked)}
+            "erasure": med(erasures), "blocked": max(blocked), "cpu": med(cpus)}
+
+
+def fsync_ms(directory: str, n: int = 15) -> float:
+    """Median latency of a 4 KB write + fdatasync in ``directory`` now (what each commit waits for)."""
+    path = os.path.join(directory, "fsync-probe")
+    out = []
+    with open(path, "wb", buffering=0) as fh:
+        for _ in range(n):
+            t = time.perf_counter()
+            fh.write(b"x" * 4096)
+            os.fdatasync(fh.fileno())
+            out.append(time.perf_counter() - t)
+    os.remove(path)
+    return statistics.median(out) * 1e3
 
 
 def _sizes(quick: bool, backend: str) -> list[int]:
@@ -144,11 +163,13 @@ def _grow(location: str, backend: str, sizes: list[int], policy: Any) -> tuple[l
         _fill(store, rng, have, n)
         fill = time.perf_counter() - t
         have = n
+        sync = fsync_ms(os.path.dirname(location) if backend == "sqlite" else tempfile.gettempdir())
         r = _deletes(store, location, policy, n, rng)
         size = sum(os.path.getsize(p) for p in (store.path, store.path + "-wal") if os.path.exists(p)) \
             if backend == "sqlite" else None
         rows.append([backend, f"{n:,}", f"{r['plan'] * 1e3:.1f}", f"{r['delete'] * 1e3:.1f}",
-                     f"{r['beyond'] * 1e3:.1f}", f"{r['erasure'] * 1e3:.1f}", f"{r['blocked'] * 1e3:.1f}",
+                     f"{r['beyond'] * 1e3:.1f}", f"{r['cpu'] * 1e3:.1f}", f"{r['erasure'] * 1e3:.1f}",
+                     f"{r['blocked'] * 1e3:.1f}", f"{sync:.1f}", f"{os.getloadavg()[0]:.1f}",
                      "-" if size is None else f"{size / 1e6:.0f}", f"{(n - (sizes[sizes.index(n) - 1] if sizes.index(n) else 0)) / fill:,.0f}"])
         print(f"[shred] {backend} {n}: {rows[-1]}", file=sys.stderr, flush=True)
         files = store.path if backend == "sqlite" else None
@@ -217,8 +238,9 @@ def run(quick: bool = False) -> None:
     md = ["## Erasure by key destruction: delete cost against store size (`bench/shred_scale.py`)\n",
           f"Commit `{m['commit']}`, {m['cores']} cores, {m['date']}, load average {os.getloadavg()[0]:.1f} (shared "
           f"machine); {time.time() - start:.0f} s, peak RSS {peak_rss_mb():.0f} MB. " + __doc__.split("\n\n", 1)[1],
-          table(["backend", "artifacts", "plan ms", "delete ms", "beyond planning ms", "erasure step ms",
-                 "longest concurrent read ms", "DB MB", "fill artifacts/s"], rows),
+          table(["backend", "artifacts", "plan ms", "delete ms", "beyond planning ms", "delete CPU ms",
+                 "erasure step ms", "longest concurrent read ms", "fdatasync ms", "load", "DB MB",
+                 "fill artifacts/s"], rows),
           "\n`record_many`, 10^4 records in batches of 1,000:\n",
           table(["store", "records/s (median)", "of unencrypted", "rounds"], rm)]
     if deep:
