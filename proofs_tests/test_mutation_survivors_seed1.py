@@ -166,3 +166,88 @@ def test_a_privacy_correction_content_scans_and_a_plain_one_does_not():
         ev = {"type": "correct", "roots": ["r-secret"], "replacements": [fixed], "privacy": privacy}
         plan = run_event(store, load_policy("policies/default.yaml"), parse_event(ev, store.snapshot()))
         assert set(plan.untracked) == untracked, privacy
+
+
+def test_an_empty_batch_records_nothing_and_audits_nothing():
+    """writepath.py `if len(batch) == 1: audit the single write` → `<= 1` survived: an empty batch is
+    a valid no-op (no row, no audit entry), not a single write."""
+    from memsteward.store import Store
+
+    store = Store()
+    before = len(store.audit_log())
+    assert store.record_many([]) == []
+    assert len(store.audit_log()) == before
+
+
+def test_completing_a_stratum_gains_its_whole_term_at_any_width():
+    """stratified.py completion gain `widths[s] ** 2 / n` → `widths[s] % 2 / n` survived: the test
+    of the completion branch used w = 1 (1 % 2 = 1²). With w_1 = w_2 = 2 (the w = 1 case scaled,
+    so the same order): after 1, 2, 1, 2, 1 the 6th draw completes stratum 1, gaining 4/3, against
+    4/2 − 4/3 = 2/3 in stratum 2."""
+    from memsteward.clearance.stratified import allocation_order
+
+    assert allocation_order(4, {1: 2.0, 2: 2.0}, 6) == [1, 2, 1, 2, 1, 1]
+
+
+def test_sampled_interaction_averages_the_pair_delta_over_the_permutations():
+    """attribution.py `Σ Δ_ij / len(bases)` → `Σ Δ_ij ** len(bases)` survived. v̂(S) = 1 when a and b
+    are in S without c: Δ_ab(∅) = 1, Δ_ab({c}) = 0. Permutations abc, cab, cba precede the pair by
+    ∅, {c}, {c}: ω = (1 + 0 + 0)/3, each permutation counted (not each distinct base)."""
+    from itertools import combinations
+
+    import pytest
+
+    from memsteward.clearance.attribution import interaction
+    from memsteward.clearance.evaluators.table import TableEvaluator
+    from memsteward.clearance.game import Game, Memory, Task
+
+    ids = ("a", "b", "c")
+    values = {frozenset(s): float({"a", "b"} <= set(s) and "c" not in s) for r in range(4) for s in combinations(ids, r)}
+    game = Game(Task("q", "r", tuple(Memory(i) for i in ids)), TableEvaluator(values), trials=1)
+    assert interaction(game, "a", "b", [("a", "b", "c"), ("c", "a", "b"), ("c", "b", "a")]) == pytest.approx(1 / 3)
+    assert interaction(game, "a", "b", [("a", "b", "c"), ("c", "a", "b")]) == pytest.approx(1 / 2)
+
+
+def test_the_row_after_a_sealed_head_must_carry_the_next_sequence_number():
+    """auditchain.py `s != seq + 1` → `s < seq + 1` survived: a first appended row that skips numbers
+    (row 5 after head 3), even with a hash that links to the head, must be refused."""
+    from memsteward.repair.auditchain import row_hash, seal, sealed_head_problem
+
+    key, binding = b"k" * 32, ("store-id", None)
+    head_hash = "ab" * 32
+    head = (3, head_hash, seal(key, 3, head_hash, binding))
+    head_row = (3, "t3", None, "record", "a", "{}", head_hash)
+
+    def after(s: int) -> tuple:
+        return (s, "t", None, "record", "b", "{}", row_hash(head_hash, s, "t", None, "record", "b", "{}"))
+
+    assert sealed_head_problem(key, head, [head_row, after(4)], binding) is None
+    for s in (5, 3):
+        assert sealed_head_problem(key, head, [head_row, after(s)], binding) == \
+            "the row after the signed head (row 3) does not link to it"
+
+
+def test_a_migrate_event_built_in_code_with_a_bad_interface_is_refused_before_the_barrier():
+    """execute.py `f"migrate interface of {r!r}: {problem[1]}"` (NumberReplacer) was not covered:
+    parse_event refuses a bad interface first, so only an event built in code reaches
+    check_inputs' own check; it must name the root, the problem and the field."""
+    import dataclasses
+
+    import pytest
+
+    from memsteward.errors import InputError
+    from memsteward.policy.loader import load_policy
+    from memsteward.repair.events import load_event
+    from memsteward.repair.execute import check_inputs
+    from memsteward.repair.plan import compute_plan
+    from memsteward.store import Store
+
+    store = Store.open("engine/data/repair/store.json")
+    event = load_event("engine/data/repair/event-migrate.json", store.snapshot())
+    plan = compute_plan(load_policy("policies/default.yaml"), store, event, "mincut", "networkx")
+    bad = dataclasses.replace(event, interfaces={"api-weather-v1": {"tools": "nope"}})
+    with pytest.raises(InputError) as err:
+        check_inputs(store, dataclasses.replace(plan, event=bad))
+    assert str(err.value) == ("migrate interface of 'api-weather-v1': 'tools' must be an object "
+                              "{name: {params, required}}")
+    assert err.value.field == "interface.api-weather-v1.tools"
