@@ -251,3 +251,48 @@ def test_a_migrate_event_built_in_code_with_a_bad_interface_is_refused_before_th
     assert str(err.value) == ("migrate interface of 'api-weather-v1': 'tools' must be an object "
                               "{name: {params, required}}")
     assert err.value.field == "interface.api-weather-v1.tools"
+
+
+def test_a_delete_on_a_store_opened_by_a_relative_path_leaves_its_wal_truncated(tmp_path, monkeypatch):
+    """store/erasure.py `self.path != ":memory:"` → `self.path < ":memory:"` survived: every file
+    store of the tests had an absolute path ("/…" sorts before ":"); a relative one ("s.db" sorts
+    after) skipped the physical erasure step's checkpoints."""
+    import json
+    import os
+
+    from memsteward.policy.loader import load_policy
+    from memsteward.repair.artifacts import parse_store_document
+    from memsteward.repair.events import parse_event
+    from memsteward.repair.execute import run_event
+    from memsteward.store import Store
+
+    policy = load_policy("policies/default.yaml")  # read before leaving the repository's directory
+    monkeypatch.chdir(tmp_path)
+    store = Store.open("s.db", create=True)
+    try:
+        store.import_snapshot(parse_store_document({
+            "artifacts": [{"id": "r", "kind": "record", "content": {"text": "The user is allergic to peanuts."}},
+                          {"id": "keep", "kind": "record", "content": {"text": "The user lives in Berlin."}},
+                          {"id": "s", "kind": "summary", "content": "Allergy and home."}],
+            "edges": [{"src": "r", "dst": "s", "type": "influence"},
+                      {"src": "keep", "dst": "s", "type": "influence"}]}, "<test>"))
+        run_event(store, policy, parse_event({"type": "delete", "roots": ["r"]}, store.snapshot()), "mincut",
+                  "networkx")
+        (detail,) = [json.loads(d) for (d,) in store.conn.execute(
+            "SELECT detail FROM audit WHERE action = 'physical-erasure'")]
+        assert detail["checkpoint"] is True
+        assert os.path.getsize("s.db-wal") == 0
+    finally:
+        store.close()
+
+
+def test_greedy_adds_a_group_only_at_a_positive_profit():
+    """closure.py greedy `Σ (w − λc) > 0` → `>= 0` survived: a group of zero profit is not added
+    (the docstring's "its profit Σ (w − λc) is positive"); the min cut, too, selects nothing there."""
+    from memsteward.repair.candidates import Candidate
+    from memsteward.repair.closure import greedy
+
+    even = [Candidate("a", "summary", None, "regen", "op", (), True, 1.0, 1.0),
+            Candidate("b", "summary", None, "regen", "op", ("a",), True, 2.0, 3.0)]  # 1 − 1 = 0; (1 − 1) + (2 − 3) < 0
+    assert greedy(even, 1.0).selected == frozenset()
+    assert greedy(even, 0.5).selected == frozenset({"a", "b"})
