@@ -341,7 +341,8 @@ def test_a_pair_the_samples_point_at_is_verified_before_the_chain_reaches_it() -
     """K = 10, B = 64: the stratified chains' first candidates do not recover; the pair round verifies
     the redundant pair itself (the search without it removes a third memory with the pair)."""
     case = next(c for c in _cases(10, n=12) if c.name == "syn-10-redundant-0000.1")
-    spec = ClearanceSpec(retrieval_budget=10, search="budgeted", call_budget=64, estimator="stratified")
+    spec = ClearanceSpec(retrieval_budget=10, search="budgeted", call_budget=64, estimator="stratified",
+                         block_search=False)  # the pair round alone (the block search would find it first)
     game = case_game(case, spec)
     plan = run_budgeted(game, spec)
     assert plan.estimator == "pair" and plan.selected == 2
@@ -354,7 +355,8 @@ def test_a_pair_the_samples_point_at_is_verified_before_the_chain_reaches_it() -
 def test_g3_on_pair_ranked_removals_on_every_estimator(estimator: str) -> None:
     """The pair round is a path of every estimator: some removal is ranked by it, and G3 and B hold."""
     budget = 160 if estimator == "exact" else 96
-    spec = ClearanceSpec(retrieval_budget=5, search="budgeted", call_budget=budget, estimator=estimator)
+    spec = ClearanceSpec(retrieval_budget=5, search="budgeted", call_budget=budget, estimator=estimator,
+                         block_search=False)
     paired = 0
     for case in _cases(5, n=12, noise=0.2):  # noisy trials: gains of one trial in two, ν false
         game = case_game(case, spec)
@@ -363,3 +365,94 @@ def test_g3_on_pair_ranked_removals_on_every_estimator(estimator: str) -> None:
         _g3(game, plan)
         paired += plan.estimator == "pair" and plan.selected > 0
     assert paired >= 1
+
+
+# --------------------------------------------------------------------------- the block search (step 2′)
+
+
+def test_any_two_members_share_a_side_among_the_first_six_blocks() -> None:
+    """The splits' guarantee (specs/BUDGETED_SEARCH.md, step 2′): for every K ≤ 20 and every pair, one of
+    the first six blocks tested (both sides of splits 1–3) holds both, and every block is a proper subset."""
+    from memsteward.clearance.blocks import sides
+
+    for n in range(3, 21):  # (at n = 2 a pair is all of M: no proper block holds it)
+        order = [f"m{i}" for i in range(n)]
+        blocks = list(sides(order))
+        assert all(0 < len(b) < n for b in blocks) and len(set(blocks)) == len(blocks)
+        assert blocks[0] == tuple(order[: (n + 1) // 2])  # the first half of the ranking first
+        for x, a in enumerate(order):
+            for b in order[x + 1:]:
+                assert any(a in blk and b in blk for blk in blocks[:6]), (n, a, b)
+
+
+def _redundant_pair_game(k: int, faults: set[str], gold: set[str], trials: int = 2) -> Game:
+    """v(S) = 1 when S holds a gold memory and no fault (either fault alone sustains the failure)."""
+    ids = [f"m{i}" for i in range(1, k + 1)]
+    return table_game(ids, lambda s: float(bool(s & gold) and not (s & faults)), trials=trials)
+
+
+def test_the_block_search_clears_a_redundant_pair_at_k_16_within_32_calls() -> None:
+    """K = 16, B = 32: the one-trial screen (18 calls) sees nothing (Thm 1) and leaves 7 verifications.
+    The block search finds a recovering half (3 tests) and shrinks it to four memories holding the pair
+    (4 tests); without it (the estimation rounds and the pair round on 14 calls) nothing is cleared.
+    At B = 48 the shrinking goes on to the pair itself."""
+    from memsteward.specs.certificates import check_plan
+
+    faults, gold = {"m3", "m12"}, {"m5", "m16"}
+    spec = ClearanceSpec(retrieval_budget=16, search="budgeted", call_budget=32, estimator="stratified")
+    game = _redundant_pair_game(16, faults, gold)
+    plan = run_budgeted(game, spec)
+    assert all(d == 0 for d in plan.loo.values())
+    assert faults <= set(plan.removed) and len(plan.removed) == 4 and plan.recovered
+    assert plan.estimator == "block" and plan.stop == "block" and plan.evaluator_calls <= 32
+    _g3(game, plan)
+    assert all(c.ok for c in check_plan(plan.to_json())), [c for c in check_plan(plan.to_json()) if not c.ok]
+    assert None in plan.gains  # candidates of the reported chain the search did not read
+    off = _redundant_pair_game(16, faults, gold)
+    unblocked = run_budgeted(off, spec.model_copy(update={"block_search": False}))
+    assert not unblocked.recovered and unblocked.evaluator_calls <= 32
+    wider = _redundant_pair_game(16, faults, gold)
+    plan = run_budgeted(wider, spec.model_copy(update={"call_budget": 48}))
+    assert set(plan.removed) == faults and plan.recovered and plan.evaluator_calls <= 48
+    _g3(wider, plan)
+
+
+def test_the_block_search_ends_at_a_block_with_no_recovering_side() -> None:
+    """Halving-minimality: a search that ran to its end reports a block none of whose tested sides
+    recovers; at ≤ 3 members those sides are all its proper subsets (a minimal recovering removal).
+    Every test is a read at the game's trials."""
+    from memsteward.clearance.blocks import search_blocks, sides
+
+    faults = {"m2", "m7", "m10"}  # all three must go (a redundant triple)
+    game = _redundant_pair_game(12, faults, {"m1", "m5"})
+    result = search_blocks(game, game.players)
+    assert result.complete and set(result.found[-1]) == faults
+    assert all(set(b) > set(c) for b, c in zip(result.found, result.found[1:]))  # nested, shrinking
+    for side in sides(result.found[-1]):
+        assert not game.recovered(game.grand - frozenset(side))
+    assert all(game.holds_full(c) for c in game.seen)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_g3_on_block_search_removals_on_every_estimator(estimator: str) -> None:
+    """The block search runs before any estimator: on every estimator's path some removal comes from it,
+    and G3, the budget and the plan certificate (`verify --plan`, unread gains null) hold; every block
+    the search reports as recovering has ĝ > 0 and ν = 1 at the game's trials."""
+    from memsteward.clearance.blocks import search_blocks
+    from memsteward.specs.certificates import check_plan
+
+    k, budget = 6, (110 if estimator == "exact" else 40)
+    spec = ClearanceSpec(retrieval_budget=k, search="budgeted", call_budget=budget, estimator=estimator)
+    blocked = 0
+    for case in _cases(k, n=12, noise=0.2):  # noisy trials: gains of one trial in two, ν false
+        game = case_game(case, spec)
+        plan = run_meclear(game, spec)
+        assert plan.evaluator_calls <= budget
+        _g3(game, plan)
+        assert all(c.ok for c in check_plan(plan.to_json()))
+        blocked += plan.estimator == "block" and plan.selected > 0
+        free = game.fork(call_budget=None)
+        for block in search_blocks(free, budgeted.ranked(free, plan.loo)).found:
+            rest = free.grand - frozenset(block)
+            assert free.value(rest) > free.value(free.grand) + EPS and free.recovered(rest)
+    assert blocked >= 1

@@ -4,7 +4,8 @@ A plan is checked clause by clause; the first violated clause is reported with i
 
 * ClearancePlan (MeClear): G1 efficiency (Σψ = v̂(M) − v̂(∅), when v̂(∅) is recorded), the
   harmful set H = {ψ_i < −τ} (Eq. 14), the nested chain (Eq. 16–17), the admissible set (Eq. 19),
-  G3 — ĵ = min argmax_J ĝ (Eq. 20), non-degradation (Eq. 21), recovery (Eq. 22) — and the
+  G3 — ĵ = min argmax_J ĝ (Eq. 20; under ``search: budgeted`` an unread candidate's gain is null and
+  J holds read candidates only), non-degradation (Eq. 21), recovery (Eq. 22) — and the
   cleared context M̃ = M ∖ C_ĵ.
 * TransitionPlan (MemoRepair): barrier ⊇ C(F) (§2.2), G4 — executability (Eq. 2), predecessor
   closure (Eq. 3), the reported objective (Eq. 1) and, for the min-cut selector, optimality (Z3 for
@@ -103,23 +104,25 @@ def check_clearance_plan(p: Mapping[str, Any]) -> list[Clause]:
         out.append(_clause("G3", "chain ordered by ψ ascending (Eq. 16)", order_bad,
                            witness=lambda ab: {"before": ab[0], "after": ab[1],
                                                "contributions": [psi[ab[0]], psi[ab[1]]]}))
-    out.append(_clause("G3", "gains: g(0) = 0 and one gain per chain prefix (Eq. 18)",
-                       None if gains and abs(gains[0]) <= EPS and len(gains) == len(chain) + 1 else [len(gains)],
+    out.append(_clause("G3", "gains: g(0) = 0 and one entry per chain prefix (Eq. 18; null: not read, "
+                       "search: budgeted)",
+                       None if gains and gains[0] is not None and abs(gains[0]) <= EPS
+                       and len(gains) == len(chain) + 1 else [len(gains)],
                        witness=lambda n: {"gains": gains, "chain_length": len(chain)}))
     out.append(_clause("G3", "0 ∈ J and ĵ ∈ J (Eq. 19)",
                        None if 0 in admissible and selected in admissible else [selected],
                        witness=lambda j: {"selected": j, "admissible": admissible}))
-    bad_adm = [j for j in admissible if j > 0 and not (j < len(gains) and gains[j] > EPS)]
-    out.append(_clause("G3", "every admissible j > 0 has positive gain (Eq. 19)", bad_adm,
+    bad_adm = [j for j in admissible if j > 0 and not (j < len(gains) and gains[j] is not None and gains[j] > EPS)]
+    out.append(_clause("G3", "every admissible j > 0 has a read, positive gain (Eq. 19)", bad_adm,
                        witness=lambda j: {"j": j, "gain": gains[j] if j < len(gains) else None}))
-    if 0 <= selected < len(gains) and admissible:
+    if 0 <= selected < len(gains) and admissible and not bad_adm:
         best = max(gains[j] for j in admissible if j < len(gains))
         bad_sel = [selected] if abs(gains[selected] - best) > EPS or any(
             j < selected and abs(gains[j] - best) <= EPS for j in admissible) else None
         out.append(_clause("G3", "ĵ = min argmax_{j∈J} ĝ(j): minimum cardinality (Eq. 20)", bad_sel,
                            witness=lambda j: {"selected": j, "gain": gains[j], "max_gain": best,
                                               "admissible": admissible}))
-    if 0 <= selected < len(gains):
+    if 0 <= selected < len(gains) and gains[selected] is not None:
         realised = p["cleared_value"] - p["baseline_value"]
         out.append(_clause("G3", "ĝ(ĵ) = v̂(M̃) − v̂(M): the reported gain is the verified one (Eq. 18)",
                            [gains[selected]] if abs(gains[selected] - realised) > 1e-6 else None,

@@ -8,6 +8,10 @@ call of the query (screen, estimation, verification) is paid from B, and candida
 1. **Screen.** v̂(M) at ``trials``; the K LOO coalitions at ``trials`` when that costs at most
    half of B, else at one trial (their d_i only rank; every decision re-reads at ``trials``).
 2. **Round 0.** ψ̂⁰ = d (the Shapley value of the additive LOO surrogate); verify its chain.
+   **Block search** (:mod:`memsteward.clearance.blocks`, policy ``block_search``): when no removal the
+   LOO ranking offers recovers, the calls go to adaptive group testing first — halves of the ranking,
+   then halves of a recovering half, each test a verification at ``trials`` — and the nested recovering
+   blocks are reported as prefixes of one chain (:func:`block_round`; its other candidates unread).
 3. **Rounds 1 … R.** The chosen estimator (:data:`ESTIMATORS`) spends a share of what is left
    (after a reserve for verification) through the one cache — so it reuses every coalition the
    screen and the verifications paid for — then the new chain is verified from C_1 on. Before
@@ -23,11 +27,12 @@ call of the query (screen, estimation, verification) is paid from B, and candida
    buys nothing new: the ranking then rests on more samples, and a later ceiling round with a
    smaller removal replaces the first.
 
-The plan reports the round whose verified prefix holds the best admissible gain (ties: the
-smallest removal, then the latest round). Guarantees, proved in ``specs/BUDGETED_SEARCH.md``:
-G3's non-degradation and recovery clauses hold on every path; ĵ is min argmax over the verified
-prefix of the reported chain, and equals the paper's ĵ of that chain whenever the search stopped
-at the ceiling; no call is made beyond B.
+The plan reports the round with the best admissible gain (ties: the smallest removal, then the
+latest round). Guarantees, proved in ``specs/BUDGETED_SEARCH.md``: G3's non-degradation and
+recovery clauses hold on every path; ĵ is min argmax over the read candidates of the reported chain
+(its verified prefix, for a chain round), and equals the paper's ĵ of that chain whenever the plan's
+stop is ``verified``; the removal is the smallest of maximal gain among everything verified; no call
+is made beyond B.
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ from .attribution import (
     sampled_contribution,
     screen,
 )
+from .blocks import search_blocks
 from .game import Coalition, Game
 from .plan import ClearancePlan, frozen_map
 from .selection import EPS, chain, harmful
@@ -166,19 +172,33 @@ class Round:
     contribution: dict[str, float]
     harmful: frozenset[str]
     chain: tuple[str, ...]
-    gains: tuple[float, ...]  # ĝ(0) … ĝ(j_B): the verified prefix
-    admissible: tuple[int, ...]
-    source: str = "loo"  # which estimate ranked the chain: loo (ψ̂⁰ = d) or the estimator's name
+    # ĝ(0), ĝ(1), …: a chain round's verified prefix ĝ(0) … ĝ(j_B); a block round's every prefix, None
+    # where the candidate was not read at the game's trials
+    gains: tuple[float | None, ...]
+    admissible: tuple[int, ...]  # J: read candidates only
+    source: str = "loo"  # which estimate ranked the chain: loo (ψ̂⁰ = d), pair, block or the estimator's name
+
+    def gain(self, j: int) -> float:
+        """ĝ(j) of a read candidate."""
+        g = self.gains[j]
+        if g is None:
+            raise ValueError(f"ĝ({j}) of this chain was not read")
+        return g
 
     @property
     def selected(self) -> int:
-        """ĵ = min argmax_{j ∈ J} ĝ(j) over the verified prefix (Eq. 20)."""
-        best = max(self.gains[j] for j in self.admissible)
-        return min(j for j in self.admissible if self.gains[j] >= best - EPS)
+        """ĵ = min argmax_{j ∈ J} ĝ(j) over the read candidates (Eq. 20)."""
+        best = max(self.gain(j) for j in self.admissible)
+        return min(j for j in self.admissible if self.gain(j) >= best - EPS)
 
     @property
     def best_gain(self) -> float:
-        return self.gains[self.selected]
+        return self.gain(self.selected)
+
+    @property
+    def in_order(self) -> bool:
+        """Whether every candidate up to ĵ was read (a verified prefix: Eq. 20 holds on it)."""
+        return all(g is not None for g in self.gains[: self.selected + 1])
 
 
 def verify(game: Game, psi: Mapping[str, float], tolerance: float, limit: int | None,
@@ -190,7 +210,8 @@ def verify(game: Game, psi: Mapping[str, float], tolerance: float, limit: int | 
     full = game.grand
     v_full = game.value(full)
     ceiling = 1.0 - v_full
-    gains, admissible, fresh = [0.0], [0], 0
+    gains: list[float | None] = [0.0]
+    admissible, fresh = [0], 0
     for j in range(1, len(order) + 1):
         c = full - frozenset(order[:j])
         new = game.cost_of([c]) > 0
@@ -270,6 +291,39 @@ def pair_first(game: Game, psi: Mapping[str, float], pair: tuple[str, str]) -> d
     return {**psi, a: floor - 1.0, b: floor}
 
 
+def ranked(game: Game, psi: Mapping[str, float]) -> tuple[str, ...]:
+    """The memories by ψ̂ ascending (most harmful first), ties in context order."""
+    return tuple(sorted(game.players, key=lambda i: (psi[i], game.players.index(i))))
+
+
+def block_round(game: Game, psi: Mapping[str, float], blocks: tuple[tuple[str, ...], ...],
+                tolerance: float) -> Round:
+    """The block search's recovering blocks (nested, largest first) as prefixes of one chain:
+    ψ′ = ψ̂ with the smallest block's members below every other memory, then the next larger block's
+    other members, and so on (ψ̂ order within each). Every prefix this view holds at the game's trials
+    is read — the blocks themselves, and any other the search paid for — at no call; the rest are None."""
+    layers: list[str] = []
+    for block in reversed(blocks):
+        layers += [m for m in block if m not in layers]
+    floor = min(0.0, *psi.values()) - tolerance - 1.0 - len(layers)
+    lowered = {**psi, **{m: floor + n for n, m in enumerate(layers)}}
+    h = harmful(lowered, tolerance)
+    order = chain(lowered, h, game.players)
+    full = game.grand
+    v_full = game.value(full)
+    gains: list[float | None] = [0.0]
+    admissible = [0]
+    for j in range(1, len(order) + 1):
+        c = full - frozenset(order[:j])
+        if not game.holds_full(c):
+            gains.append(None)
+            continue
+        gains.append(game.value(c) - v_full)
+        if game.value(c) - v_full > EPS and game.recovered(c):
+            admissible.append(j)
+    return Round(lowered, h, order, tuple(gains), tuple(admissible), BLOCK)
+
+
 def control_variate(game: Game, rounds: list[Round], effects: Mapping[str, float]) -> dict[str, float]:
     """The LOO effects d as the estimator's control variate once some verified candidate is admissible,
     else 0 for every memory: when no removal the rounds so far verified recovers, d explained none of
@@ -297,13 +351,20 @@ def search(game: Game, spec: ClearanceSpec, effects: Mapping[str, float]) -> tup
         return rounds, "verified"
     budget = game.call_budget or 0
     reserve = VERIFY_RESERVE * game.trials
-    for _ in range(MAX_ROUNDS):
+    for n in range(MAX_ROUNDS):
         fresh = refreshed(game, effects)  # verification calls as samples: d_i re-read at full trials
         if fresh != effects:  # the LOO ranking changed: verify its chain again (adaptive LOO)
             effects = fresh
             rounds.append(verify(game, effects, tol, VERIFY_RESERVE))
             if at_ceiling(game, rounds[-1]) and not refine:
                 return rounds, "verified"
+        if n == 0 and spec.block_search and not any(r.selected > 0 for r in rounds):
+            # no removal the LOO ranking offers recovers: group-test blocks before estimating
+            found = search_blocks(game, ranked(game, effects)).found
+            if found:
+                rounds.append(block_round(game, effects, found, tol))
+                if at_ceiling(game, rounds[-1]) and not refine:
+                    return rounds, "verified"
         left = budget - game.evaluator_calls - reserve
         if left <= 0:
             break
@@ -329,8 +390,19 @@ def search(game: Game, spec: ClearanceSpec, effects: Mapping[str, float]) -> tup
     return rounds, "verified" if at_ceiling(game, rounds[-1]) else "budget"
 
 
+BLOCK = "block"
 SOURCES = {"loo": "the LOO effects d (round 0)",
-           "pair": "a pair verified early (the held samples' pair score, no removal recovering before)"}
+           "pair": "a pair verified early (the held samples' pair score, no removal recovering before)",
+           BLOCK: "the block search (recovering blocks of the LOO ranking, shrunk side by side)"}
+
+
+def stop_label(game: Game, r: Round, stop: str) -> str:
+    """``verified`` when the reported removal reached the ceiling with every smaller candidate of its
+    chain read (Eq. 20 on that chain, Theorem E (e)); ``block`` when it reached the ceiling from the
+    block search, some smaller candidates unread; else ``budget``."""
+    if stop != "verified" or not at_ceiling(game, r):
+        return "budget"
+    return "verified" if r.in_order else BLOCK
 
 
 def run_budgeted(game: Game, spec: ClearanceSpec) -> ClearancePlan:
@@ -340,6 +412,7 @@ def run_budgeted(game: Game, spec: ClearanceSpec) -> ClearancePlan:
     effects = budgeted_loo(game, screen_trials(game.n_players, game.trials, budget))
     rounds, stop = search(game, spec, effects)
     r = best_round(rounds)
+    stop = stop_label(game, r, stop)
     removed = r.chain[: r.selected]
     cleared = tuple(m for m in game.players if m not in removed)
     ranking = tuple(sorted(game.players, key=lambda i: (r.contribution[i], game.players.index(i))))
@@ -348,7 +421,7 @@ def run_budgeted(game: Game, spec: ClearanceSpec) -> ClearancePlan:
         loo=frozen_map(effects), screen=frozen_map(screen(effects, spec.screen_tolerance)),
         contribution=frozen_map(r.contribution), radius=frozen_map({}), exact=r.source == "exact",
         permutations=0, stop=stop, interaction=(), structure=frozen_map({}),
-        harmful=r.chain, chain=r.chain, gains=r.gains, admissible=r.admissible, selected=r.selected,
+        harmful=r.chain, chain=r.chain, gains=r.gains + (None,) * (len(r.chain) + 1 - len(r.gains)), admissible=r.admissible, selected=r.selected,
         removed=removed, cleared_context=cleared, baseline_value=game.value(game.grand),
         cleared_value=game.value(cleared), recovered=game.recovered(cleared), ranking=ranking,
         coalitions_evaluated=game.coalitions_evaluated, evaluator_calls=game.evaluator_calls,

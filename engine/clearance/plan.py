@@ -48,7 +48,7 @@ class ClearancePlan:
     structure: Mapping[str, str]
     harmful: tuple[str, ...]
     chain: tuple[str, ...]
-    gains: tuple[float, ...]
+    gains: tuple[float | None, ...]  # ĝ(0 … |chain|); None: not read (search: budgeted)
     admissible: tuple[int, ...]
     selected: int
     removed: tuple[str, ...]

@@ -155,6 +155,9 @@ def clear(policy, case, cohort, method, methods, synthetic, locomo, limit, k, se
                         estimation rounds, and verification of candidate removals between rounds; the
                         search stops at a verified removal of maximal gain or when the budget is spent.
                         It needs ≥ K + 2·trials calls. Guarantees: docs/meclear-budget.md.
+      block_search      on (default): when no removal the LOO ranking offers recovers, test halves of
+                        the ranking, then halves of a recovering half (each test a verification),
+                        before estimating (the plan's estimator is then `block`).
       after_verified    stop (default): end at that removal, fewest calls; refine (--after-verified):
                         spend the rest of the budget refining ψ̂, each new chain verified, so the
                         ranking rests on more samples and the removal can only shrink at equal gain.
@@ -261,7 +264,7 @@ def _one(policy: str | None, path: str, method: str, as_json: bool, models: _Mod
         for p in plan.interaction:
             click.echo(f"interaction ω({p.pair[0]}, {p.pair[1]}) = {p.omega:+.3f}: {p.structure}")
         click.echo(f"harmful: {', '.join(plan.harmful) or '∅'}; chain gains: "
-                   + ", ".join(f"g({j})={g:+.2f}" for j, g in enumerate(plan.gains))
+                   + ", ".join(f"g({j})=" + ("unread" if g is None else f"{g:+.2f}") for j, g in enumerate(plan.gains))
                    + f"; admissible {list(plan.admissible)}; selected ĵ = {plan.selected}")
     click.echo(f"removed: {', '.join(plan.removed) or '∅'}; value {plan.baseline_value:.2f} → "
                f"{plan.cleared_value:.2f}; recovered: {'yes' if plan.recovered else 'no'}")

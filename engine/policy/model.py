@@ -496,6 +496,12 @@ class ClearanceSpec(Strict):
         "search: budgeted only. stop: end the query at the first verified removal of maximal gain (fewest "
         "calls). refine: keep estimating with the rest of call_budget and verify each new chain, so the "
         "ranking uses more samples and the removal can only shrink at equal gain (specs/BUDGETED_SEARCH.md)."))
+    # budgeted only: while no removal the LOO ranking offers recovers, group-test blocks of memories
+    # (memsteward.clearance.blocks) before the estimation rounds
+    block_search: bool = Field(default=True, description=(
+        "search: budgeted only. When no removal the LOO screen's ranking offers recovers, test the halves of "
+        "the ranking (each test a verification at `trials`), then halves of a recovering half, down to the "
+        "smallest recovering block found, before estimating ψ (specs/BUDGETED_SEARCH.md, step 2′)."))
     recovery: Recovery = Field(default_factory=Recovery)
     evaluator: Evaluator = Field(default_factory=Evaluator)
     confidence: float = Field(default=0.95, gt=0.0, lt=1.0)  # 1 − δ of the radius (Eq. 13)
