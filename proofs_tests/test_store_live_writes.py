@@ -239,8 +239,8 @@ def test_a_version_sealed_before_the_write_lock_is_sealed_again_if_another_write
     other = Store.open(url)
     ahead = s._seal_ahead
 
-    def racing(batch):  # noqa: ANN001, ANN202 — the store's own method, with a writer between it and the lock
-        sealed = ahead(batch)  # at versions 2 and 3
+    def racing(batch, *rest):  # noqa: ANN001, ANN002, ANN202 — the store's own method, a writer between it and the lock
+        sealed = ahead(batch, *rest)  # at versions 2 and 3
         other.record({"id": "x", "kind": "record", "content": "from the other writer"})  # takes version 2
         return sealed
     s._seal_ahead = racing

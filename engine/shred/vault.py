@@ -13,7 +13,8 @@ copy of their ciphertext, wherever it is, stays ciphertext.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
+from concurrent.futures import Future
 
 from ..errors import InputError
 from .api import KeyStore, VersionRef
@@ -53,6 +54,22 @@ class Vault:
         if not rows:
             return []
         return seal_rows(self.store_id, rows, self.keys.create([(i, v) for i, v, _, _ in rows]))
+
+    def seal_deferred(self, rows: Sequence[Row]) -> tuple[list[Row], Callable[[], None] | None]:
+        """The rows sealed under fresh DEKs whose commit to the key store may still be running, and the
+        wait for it (None: the keys are already durable, as :meth:`seal` made them). The caller must call
+        the wait, and see it return, before it commits anything these rows sealed: a committed version
+        always has its key. The wait raises :class:`~.api.KeyRace` when the keys could not be committed
+        because another writer made a key of one of the refs (seal again with :meth:`seal`)."""
+        if not rows:
+            return [], None
+        deferred = getattr(self.keys, "create_deferred", None)
+        made: tuple[dict[VersionRef, bytes], Future[None]] | None = \
+            deferred([(i, v) for i, v, _, _ in rows]) if deferred is not None else None
+        if made is None:
+            return self.seal(rows), None
+        deks, future = made
+        return seal_rows(self.store_id, rows, deks), future.result
 
     def open(self, rows: Iterable[Row], shredded_as_erased: bool = False) -> list[tuple[str | None, str]]:
         """(content text, meta text) of each row, opened; plaintext rows as they are. A sealed row whose

@@ -19,6 +19,7 @@ from ..errors import InputError, WriteRefused
 from ..repair.artifacts import SERVABLE_STATES, Artifact
 from ..repair.reingest import verdict as reingest_verdict
 from ..repair.writes import Write, canonical_json, prepare
+from ..shred.api import KeyRace
 from ..shred.vault import Row
 from .connection import retrying
 from .live import LiveEvent, ordered_after, pending_tombstones, retry_busy, tombstone_hit
@@ -26,6 +27,15 @@ from .planstore import read_fields
 from .repairlog import Transitions
 
 __all__ = ["Writes", "tombstone_hit"]
+
+
+def _settle(wait: Callable[[], None] | None) -> None:
+    """Wait for a deferred key commit whose keys seal nothing that will be committed (its outcome is moot)."""
+    if wait is not None:
+        try:
+            wait()
+        except Exception:  # noqa: BLE001 - unused keys: committed or not, they protect nothing
+            pass
 
 
 class Writes(Transitions):
@@ -95,9 +105,20 @@ class Writes(Transitions):
     def _record_once(self, batch: Sequence[Write], reingest: str,
                      before_commit: Callable[[], None] | None = None) -> list[Artifact]:
         """One attempt of :meth:`record_many`: one transaction."""
+        try:
+            return self._record_attempt(batch, reingest, before_commit, defer=True)
+        except KeyRace:  # another writer made a key of one of these versions: seal with the keys as stored
+            return self._record_attempt(batch, reingest, before_commit, defer=False)
+
+    def _record_attempt(self, batch: Sequence[Write], reingest: str, before_commit: Callable[[], None] | None,
+                        defer: bool) -> list[Artifact]:
+        """The transaction of :meth:`_record_once`. With ``defer``, the keys that seal the batch are
+        committed to the key store on its worker while the checks run and the adapter's write starts
+        (``before_commit``); the transaction waits for that commit before its own, so a committed version
+        always has its key (a crash in between leaves only unused keys, which protect nothing)."""
         refused: WriteRefused | None = None
         out: list[Artifact] = []
-        ahead = self._seal_ahead(batch)
+        ahead, keys_durable = self._seal_ahead(batch, defer)
         with self.transaction():
             try:
                 out = self._apply_writes(batch, reingest, self._live_event(), ahead)
@@ -105,14 +126,21 @@ class Writes(Transitions):
                 if exc.reason in ("fenced", "tombstone"):
                     refused = exc  # committed below: the refusal's audit row, nothing else
                 else:
+                    _settle(keys_durable)
                     raise
+            except BaseException:
+                _settle(keys_durable)
+                raise
             if refused is None and before_commit is not None:
                 before_commit()
+            if keys_durable is not None:
+                keys_durable()  # the keys durable before this COMMIT (raises KeyRace: rolled back)
         if refused is not None:
             raise refused
         return out
 
-    def _seal_ahead(self, batch: Sequence[Write]) -> dict[tuple[str, int], tuple[Row, Row]]:
+    def _seal_ahead(self, batch: Sequence[Write], defer: bool = False
+                    ) -> tuple[dict[tuple[str, int], tuple[Row, Row]], Callable[[], None] | None]:
         """(id, version) → (plain row, sealed row) of the batch's versions, sealed before its
         transaction at the versions they will get unless another writer records one of its ids first:
         the key store's commit (a durable write of its own) is then not made while the store's write
@@ -125,7 +153,8 @@ class Writes(Transitions):
         for w in batch:
             top[w.artifact.id] = version = int(top.get(w.artifact.id) or 0) + 1
             rows.append((w.artifact.id, version, w.content_text, w.meta_text))
-        return {(r[0], r[1]): (r, sealed) for r, sealed in zip(rows, self.vault.seal(rows), strict=True)}
+        sealed, durable = self.vault.seal_deferred(rows) if defer else (self.vault.seal(rows), None)
+        return {(r[0], r[1]): (r, s) for r, s in zip(rows, sealed, strict=True)}, durable
 
     def _sealed(self, rows: Sequence[Row], ahead: Mapping[tuple[str, int], tuple[Row, Row]]) -> list[Row]:
         """``rows`` sealed: as :meth:`_seal_ahead` sealed them where it saw the same row, the rest now."""
