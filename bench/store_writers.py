@@ -129,15 +129,44 @@ def _writers_during(url: str, writers: int, seconds: float | None) -> tuple[floa
     return sum(r[0] for r in rows) / wall, sum(r[1] for r in rows), wall, republished
 
 
+def _backends(s: Any) -> list[int]:
+    """The PostgreSQL server processes serving store ``s`` (its connection, its key store's)."""
+    conns = [s.conn.raw, getattr(s.vault.keys, "conn", None)]  # s.vault: the key store opened now
+    return [c.info.backend_pid for c in conns if c is not None and hasattr(c, "info")]
+
+
+def _cpu_of(pids: list[int]) -> float:
+    """CPU seconds (user + system) the processes ``pids`` of this machine have used."""
+    total = 0.0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def _busy() -> tuple[float, float]:
+    """(busy, total) CPU time of the whole machine so far, from /proc/stat (jiffies)."""
+    with open("/proc/stat") as f:
+        cpu = [int(x) for x in f.readline().split()[1:]]
+    idle = cpu[3] + cpu[4]
+    return sum(cpu) - idle, sum(cpu)
+
+
 def _record_worker(url: str, me: int, n: int, start: Any, done: Any) -> None:
     from memsteward.store import Store
 
     s = Store.open(url, create=True)
+    pids = _backends(s)
     start.wait()
+    c0, s0 = time.process_time(), _cpu_of(pids)
     for k in range(n):
         s.record({"id": f"w{me}-{k}", "kind": "record", "content": f"writer {me} note {k}"})
+    done.put((time.perf_counter(), time.process_time() - c0, _cpu_of(pids) - s0))
     s.close()
-    done.put(time.perf_counter())
 
 
 def _event_worker(url: str, me: int, n: int, start: Any, done: Any) -> None:
@@ -152,7 +181,9 @@ def _event_worker(url: str, me: int, n: int, start: Any, done: Any) -> None:
     s.record({"id": f"n{me}b", "kind": "record", "content": f"topic {me} fact b"})
     s.record({"id": f"s{me}", "kind": "summary", "content": f"topic {me} fact a. topic {me} fact b"},
              inputs=[root, f"n{me}b"])
+    pids = _backends(s)
     start.wait()
+    c0, s0 = time.process_time(), _cpu_of(pids)
     for k in range(n):
         repl = {"id": root, "kind": "record", "content": f"topic {me} fact a, corrected at {k}"}
         while True:
@@ -163,24 +194,28 @@ def _event_worker(url: str, me: int, n: int, start: Any, done: Any) -> None:
                 if "unfinished event" not in str(exc) and "changed while" not in str(exc):
                     raise
                 time.sleep(0.005)
+    done.put((time.perf_counter(), time.process_time() - c0, _cpu_of(pids) - s0))
     s.close()
-    done.put(time.perf_counter())
 
 
-def _rate(urls: list[str], worker: Any, per_writer: int) -> float:
+def _rate(urls: list[str], worker: Any, per_writer: int) -> tuple[float, float, float, float]:
+    """(operations/s, client CPU ms per operation, server CPU ms per operation, machine busy fraction)."""
     ctx = mp.get_context("fork")
     start, done = ctx.Barrier(len(urls) + 1), ctx.Queue()
     procs = [ctx.Process(target=worker, args=(u, i, per_writer, start, done)) for i, u in enumerate(urls)]
     for p in procs:
         p.start()
     start.wait()
-    t0 = time.perf_counter()
+    t0, b0 = time.perf_counter(), _busy()
     ends = [done.get(timeout=1800) for _ in procs]
+    b1 = _busy()
     for p in procs:
         p.join()
         if p.exitcode != 0:
             raise RuntimeError(f"writer failed with exit code {p.exitcode}")
-    return len(urls) * per_writer / (max(ends) - t0)
+    ops = len(urls) * per_writer
+    return (ops / (max(e[0] for e in ends) - t0), 1000 * sum(e[1] for e in ends) / ops,
+            1000 * sum(e[2] for e in ends) / ops, (b1[0] - b0[0]) / max(1, b1[1] - b0[1]))
 
 
 async def _probe(stop: Any, lags: list[float]) -> None:
@@ -266,19 +301,15 @@ def run(quick: bool = False) -> None:
                 for u in urls:
                     _drop(u)
         base_url = _pg_url()
-        rows_t = []
-        for w in (1, 8):
-            own = _rate([_tenant(base_url, f"t{i}") for i in range(w)], _record_worker, per_writer)
-            shared = _rate([_tenant(base_url, f"s{w}")] * w, _record_worker, per_writer)
-            rows_t.append([w, own, shared])
-            print(f"[store_writers] tenants w={w}: own {own:.3g}/s, one shared {shared:.3g}/s", file=sys.stderr, flush=True)
-        rows_e = []
-        for w in (1, 8):
-            own = _rate([_tenant(base_url, f"e{w}t{i}") for i in range(w)], _event_worker, events)
-            shared = _rate([_tenant(base_url, f"e{w}shared")] * w, _event_worker, events)
-            rows_e.append([w, own, shared])
-            print(f"[store_writers] tenant events w={w}: own {own:.3g}/s, shared {shared:.3g}/s", file=sys.stderr,
-                  flush=True)
+        rows_t, rows_e = [], []
+        for rows, worker, n, name in ((rows_t, _record_worker, per_writer, "records"), (rows_e, _event_worker, events,
+                                                                                       "events")):
+            for w in (1, 8):
+                own = _rate([_tenant(base_url, f"{name[0]}{w}t{i}") for i in range(w)], worker, n)
+                shared = _rate([_tenant(base_url, f"{name[0]}{w}shared")] * w, worker, n)
+                rows.append([w, own[0], own[1], own[2], f"{own[3]:.0%}", shared[0]])
+                print(f"[store_writers] tenants {name} w={w}: own {own}, one shared {shared}", file=sys.stderr,
+                      flush=True)
         _drop(base_url)
         many = {}
         for kind in ("postgresql", "sqlite"):
@@ -291,8 +322,19 @@ def run(quick: bool = False) -> None:
                   (("on the loop's thread (before)", True), ("`adelete` (now)", False))]
         print(f"[store_writers] async: {stalls}", file=sys.stderr, flush=True)
     load_end = os.getloadavg()
-    t1, t8 = rows_t[0][1], rows_t[1][1]
-    e1, e8 = rows_e[0][1], rows_e[1][1]
+    cores = os.cpu_count() or 1
+
+    def scaling(rows: list[list[Any]], what: str, unit: str) -> str:
+        one, eight = rows[0], rows[1]
+        cost = eight[2] + eight[3]  # client + server CPU ms per operation, 8 tenants
+        ceiling = cores * 1000 / cost
+        return (f"8 tenants / 1 tenant: ×{eight[1] / one[1]:.2f} {what}/s. One {unit} costs {cost:.3g} ms of CPU "
+                f"with 8 tenants (client {eight[2]:.3g} + server {eight[3]:.3g}; one writer alone: "
+                f"{one[2]:.3g} + {one[3]:.3g}), so {cores} cores give at most {ceiling:.3g} {what}/s = "
+                f"×{ceiling / one[1]:.2f} one tenant's, with nothing else running; the machine was {eight[4]} busy "
+                f"during the 8-tenant run (other work included).\n")
+    header = ["writers", "{}/s, a tenant each", "client CPU (ms per {})", "server CPU (ms per {})", "machine busy",
+              "{}/s, one tenant"]
     md = ["## Store writers: writes during an event, tenants, batches (issue 28)\n",
           f"`python -m bench {NAME}{' --quick' if quick else ''}`. Each writer is its own process.\n",
           f"**Writes during an event.** {writers} writers record their own artifacts (one `record` each, in a "
@@ -303,18 +345,23 @@ def run(quick: bool = False) -> None:
           "measured alone (same store, no writers) and with the writers.\n",
           table(["backend", "cascade", "records/s alone", "records/s during the event", "during / alone", "refused",
                  "event alone (s)", "event with writers (s)"], rows_w), "",
-          "Writers in a tight loop keep the store's one write lock busy, and every transaction of the event "
-          "(barrier, each staged successor and step outcome, publication) takes its turn behind them, so the "
-          "event itself is slowed by the writers (last two columns); on a 2-core machine the event's own work "
-          "(planning, operators, oracles) also takes CPU from the writers, and on PostgreSQL each of the event's "
-          "transactions holds the store's advisory lock for several round trips while the writers queue behind it.\n",
-          f"**Tenants (PostgreSQL).** W writers, each on its own tenant (its own schema in the same database), "
-          f"against W writers on one tenant; {per_writer} records each. Events: correct events ({events} per "
-          "writer), each writer on its own tenant against all on one (where they queue: one event at a time).\n",
-          table(["writers", "records/s, a tenant each", "records/s, one tenant"], rows_t), "",
-          f"8 tenants / 1 tenant: ×{t8 / t1:.2f} records/s.\n",
-          table(["writers", "events/s, a tenant each", "events/s, one tenant"], rows_e), "",
-          f"8 tenants / 1 tenant: ×{e8 / e1:.2f} events/s.\n",
+          "Every write transaction of a store appends to its one audit chain, under the store's one write lock "
+          "(SQLite's, PostgreSQL's advisory lock); writers in a tight loop keep it busy, and each transaction of "
+          "the event (barrier, each staged successor and step outcome, publication) takes its turn behind them, "
+          "so the event itself is slowed by the writers (last two columns). What a transaction does under the "
+          "lock is kept short: a write seals its version (the key store's own durable commit) before it takes "
+          "the lock, and on PostgreSQL a publication does its work (republish, erase, re-index) before it takes "
+          "the lock to check its lease and chain its audit rows. On a 2-core machine the event's own work "
+          "(planning, operators, oracles) also takes CPU from the writers.\n",
+          f"**Tenants (PostgreSQL).** W writers, each on its own tenant (its own schema in the same database, "
+          f"its own advisory lock), against W writers on one tenant; {per_writer} records each. CPU is what the "
+          "writer processes and their server processes used (/proc), per record.\n",
+          table([h.format("records") for h in header], rows_t), "",
+          scaling(rows_t, "records", "record"),
+          f"Events: correct events ({events} per writer), each writer on its own tenant against all on one "
+          "(where they queue: one event at a time).\n",
+          table([h.format("events") for h in header], rows_e), "",
+          scaling(rows_e, "events", "event"),
           f"**record_many**, one writer, {batches} batches of {size:,} new artifacts (one transaction each): "
           f"PostgreSQL {many['postgresql']:,.0f} artifacts/s, SQLite {many['sqlite']:,.0f} artifacts/s.\n",
           f"**Async (PostgreSQL).** The longest event-loop stall (a task sleeping 5 ms in a loop) while a delete "

@@ -283,3 +283,28 @@ def test_a_postgresql_publication_takes_the_write_lock_only_to_chain_its_rows(pg
     assert first_broken(rows, s.audit_head(), None) is None
     s.close()
     other.close()
+
+
+_OPEN_NEW = """
+import sys
+from memsteward.store import Store
+s = Store.open(sys.argv[1], create=True)
+s.record({"id": "p" + sys.argv[2], "kind": "record", "content": "opened by " + sys.argv[2]})
+print(s._store_id)
+s.close()
+"""
+
+
+def test_processes_opening_a_new_store_at_once_share_its_id_and_key_store(store_at):
+    """The first opens of a new store, in several processes at once: one makes the store's id and its
+    key store, the others use those (each making its own would seal versions no other process opens,
+    or fail creating the same key store)."""
+    url = store_at("fresh")
+    procs = [subprocess.Popen([sys.executable, "-c", _OPEN_NEW, url, str(k)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for k in range(6)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 6, [err[-300:] for _, err in outs]
+    assert len({out.strip() for out, _ in outs}) == 1
+    s = Store.open(url)
+    assert {a.id: a.content for a in s.serve()} == {f"p{k}": f"opened by {k}" for k in range(6)}
+    s.close()

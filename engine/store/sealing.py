@@ -63,11 +63,23 @@ class Sealing(StoreCore):
         row = self.conn.execute("SELECT store_id FROM store_keys WHERE one = 1").fetchone()
         if row is not None:
             return str(row[0])
-        store_id = secrets.token_hex(16)
-        self._vault = Vault(open_keys(self.url, self._schema(), store_id, create=True))
-        empty = self.conn.execute("SELECT COUNT(*) FROM versions").fetchone()[0] == 0
-        self.conn.execute("INSERT INTO store_keys(one, store_id, sealed) VALUES (1, ?, ?) ON CONFLICT(one) DO NOTHING",
-                          (store_id, int(empty)))
+        # under the store's write lock (no checkpoint: not a change of the store's content): of processes
+        # opening a new store at once, one makes the id and its key store, the others read that id
+        if self.backend == "sqlite":
+            self.conn.execute("BEGIN IMMEDIATE")
+        else:
+            self.conn.begin_write()
+        try:
+            row = self.conn.execute("SELECT store_id FROM store_keys WHERE one = 1").fetchone()
+            store_id = secrets.token_hex(16) if row is None else str(row[0])
+            if row is None:
+                self._vault = Vault(open_keys(self.url, self._schema(), store_id, create=True))
+                empty = self.conn.execute("SELECT COUNT(*) FROM versions").fetchone()[0] == 0
+                self.conn.execute("INSERT INTO store_keys(one, store_id, sealed) VALUES (1, ?, ?)", (store_id, int(empty)))
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
         return store_id
 
     def _schema(self) -> str | None:
