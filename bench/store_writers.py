@@ -78,14 +78,14 @@ def _writer(url: str, me: int, start: Any, stop: Any, out: Any) -> None:
     s = Store.open(url)
     ok = refused = 0
     start.wait()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     while not stop.is_set():
         try:
             s.record({"id": f"w{me}-{ok}", "kind": "record", "content": f"writer {me} note {ok}"}, wait=0)
             ok += 1
         except WriteRefused:
             refused += 1
-    out.put((ok, refused, time.perf_counter() - t0))
+    out.put((ok, refused, time.perf_counter() - t0, time.process_time() - c0))
     s.close()
 
 
@@ -102,9 +102,9 @@ def _event(url: str, start: Any, done: Any) -> None:
     s.close()
 
 
-def _writers_during(url: str, writers: int, seconds: float | None) -> tuple[float, int, float, int]:
-    """(records/s, refusals, wall seconds, successors republished: 0 without an event); no writers:
-    the event alone."""
+def _writers_during(url: str, writers: int, seconds: float | None) -> tuple[float, int, float, int, float]:
+    """(records/s, refusals, wall seconds, successors republished: 0 without an event, the CPU the
+    writer processes got in cores); no writers: the event alone."""
     ctx = mp.get_context("fork")
     with_event = seconds is None
     start, stop, out, done = ctx.Barrier(writers + 1 + with_event), ctx.Event(), ctx.Queue(), ctx.Queue()
@@ -121,12 +121,13 @@ def _writers_during(url: str, writers: int, seconds: float | None) -> tuple[floa
         time.sleep(seconds or 0)
         wall, republished = time.perf_counter() - t0, 0
     stop.set()
-    rows = [out.get(timeout=600) for _ in range(writers)] or [(0, 0, 0.0)]
+    rows = [out.get(timeout=600) for _ in range(writers)] or [(0, 0, 0.0, 0.0)]
     for p in procs:
         p.join()
         if p.exitcode != 0:
             raise RuntimeError(f"a process failed with exit code {p.exitcode}")
-    return sum(r[0] for r in rows) / wall, sum(r[1] for r in rows), wall, republished
+    return (sum(r[0] for r in rows) / wall, sum(r[1] for r in rows), wall, republished,
+            sum(r[3] for r in rows) / (max(r[2] for r in rows) or 1.0))
 
 
 def _backends(s: Any) -> list[int]:
@@ -290,11 +291,12 @@ def run(quick: bool = False) -> None:
                         for _ in range(2)]
                 for u in urls:
                     _seed_cascade(u, n, fixed)
-                _, _, solo, _ = _writers_during(urls[0], 0, None)  # the event alone
-                base, base_refused, _, _ = _writers_during(urls[1], writers, alone)
-                during, refused, wall, republished = _writers_during(urls[1], writers, None)
+                _, _, solo, _, _ = _writers_during(urls[0], 0, None)  # the event alone
+                base, base_refused, _, _, base_cores = _writers_during(urls[1], writers, alone)
+                during, refused, wall, republished, cores = _writers_during(urls[1], writers, None)
                 what = f"{n:,} {'repaired' if fixed else 'removed'}"
-                rows_w.append([kind, what, base, during, during / base, refused + base_refused, solo, wall])
+                rows_w.append([kind, what, base, during, during / base, refused + base_refused, solo, wall,
+                               f"{base_cores:.2f} / {cores:.2f}"])
                 print(f"[store_writers] {kind} {what}: alone {base:.3g}/s, during {during:.3g}/s (event {solo:.1f} s "
                       f"alone, {wall:.1f} s with writers, {republished} republished), refused {refused}",
                       file=sys.stderr, flush=True)
@@ -307,7 +309,8 @@ def run(quick: bool = False) -> None:
             for w in (1, 8):
                 own = _rate([_tenant(base_url, f"{name[0]}{w}t{i}") for i in range(w)], worker, n)
                 shared = _rate([_tenant(base_url, f"{name[0]}{w}shared")] * w, worker, n)
-                rows.append([w, own[0], own[1], own[2], f"{own[3]:.0%}", shared[0]])
+                rows.append([w, own[0], own[1], own[2], own[0] * (own[1] + own[2]) / 1000, f"{own[3]:.0%}",
+                             shared[0]])
                 print(f"[store_writers] tenants {name} w={w}: own {own}, one shared {shared}", file=sys.stderr,
                       flush=True)
         _drop(base_url)
@@ -331,10 +334,12 @@ def run(quick: bool = False) -> None:
         return (f"8 tenants / 1 tenant: ×{eight[1] / one[1]:.2f} {what}/s. One {unit} costs {cost:.3g} ms of CPU "
                 f"with 8 tenants (client {eight[2]:.3g} + server {eight[3]:.3g}; one writer alone: "
                 f"{one[2]:.3g} + {one[3]:.3g}), so {cores} cores give at most {ceiling:.3g} {what}/s = "
-                f"×{ceiling / one[1]:.2f} one tenant's, with nothing else running; the machine was {eight[4]} busy "
-                f"during the 8-tenant run (other work included).\n")
-    header = ["writers", "{}/s, a tenant each", "client CPU (ms per {})", "server CPU (ms per {})", "machine busy",
-              "{}/s, one tenant"]
+                f"×{ceiling / one[1]:.2f} one tenant's with nothing else running. The 8 tenants' processes got "
+                f"{eight[4]:.2f} cores (one tenant's: {one[4]:.2f}); the machine was {eight[5]} busy during the "
+                f"8-tenant run (other work included): the tenants share no lock, the {what}/s they reach is the "
+                f"CPU they are given.\n")
+    header = ["writers", "{0}/s, a tenant each", "client CPU (ms per {1})", "server CPU (ms per {1})",
+              "cores used (writers + server)", "machine busy", "{0}/s, one tenant"]
     md = ["## Store writers: writes during an event, tenants, batches (issue 28)\n",
           f"`python -m bench {NAME}{' --quick' if quick else ''}`. Each writer is its own process.\n",
           f"**Writes during an event.** {writers} writers record their own artifacts (one `record` each, in a "
@@ -344,7 +349,7 @@ def run(quick: bool = False) -> None:
           "every one of those writes was refused while the event was unfinished. The event's own wall time is "
           "measured alone (same store, no writers) and with the writers.\n",
           table(["backend", "cascade", "records/s alone", "records/s during the event", "during / alone", "refused",
-                 "event alone (s)", "event with writers (s)"], rows_w), "",
+                 "event alone (s)", "event with writers (s)", "writers' CPU, cores (alone / during)"], rows_w), "",
           "Every write transaction of a store appends to its one audit chain, under the store's one write lock "
           "(SQLite's, PostgreSQL's advisory lock); writers in a tight loop keep it busy, and each transaction of "
           "the event (barrier, each staged successor and step outcome, publication) takes its turn behind them, "
@@ -352,15 +357,16 @@ def run(quick: bool = False) -> None:
           "lock is kept short: a write seals its version (the key store's own durable commit) before it takes "
           "the lock, and on PostgreSQL a publication does its work (republish, erase, re-index) before it takes "
           "the lock to check its lease and chain its audit rows. On a 2-core machine the event's own work "
-          "(planning, operators, oracles) also takes CPU from the writers.\n",
+          "(planning, operators, oracles) also takes CPU from the writers: the last column is the CPU the writer "
+          "processes got, alone and during the event.\n",
           f"**Tenants (PostgreSQL).** W writers, each on its own tenant (its own schema in the same database, "
           f"its own advisory lock), against W writers on one tenant; {per_writer} records each. CPU is what the "
           "writer processes and their server processes used (/proc), per record.\n",
-          table([h.format("records") for h in header], rows_t), "",
+          table([h.format("records", "record") for h in header], rows_t), "",
           scaling(rows_t, "records", "record"),
           f"Events: correct events ({events} per writer), each writer on its own tenant against all on one "
           "(where they queue: one event at a time).\n",
-          table([h.format("events") for h in header], rows_e), "",
+          table([h.format("events", "event") for h in header], rows_e), "",
           scaling(rows_e, "events", "event"),
           f"**record_many**, one writer, {batches} batches of {size:,} new artifacts (one transaction each): "
           f"PostgreSQL {many['postgresql']:,.0f} artifacts/s, SQLite {many['sqlite']:,.0f} artifacts/s.\n",
