@@ -296,3 +296,14 @@ def test_greedy_adds_a_group_only_at_a_positive_profit():
             Candidate("b", "summary", None, "regen", "op", ("a",), True, 2.0, 3.0)]  # 1 − 1 = 0; (1 − 1) + (2 − 3) < 0
     assert greedy(even, 1.0).selected == frozenset()
     assert greedy(even, 0.5).selected == frozenset({"a", "b"})
+
+
+def test_shingles_are_the_runs_of_exactly_n_words_within_each_string():
+    """lineage.py `range(len(ws) − n + 1)` → `len(ws) * n + 1` survived: `untracked` only looks up
+    full n-word runs, so the extra short tails it added were never matched; `shingles` itself
+    promises every run of n consecutive words within one string value, and nothing shorter."""
+    from memsteward.repair.lineage import shingles
+
+    assert shingles({"a": "One two three four", "b": ["five six"]}, 3) == {("one", "two", "three"),
+                                                                          ("two", "three", "four")}
+    assert shingles("one two", 3) == set()
