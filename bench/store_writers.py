@@ -47,8 +47,8 @@ def _drop(url: str) -> None:
 
     base = url.rsplit("schema=", 1)[1].split("&")[0]
     with psycopg.connect(DSN, autocommit=True) as con:
-        rows = con.execute("SELECT schema_name FROM information_schema.schemata WHERE schema_name = %s "
-                           "OR starts_with(schema_name, %s)", (base, f"{base}__")).fetchall()
+        rows = con.execute("SELECT schema_name FROM information_schema.schemata WHERE schema_name IN (%s, %s) "
+                           "OR starts_with(schema_name, %s)", (base, f"{base}_keys", f"{base}__")).fetchall()
         for (name,) in rows:
             con.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
 
