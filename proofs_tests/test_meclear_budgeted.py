@@ -385,10 +385,27 @@ def test_any_two_members_share_a_side_among_the_first_six_blocks() -> None:
                 assert any(a in blk and b in blk for blk in blocks[:6]), (n, a, b)
 
 
+class _Lazy:
+    """A deterministic evaluator from a value function, read per coalition (no 2^K table)."""
+
+    def __init__(self, fn) -> None:
+        self.fn = fn
+
+    def evaluate(self, task, coalitions, trials, seed):
+        from memsteward.clearance.game import Evaluation
+
+        return [Evaluation((self.fn(c),) * trials, trials) for c in coalitions]
+
+    def rate(self, task, memory):
+        return 0.0, 1
+
+
 def _redundant_pair_game(k: int, faults: set[str], gold: set[str], trials: int = 2) -> Game:
     """v(S) = 1 when S holds a gold memory and no fault (either fault alone sustains the failure)."""
-    ids = [f"m{i}" for i in range(1, k + 1)]
-    return table_game(ids, lambda s: float(bool(s & gold) and not (s & faults)), trials=trials)
+    from memsteward.clearance.game import Memory, Task
+
+    task = Task("q", "r", tuple(Memory(f"m{i}", f"memory m{i}") for i in range(1, k + 1)))
+    return Game(task, _Lazy(lambda s: float(bool(s & gold) and not (s & faults))), trials=trials)
 
 
 def test_the_block_search_clears_a_redundant_pair_at_k_16_within_32_calls() -> None:
