@@ -307,3 +307,155 @@ def test_shingles_are_the_runs_of_exactly_n_words_within_each_string():
     assert shingles({"a": "One two three four", "b": ["five six"]}, 3) == {("one", "two", "three"),
                                                                           ("two", "three", "four")}
     assert shingles("one two", 3) == set()
+
+
+HOLDER = """
+import sys
+from memsteward.store import Store
+s = Store.open(sys.argv[1])
+print("took" if s.take_event(s.unfinished_event()[0]) else "done", flush=True)
+sys.stdin.readline()
+s.close()
+"""
+
+
+def test_a_postgresql_lease_held_by_a_live_session_in_another_process_is_not_taken(pg_url):
+    """leases.py `_alive(…, row[3], row[5], conn)` → `row[4]` survived (PostgreSQL only: the run had
+    no MEMSTEWARD_PG_DSN, and no PostgreSQL test had a live holder in another process): the lease's
+    `acquired` time was passed as the holder's server session, which never parses as one, so a live
+    holder was taken over — two writers of one event."""
+    import subprocess
+    import sys
+
+    import pytest
+    from test_repair_lease import ROOT, _crashed_store
+
+    from memsteward.errors import EventHeld
+    from memsteward.store import Store
+
+    db = _crashed_store(lambda name: pg_url)
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, db], cwd=ROOT, text=True, stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert holder.stdout.readline().strip() == "took"
+        s = Store.open(db)
+        try:
+            with pytest.raises(EventHeld):
+                s.take_event(s.unfinished_event()[0])
+        finally:
+            s.close()
+    finally:
+        holder.communicate("\n", timeout=60)
+
+
+def test_recover_reaches_the_executor_only_when_there_is_an_event_to_finish(tmp_path):
+    """execute.py `if found is not None: prepare(executor)` → `if not found is not None` survived:
+    the executors that connect (Ray: ``ray.init`` on the given address) are only tested outside the
+    map. recover must connect before it takes over an unfinished event, and not when there is none."""
+    from test_repair_lease import _crashed_store
+
+    from memsteward.repair.execute import recover
+    from memsteward.repair.executors import Sequential
+    from memsteward.store import Store
+
+    class Connecting(Sequential):
+        def __init__(self) -> None:
+            self.calls: list[bool] = []
+
+        def connect(self) -> None:
+            self.calls.append(store.unfinished_event() is not None)  # before the event is taken and finished
+
+    db = _crashed_store(lambda name: str(tmp_path / f"{name}.db"))
+    store = Store.open(db)
+    try:
+        executor = Connecting()
+        assert recover(store, executor=executor) is not None
+        assert executor.calls == [True]
+        assert recover(store, executor=executor) is None  # nothing left: no connection
+        assert executor.calls == [True]
+    finally:
+        store.close()
+
+
+def test_a_new_event_gives_up_when_a_running_event_outlasts_the_write_wait(tmp_path, monkeypatch):
+    """execute.py `_await_turn`: `if time.monotonic() >= deadline: raise StoreBusy` → `is deadline`
+    survived (one test covers the line, and it never waited): with MEMSTEWARD_WRITE_WAIT=0 and the
+    unfinished event held by a live store, a new event is refused at once with StoreBusy (the
+    mutant waits as long as the holder runs; the thread below is then still waiting)."""
+    import threading
+
+    from test_repair_lease import DATA, _crashed_store
+
+    from memsteward.errors import StoreBusy
+    from memsteward.policy.loader import load_policy
+    from memsteward.repair.events import load_event
+    from memsteward.repair.execute import run_event
+    from memsteward.store import Store
+
+    db = _crashed_store(lambda name: str(tmp_path / f"{name}.db"))
+    holder, other = Store.open(db), Store.open(db)
+    outcome: list[BaseException | None] = []
+
+    def new_event() -> None:
+        try:
+            run_event(other, load_policy("policies/default.yaml"),
+                      load_event(str(DATA / "event-migrate.json"), other.snapshot()))
+            outcome.append(None)
+        except BaseException as exc:  # noqa: BLE001 — the outcome is asserted below
+            outcome.append(exc)
+
+    try:
+        assert holder.take_event(holder.unfinished_event()[0])  # a live holder: the event is running
+        monkeypatch.setenv("MEMSTEWARD_WRITE_WAIT", "0")
+        t = threading.Thread(target=new_event, daemon=True)
+        t.start()
+        t.join(60)
+        assert not t.is_alive(), "the new event kept waiting past MEMSTEWARD_WRITE_WAIT"
+        assert len(outcome) == 1 and isinstance(outcome[0], StoreBusy), outcome
+    finally:
+        holder.close()
+        t.join(60)
+        other.close()
+
+
+def test_scan_reads_a_file_whole_at_the_default_chunk_size(tmp_path):
+    """repair/erasure.py `CHUNK = 1 << 24` → `0 << 24` survived: a scan reading nothing finds
+    nothing, and every test that reads files expects nothing to be found (the chunk-boundary test
+    patches CHUNK). A needle in a file must be found, and every byte counted."""
+    from memsteward.repair.erasure import scan
+
+    path = tmp_path / "f.db"
+    path.write_bytes(b"\0" * 1000 + b"Zq7-ORCHID" + b"\0" * 1000)
+    report = scan([str(path)], [b"Zq7-ORCHID", b"absent"])
+    assert report == {"needles": 2, "bytes": 2010, "files": ["f.db"], "found": {"f.db": 1}}
+
+
+def test_bernstein_radius_worked_by_hand():
+    """attribution.py `mean = sum(xs) / n` → `// n` survived. xs = (1, 0, 0): mean 1/3, sample
+    variance ((2/3)² + 2·(1/3)²)/2 = 1/3; δ = 4/e makes ln(4/δ) = 1: radius √(2·(1/3)·1/3) + 14/(3·2)."""
+    import math
+
+    import pytest
+
+    from memsteward.clearance.attribution import bernstein_radius
+
+    assert bernstein_radius([1.0, 0.0, 0.0], 4 / math.e) == pytest.approx(math.sqrt(2 / 9) + 7 / 3)
+    assert bernstein_radius([1.0], 0.05) == math.inf
+
+
+def test_a_sqlite_file_store_is_located_by_its_absolute_path(tmp_path, monkeypatch):
+    """leases.py `if self.backend == "postgresql": return Locator(self.url, …)` → `!=` survived (the
+    executors' tests are outside the map): a worker process opens a SQLite store by its absolute
+    path, an in-memory store has no locator."""
+    import os
+
+    from memsteward.store import Store
+
+    monkeypatch.chdir(tmp_path)
+    store = Store.open("w.db", create=True)
+    try:
+        loc = store.locator()
+        assert loc is not None and tuple(loc) == (os.path.join(str(tmp_path), "w.db"), store.owner)
+    finally:
+        store.close()
+    assert Store().locator() is None
