@@ -20,7 +20,7 @@ import time
 from .common import assemble
 from .meclear_locomo import MissingData, require_data
 
-ORDER = ["verify_scaling", "check_scaling", "g5_machine", "meclear_cohort", "meclear_calls", "meclear_locomo",
+ORDER = ["verify_scaling", "check_scaling", "check_limits", "g5_machine", "meclear_cohort", "meclear_calls", "meclear_locomo",
          "meclear_llm", "meclear_overhead", "meclear_budget", "repair_policies", "repair_frontier", "repair_scale",
          "repair_lineage", "write_path", "cli_startup", "lineage_scale", "store_backends", "store_writers", "repair_executors",
          "mcp_roundtrip", "langgraph_adapter", "store_dryrun", "store_split", "shred_scale"]

@@ -311,3 +311,75 @@ def test_meta_conditions_are_limited_to_what_check_answers(tmp_path: Path):
     p.write_text(json.dumps(_meta_rules(MAX_META_CONDITIONS // 30, 30)))  # at the limit: analysed
     code, findings = _check(p)
     assert "limit" not in [f["code"] for f in findings], findings
+
+
+def _kindless_rules(n: int, kinds: int, seed: int = 0) -> dict:
+    """n mode rules that name no kind (each is analysed in every part (kind, arch, event) of the domain)
+    over ``kinds`` declared kinds, a quarter of them skills: the worst shape of `check` found for
+    issue 25 (5,000 rules over 256 kinds ran for more than 400 s without an answer)."""
+    import random
+
+    rng = random.Random(seed)
+    roles = ("root", "skill", "replayable", "text")
+    kinds_doc = {f"k{i}": {"role": roles[i % 4], **({"architectures": ["neural", "prompt", "chain"]}
+                                                     if i % 4 == 1 else {})} for i in range(kinds)}
+    rules = []
+    for _ in range(n):
+        when: dict = {}
+        if rng.random() < 0.7:
+            when["event"] = rng.sample(["delete", "correct", "migrate"], rng.randint(1, 2))
+        if rng.random() < 0.5:
+            when["support"] = rng.choice(["sufficient", "insufficient"])
+        rules.append({"when": when, "mode": "remove"})
+    return {"version": 1, "kinds": kinds_doc, "modes": rules + [{"when": {}, "mode": "remove"}],
+            "validation": [{"mode": m, "oracles": [{"oracle": "schema", "schema": {}}]}
+                           for m in ("recompute", "regen", "param")]}
+
+
+def test_part_work_counts_the_rules_of_every_part():
+    """``part_work`` (one matrix product) is Σ over the parts of n_p (n_p + 2K), n_p counted rule by rule
+    with the analysis' own ``admits`` (a rule of c meta conditions weighs 1 + c); kind lists, arch lists and
+    events all narrow a rule's parts."""
+    import random
+
+    from memsteward.policy.model import EVENTS
+    from memsteward.policy.rulesolver import KIND_WEIGHT, admits, part_work
+
+    rng = random.Random(1)
+    doc = _kindless_rules(60, 13)
+    for rule in doc["modes"][:40]:
+        if rng.random() < 0.5:
+            rule["when"]["kind"] = rng.sample(sorted(doc["kinds"]), rng.randint(1, 4))
+        if rng.random() < 0.3:
+            rule["when"]["arch"] = rng.sample(["neural", "prompt", "chain"], rng.randint(1, 2))
+    doc["kinds"]["k0"]["meta"] = {"age": {"min": 0, "max": 100}}
+    doc["kinds"]["k0"]["meta"]["size"] = {"min": 0}
+    for k, rule in enumerate(doc["modes"][::7]):
+        rule["when"]["meta"] = {"age": {"gt": 10}, **({"size": {"le": 5}} if k % 2 else {})}
+    policy = Policy.model_validate(doc)
+    n = [sum(1 + len(r.when.meta) for r in policy.modes if admits(r.when, (k, a, e)))
+         for k in policy.kinds for a in policy.architectures(k) for e in EVENTS]
+    want = sum(x * (x + KIND_WEIGHT * len(policy.kinds)) for x in n)
+    assert part_work(policy) == want > 0
+
+
+def test_rule_analysis_work_is_limited_to_what_check_answers(tmp_path: Path, monkeypatch):
+    """Issue 25 (every documented limit is one `check` answers within 60 s): 5,000 rules (within
+    MAX_RULES) that name no kind, over 256 kinds (within MAX_KINDS), kept `check` busy for more than
+    400 s. The rule analysis' work Σ n_p² is limited (MAX_PART_WORK): beyond it the policy is refused at
+    once with the finding `limit`, at or below it the analysis runs."""
+    from memsteward.policy import analysis
+    from memsteward.policy.rulesolver import part_work
+
+    p = tmp_path / "p.yaml"
+    small = _kindless_rules(12, 4)
+    p.write_text(json.dumps(small))
+    work = part_work(Policy.model_validate(small))
+    with monkeypatch.context() as m:
+        m.setattr(analysis, "MAX_PART_WORK", work - 1)
+        assert "limit" in [f["code"] for f in _check(p)[1]]
+        m.setattr(analysis, "MAX_PART_WORK", work)
+        assert "limit" not in [f["code"] for f in _check(p)[1]]
+    p.write_text(json.dumps(_kindless_rules(1000, 256)))
+    code, findings = _check(p)
+    assert code == 1 and [f["code"] for f in findings if f["severity"] == "error"] == ["limit"], findings

@@ -27,7 +27,7 @@ from .findings import Finding
 from .loader import PolicySource, dotted
 from .model import MAX_EXACT_RETRIEVAL_BUDGET, PAPER_ROLES, ROLES, Policy
 from .plugins import used
-from .rulesolver import RuleAnalysis, RuleFacts, rule_facts
+from .rulesolver import RuleAnalysis, RuleFacts, part_work, rule_facts
 
 MAX_GAPS = 12
 MAX_NAMED = 8  # rules named in one shadowing message (all are listed in the finding's JSON)
@@ -36,6 +36,12 @@ MAX_META_CONDITIONS = 600
 """Documented limit of `check` on numeric ``meta`` conditions over all mode rules (issue 25): the
 analysis' cost is driven by them (400 rules of 3 conditions on one kind took 62 s here, 5,000 more
 than 25 minutes), so a policy with more is refused; docs/security.md records the measurements."""
+MAX_PART_WORK = 3_000_000
+"""Documented limit of `check` on its rule analysis' work (issue 25): Σ over the domain's parts (kind, arch,
+event) of n_p (n_p + 2K), n_p the mode rules that can match the part (a rule of c meta conditions counts
+1 + c times), K the declared kinds (:func:`~.rulesolver.part_work`). 5,000 rules within MAX_RULES that
+name no kind, over 256 declared kinds (≈ 1,150 parts), kept `check` busy for more than 400 s without an
+answer; the worst shapes measured at this limit are in bench/sections/check_limits.md and docs/security.md."""
 
 
 def analyze(src: PolicySource, rules: EndpointRules | None = None) -> list[Finding]:
@@ -55,6 +61,12 @@ def analyze(src: PolicySource, rules: EndpointRules | None = None) -> list[Findi
         findings.append(_at(src, ("modes",), "error", "limit",
                             f"{conditions} meta conditions in mode rules exceed the analysed limit of "
                             f"{MAX_META_CONDITIONS}"))
+    elif (work := part_work(policy)) > MAX_PART_WORK:
+        findings.append(_at(src, ("modes",), "error", "limit",
+                            f"the mode rules' analysis work is {work:,} (Σ over the parts (kind, arch, event) of "
+                            "n·(n + 2K), n the rules that can match the part, a rule of c meta conditions counted "
+                            f"1 + c times, K the kinds), over the analysed limit of {MAX_PART_WORK:,}: give rules a "
+                            "`kind` (a rule without one is analysed for every kind), or declare fewer kinds"))
     elif not any(f.code == "unknown-reference" for f in findings):
         enc = Encoding([policy])
         ra = rule_facts(enc, policy)

@@ -27,7 +27,7 @@ import z3
 
 from .domain import matches
 from .encoding import Encoding
-from .model import EVENTS, Policy, When
+from .model import ARCHITECTURES, EVENTS, Policy, When
 
 Part = tuple[str, str | None, str]  # (kind, arch, event)
 
@@ -38,6 +38,46 @@ def admits(when: When, part: Part) -> bool:
     return ((when.kind is None or kind in when.kind)
             and (when.arch is None or (arch is not None and arch in when.arch))
             and (when.event is None or event in when.event))
+
+
+KIND_WEIGHT = 2  # per rule and part, the work of the domain's K kinds: 2·K (fitted, bench/check_limits.py)
+
+
+def part_work(policy: Policy) -> int:
+    """Σ over the parts (kind, arch, event) of n_p · (n_p + 2K): n_p the rules admitting the part
+    (:func:`admits`), a rule with c numeric ``meta`` conditions counted 1 + c times, K the number of
+    declared kinds. Each of a part's rules costs solver checks whose price grows with the solver's size
+    (its rules, their conditions, and the domain's K kinds), so this is what ``check``'s rule analysis
+    costs, known before any solver runs (``MAX_PART_WORK``; the weights fitted in bench/check_limits.py).
+    Counted as one matrix product (rules × kinds by rules × (arch, event)), not by a loop over rules × parts."""
+    import numpy as np
+
+    kinds = list(policy.kinds)
+    if not kinds or not policy.modes:
+        return 0
+    column = {k: c for c, k in enumerate(kinds)}
+    slots = (None, *ARCHITECTURES)
+    by_kind = np.zeros((len(policy.modes), len(kinds)), dtype=np.int64)
+    by_rest = np.zeros((len(policy.modes), len(slots) * len(EVENTS)), dtype=np.int64)
+    for r, rule in enumerate(policy.modes):
+        w = rule.when
+        weight = 1 + len(w.meta)
+        if w.kind is None:
+            by_kind[r, :] = weight
+        else:
+            by_kind[r, [column[k] for k in w.kind if k in column]] = weight
+        for a, arch in enumerate(slots):
+            if w.arch is None or (arch is not None and arch in w.arch):
+                for e, event in enumerate(EVENTS):
+                    by_rest[r, a * len(EVENTS) + e] = w.event is None or event in w.event
+    admitted = by_kind.T @ by_rest  # [kind, arch slot × event] → n_p
+    total = 0
+    for kind in kinds:
+        for arch in policy.architectures(kind):
+            a = slots.index(arch)
+            row = admitted[column[kind], a * len(EVENTS):(a + 1) * len(EVENTS)]
+            total += int((row * (row + KIND_WEIGHT * len(kinds))).sum())
+    return total
 
 
 @dataclass
