@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+from sql_dialect import sql
+
 from memsteward.store.sqlstore import Store
 
 
@@ -12,8 +14,8 @@ def to_plaintext(store: Store) -> None:
     rows = store.conn.execute("SELECT id, version, content, meta FROM versions").fetchall()
     plain = store.vault.open([(i, int(v), c, m) for i, v, c, m in rows])
     for (i, v, _, _), (c, m) in zip(rows, plain):
-        store.conn.execute("UPDATE versions SET content = ?, meta = ?, sha256 = NULL WHERE id = ? AND version = ? "
-                           "AND erased = 0", (c, m, i, v))
+        store.conn.execute(sql(store, "UPDATE versions SET content = ?, meta = ?, sha256 = NULL WHERE id = ? "
+                                      "AND version = ? AND erased = 0"), (c, m, i, v))
     store.conn.execute("DROP TABLE store_keys")
     keys = store.vault.keys
     store.close()

@@ -72,7 +72,7 @@ def test_export_serve_and_log_print_the_reference_documents(store_at, tmp_path):
     store = Store.open(loc, create=True)
     store.import_snapshot(_snapshot())
     with store.transaction() as c:  # one artifact not servable: serve leaves it out
-        c.execute("UPDATE artifacts SET state = 'withdrawn' WHERE id = ?", ("a3",))
+        c.execute(store.q.set_state_withdrawn, ("a3",))
     reference_export = store.snapshot().as_dict()
     reference_serve = [a.as_dict() for a in store.snapshot().artifacts.values() if a.state == "servable"]
     reference_log = [{"seq": s, "at": at, "event_id": ev, "action": a, "artifact_id": art, "detail": json.loads(d)}
@@ -100,7 +100,7 @@ def test_postgres_stream_fetches_in_rounds(pg_url):
     store.import_snapshot(_snapshot())
     rows = list(store.conn.stream("SELECT id FROM artifacts ORDER BY id", (), size=2))
     assert rows == [(f"a{k}",) for k in range(7)]
-    assert list(store.conn.stream("SELECT id FROM artifacts WHERE id > ? ORDER BY id", ("a4",), size=2)) == [
+    assert list(store.conn.stream("SELECT id FROM artifacts WHERE id > %s ORDER BY id", ("a4",), size=2)) == [
         ("a5",), ("a6",)]
     store.close()
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from sql_dialect import sql
 
 from memsteward.cli import main
 from memsteward.policy.loader import load_policy
@@ -105,7 +106,7 @@ def test_delete_erases_the_root_and_every_version_derived_from_it():
                 assert not erased
             else:
                 assert erased
-                (sha,) = store.conn.execute("SELECT sha256 FROM versions WHERE id = ? AND version = ?",
+                (sha,) = store.conn.execute(sql(store, "SELECT sha256 FROM versions WHERE id = ? AND version = ?"),
                                             (ident, version)).fetchone()
                 assert sha is not None and len(sha) == 64
     # the regenerated summaries were rebuilt from retained support and are served again

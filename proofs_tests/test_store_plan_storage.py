@@ -19,6 +19,7 @@ import json
 from pathlib import Path
 
 import pytest
+from sql_dialect import sql
 
 from bench.repair_traces import barrier_snapshot
 from memsteward.errors import StoredPlanDamaged
@@ -111,8 +112,8 @@ def test_barrier_stores_the_plan_its_pin_verifies_and_the_rows_are_written(store
 
 
 def _step_rows(store, eid):
-    return [tuple(r) for r in store.conn.execute("SELECT seq, artifact_id, mode, status, version, report "
-                                                 "FROM plan_steps WHERE event_id = ? ORDER BY seq", (eid,))]
+    return [tuple(r) for r in store.conn.execute(sql(store, "SELECT seq, artifact_id, mode, status, version, report "
+                                                            "FROM plan_steps WHERE event_id = ? ORDER BY seq"), (eid,))]
 
 
 def _barrier_then_other_process(store_factory, n: int, legacy_rows: bool = False, event_doc=None):
@@ -124,7 +125,7 @@ def _barrier_then_other_process(store_factory, n: int, legacy_rows: bool = False
     eid = store.barrier(BarrierSpec(plan.to_json(), policy_document(policy), root_successors(event, store), store.generation()))
     if legacy_rows:
         with store.transaction() as c:
-            c.executemany("INSERT INTO plan_steps(event_id, seq, artifact_id, mode, status) VALUES (?,?,?,?,?)",
+            c.executemany(sql(store, "INSERT INTO plan_steps(event_id, seq, artifact_id, mode, status) VALUES (?,?,?,?,?)"),
                           [(eid, k, i, plan.modes[i], "pending") for k, i in enumerate(plan.order)])
     other = store.copy_in_memory() if store.backend == "sqlite" else _reopen(store)
     store.close()  # the barrier's process is gone: its lease is free to take
@@ -207,7 +208,7 @@ def test_a_plain_stored_plan_still_reads(store_factory):
     doc = plan.to_json()
     eid = store.barrier(BarrierSpec(doc, policy_document(policy), root_successors(event, store), store.generation()))
     with store.transaction() as c:  # as a release of schema version 3 wrote it
-        c.execute("UPDATE events SET plan = ? WHERE id = ?", (canonical(doc), eid))
+        c.execute(sql(store, "UPDATE events SET plan = ? WHERE id = ?"), (canonical(doc), eid))
     assert store.event(eid)["plan"] == _plain(doc)
     assert TransitionPlan.from_json(store.unfinished_event()[3]) == plan
 

@@ -11,6 +11,7 @@ uninterrupted run for recovery.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import random
@@ -32,7 +33,8 @@ from memsteward.repair.execute import run_event
 from memsteward.repair.metrics import leak_pct, stale_use_pct
 from memsteward.store import Store, content_digest
 from memsteward.store.connection import RETRY_ATTEMPTS, retrying
-from memsteward.store.postgres import translate
+from memsteward.store.queries.postgres import POSTGRES
+from memsteward.store.queries.sqlite import SQLITE
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "engine" / "data" / "repair"
@@ -45,27 +47,54 @@ def _run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([MEMSTEWARD, *args], capture_output=True, text=True, cwd=ROOT, timeout=300)
 
 
-# ----------------------------------------------------------------------------- the dialect layer
+# ----------------------------------------------------------------------------- the dialects
 
-@pytest.mark.parametrize("sqlite_sql, pg_sql", [
-    ("SELECT a FROM t WHERE b = ? AND c = ?", "SELECT a FROM t WHERE b = %s AND c = %s"),
-    ("INSERT OR IGNORE INTO edges(src, dst) VALUES (?,?)", "INSERT INTO edges(src, dst) VALUES (%s,%s) ON CONFLICT DO NOTHING"),
-    ("SELECT j.value FROM json_each(?) j CROSS JOIN t ON t.id = j.value",
-     'SELECT j.value FROM (SELECT x COLLATE "C" AS value FROM json_array_elements_text(%s::json) AS t(x)) AS j '
-     "JOIN t ON t.id = j.value"),
-    ("SELECT value FROM json_each(?) UNION SELECT 1",
-     'SELECT value FROM (SELECT x COLLATE "C" AS value FROM json_array_elements_text(%s::json) AS t(x)) AS je UNION SELECT 1'),
-    ("SELECT 1 WHERE 'a%' = ?", "SELECT 1 WHERE 'a%%' = %s"),
-])
-def test_translate_hand_table(sqlite_sql, pg_sql):
-    assert translate(sqlite_sql) == pg_sql
+def _statements(queries):
+    """(name, text) of every statement of a dialect's Queries (per-table ones as name[table])."""
+    for f in dataclasses.fields(queries):
+        value = getattr(queries, f.name)
+        if isinstance(value, str):
+            yield f.name, value
+        elif value is not None:
+            yield from ((f"{f.name}[{t}]", sql) for t, sql in value.items())
 
 
-@pytest.mark.parametrize("sql", ["PRAGMA busy_timeout = 0", "INSERT OR REPLACE INTO t VALUES (?)",
-                                 "SELECT name FROM sqlite_master"])
-def test_translate_refuses_sqlite_only_statements(sql):
-    with pytest.raises(ValueError, match="SQLite-only"):
-        translate(sql)
+def test_each_dialect_spells_its_own_statements():
+    """No statement of one dialect is written in the other's spelling (there is no translation between them)."""
+    for name, sql in _statements(POSTGRES):
+        assert not any(s in sql for s in ("?", "json_each", "OR IGNORE", "CROSS JOIN", "PRAGMA")), name
+    for name, sql in _statements(SQLITE):
+        assert "%s" not in sql and "json_array_elements" not in sql, name
+
+
+def test_every_postgresql_statement_is_prepared_by_the_server(pg_url):
+    """Each statement of the PostgreSQL dialect parses and type-checks against a real store's schema
+    (PREPARE): a misspelt one fails here, not first when a rare path runs it."""
+    store = Store.open(pg_url, create=True)
+    try:
+        for k, (name, sql) in enumerate(_statements(POSTGRES)):
+            head, *rest = sql.split("%s")
+            numbered = head + "".join(f"${j}{part}" for j, part in enumerate(rest, 1))
+            try:
+                store.conn.raw.execute(f"PREPARE memsteward_check_{k} AS {numbered}")
+            except Exception as exc:  # noqa: BLE001 — reported with the statement's name
+                pytest.fail(f"{name}: {exc}")
+            store.conn.raw.execute(f"DEALLOCATE memsteward_check_{k}")
+    finally:
+        store.close()
+
+
+def test_every_sqlite_statement_compiles(tmp_path):
+    """Each statement of the SQLite dialect compiles against a real store's schema (EXPLAIN runs nothing)."""
+    store = Store.open(str(tmp_path / "s.db"), create=True)
+    try:
+        for name, sql in _statements(SQLITE):
+            try:
+                store.conn.execute("EXPLAIN " + sql, (None,) * sql.count("?")).fetchall()
+            except Exception as exc:  # noqa: BLE001 — reported with the statement's name
+                pytest.fail(f"{name}: {exc}")
+    finally:
+        store.close()
 
 
 def test_retry_reruns_real_serialization_failures_boundedly(pg_url):
@@ -257,7 +286,7 @@ def test_four_writer_processes_on_one_postgres_store(pg_url):
     assert stale_use_pct([set(served.items())], invalidated) == 0.0
     for r in reports:  # no lost version: each recorded (id, version) holds its content or its erased digest
         for wid, version, digest, _inputs in r["recorded"]:
-            row = s.conn.execute("SELECT erased, sha256 FROM versions WHERE id = ? AND version = ?",
+            row = s.conn.execute("SELECT erased, sha256 FROM versions WHERE id = %s AND version = %s",
                                  (wid, version)).fetchone()
             assert row is not None, (wid, version)
             erased, sha = row
@@ -391,7 +420,7 @@ def test_an_error_in_a_queued_write_rolls_the_transaction_back(pg_url):
         with pytest.raises(psycopg.errors.UniqueViolation):
             with s.transaction() as c:
                 c.execute("UPDATE artifacts SET state = 'withdrawn' WHERE id = 'q0'")
-                c.execute("INSERT INTO versions(id, version, content, meta) VALUES (?,?,?,?)", ("q0", 1, "x", "{}"))
+                c.execute("INSERT INTO versions(id, version, content, meta) VALUES (%s,%s,%s,%s)", ("q0", 1, "x", "{}"))
                 if flush_by_read:
                     c.execute("SELECT COUNT(*) FROM versions").fetchone()
         assert s.dump_state() == before
@@ -413,7 +442,7 @@ def test_large_plain_insert_batches_go_as_copy_with_the_same_rows(pg_schemas, mo
         s = Store.open(pg_schemas.url(), create=True)
         with s.transaction() as c:
             c.executemany("INSERT INTO versions(id, version, content, meta, event_id, erased, sha256) "
-                          "VALUES (?,?,?,?,?,?,?)", rows)
+                          "VALUES (%s,%s,%s,%s,%s,%s,%s)", rows)
         got[label] = sorted(map(tuple, s.conn.execute("SELECT * FROM versions")))
         s.close()
     assert got["copy"] == got["executemany"] == sorted(rows)

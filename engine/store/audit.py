@@ -86,7 +86,7 @@ class AuditChain(Sealing):
         (:class:`~memsteward.store.postgres.PgConnection`)."""
         seq, prev = self._audit_tail()
         at = _now()
-        if self.backend != "sqlite" or not ids:
+        if self.q.insert_withdrawals_part is None or not ids:
             texts = chain_same(prev, seq + 1, at, event_id, "withdraw", ids, "{}")
             self._write_audit([(seq + 1 + k, at, event_id, "withdraw", i, "{}", h)
                                for k, (i, h) in enumerate(zip(ids, texts))])
@@ -110,19 +110,17 @@ class AuditChain(Sealing):
         (the one the UPDATE read), row k as audit row ``first + k``: one INSERT … SELECT, each row's
         hash cut out of one BLOB of the part's concatenated 64-character hashes (a BLOB's ``substr`` is
         by byte offset; a TEXT's would count characters from its start)."""
-        self.conn.execute("INSERT INTO audit(seq, at, event_id, action, artifact_id, detail, hash) SELECT ? + j.key, "
-                          "?, ?, 'withdraw', j.value, '{}', CAST(substr(?, 64 * (j.key - ?) + 1, 64) AS TEXT) "
-                          "FROM json_each(?) j WHERE j.key >= ? AND j.key < ?",
-                          (first, at, event_id, b"".join(hashes), start, ids_text, start,
+        part = self.q.insert_withdrawals_part
+        assert part is not None  # called only where the dialect has it (_append_withdrawals)
+        self.conn.execute(part, (first, at, event_id, b"".join(hashes), start, ids_text, start,
                            start + len(hashes)))
 
     def _audit_tail(self) -> tuple[int, str]:
-        last = self.conn.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
+        last = self.conn.execute(self.q.audit_tail).fetchone()
         return (0, GENESIS) if last is None else (int(last[0]), last[1] or GENESIS)
 
     def _write_audit(self, out: Sequence[tuple[int, str, int | None, str, str | None, str, str]]) -> None:
-        self.conn.executemany("INSERT INTO audit(seq, at, event_id, action, artifact_id, detail, hash) "
-                              "VALUES (?,?,?,?,?,?,?)", out)
+        self.conn.executemany(self.q.insert_audit, out)
         if out:
             self._write_head(out[-1][0], out[-1][6])
 
@@ -135,16 +133,13 @@ class AuditChain(Sealing):
         if self._audit_key is not None:
             self._check_sealed_head(self._audit_key)
         sealed = None if self._audit_key is None else seal(self._audit_key, seq, head, self.audit_binding())
-        self.conn.execute("INSERT INTO audit_head(one, seq, hash, seal) VALUES (1, ?, ?, ?) ON CONFLICT(one) "
-                          "DO UPDATE SET seq = excluded.seq, hash = excluded.hash, seal = excluded.seal",
-                          (seq, head, sealed))
+        self.conn.execute(self.q.upsert_audit_head, (seq, head, sealed))
 
     def _check_sealed_head(self, key: bytes) -> None:
         """Before sealing: the previous head must carry a valid seal and be the row this transaction's
         first appended row links to (rows appended since are this transaction's own)."""
-        old = self.conn.execute("SELECT seq, hash, seal FROM audit_head WHERE one = 1").fetchone()
-        rows = self.conn.execute("SELECT seq, at, event_id, action, artifact_id, detail, hash FROM audit "
-                                 "WHERE seq >= ? ORDER BY seq LIMIT 2", (int(old[0]) if old else 0,)).fetchall()
+        old = self.conn.execute(self.q.audit_head_sealed).fetchone()
+        rows = self.conn.execute(self.q.audit_rows_from, (int(old[0]) if old else 0,)).fetchall()
         problem = sealed_head_problem(key, None if old is None else (int(old[0]), old[1], old[2]),
                                       [tuple(r) for r in rows], self.audit_binding())
         if problem is not None:
@@ -156,18 +151,17 @@ class AuditChain(Sealing):
         store, so the source's seal (checked first under ``source``) does not verify here. Without the
         key the seal is copied as it is (it then verifies nowhere but in the source)."""
         key = self._audit_key
-        row = self.conn.execute("SELECT seq, hash, seal FROM audit_head WHERE one = 1").fetchone()
+        row = self.conn.execute(self.q.audit_head_sealed).fetchone()
         if key is None or row is None or row[2] is None:
             return
         if not seal_verifies(key, row[2], int(row[0]), row[1], source):
             raise InputError("the source's audit head signature does not verify under MEMSTEWARD_AUDIT_KEY "
                              "(nothing was copied)", file=self.path, field="audit_head")
-        self.conn.execute("UPDATE audit_head SET seal = ? WHERE one = 1",
-                          (seal(key, int(row[0]), row[1], self.audit_binding()),))
+        self.conn.execute(self.q.reseal_head, (seal(key, int(row[0]), row[1], self.audit_binding()),))
 
     def audit_head(self) -> tuple[int, str] | None:
         """(seq, hash) of the last row, as recorded in the same transaction as the row."""
-        row = self.conn.execute("SELECT seq, hash FROM audit_head WHERE one = 1").fetchone()
+        row = self.conn.execute(self.q.audit_head).fetchone()
         return None if row is None else (int(row[0]), str(row[1]))
 
     def audit_binding(self) -> Binding:
@@ -176,13 +170,12 @@ class AuditChain(Sealing):
 
     def audit_seal(self) -> str | None:
         """The HMAC of the audit head (None when the last writer held no key)."""
-        row = self.conn.execute("SELECT seal FROM audit_head WHERE one = 1").fetchone()
+        row = self.conn.execute(self.q.audit_seal).fetchone()
         return None if row is None else row[0]
 
     def audit_rows(self) -> list[AuditRow]:
         """Raw audit rows (seq, at, event_id, action, artifact_id, detail, hash) in order."""
-        return [tuple(r) for r in self.conn.execute(
-            "SELECT seq, at, event_id, action, artifact_id, detail, hash FROM audit ORDER BY seq")]
+        return [tuple(r) for r in self.conn.execute(self.q.audit_rows)]
 
     def audit_log(self) -> list[dict[str, Any]]:
         return list(self.audit_log_stream())
@@ -190,10 +183,9 @@ class AuditChain(Sealing):
     def audit_log_stream(self) -> Iterator[dict[str, Any]]:
         """:meth:`audit_log` as the rows come (``memsteward store log --json``)."""
         return ({"seq": s, "at": at, "event_id": ev, "action": a, "artifact_id": art, "detail": json.loads(d)}
-                for s, at, ev, a, art, d in self._stream(
-                    "SELECT seq, at, event_id, action, artifact_id, detail FROM audit ORDER BY seq"))
+                for s, at, ev, a, art, d in self._stream(self.q.audit_log))
 
     def generation(self) -> int:
         """A counter that grows with every committed change (the last audit sequence number)."""
-        (seq,) = self.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM audit").fetchone()
+        (seq,) = self.conn.execute(self.q.generation).fetchone()
         return int(seq)

@@ -26,6 +26,9 @@ from ..errors import InputError
 from ..repair.auditchain import signing_key
 from .connection import redact
 from .postgres import PgConnection
+from .queries import Queries
+from .queries.postgres import POSTGRES
+from .queries.sqlite import SQLITE
 from .sqlite import connect_sqlite, setup_sqlite
 
 __all__ = ["ERASE_WAIT_ENV", "StoreCore", "digest"]
@@ -98,6 +101,7 @@ class StoreCore:
         """A SQLite store at ``path``; or, with ``conn``, a PostgreSQL store (use :meth:`open`).
         ``migrate``: bring a store of an older schema version to this release's (else InputError)."""
         self.backend = "sqlite" if conn is None else "postgresql"
+        self.q: Queries = SQLITE if conn is None else POSTGRES  # every statement the store runs, in its dialect
         self.path = path if conn is None else redact(path)
         self.tenant: str | None = None  # the tenant this store is (memsteward.store.tenants), None: the base store
         self.url = path  # what an executor's worker process opens (may carry a password: never printed)

@@ -78,7 +78,7 @@ def store_files(store: Store) -> list[str]:
 
 def deep_audit(store: Store, backups: Sequence[str] = (), texts: Sequence[str] = ()) -> dict[str, Any]:
     """Both questions of the module docstring; ``clean`` when neither finds anything."""
-    erased = {(i, int(v)) for i, v in store.conn.execute("SELECT id, version FROM versions WHERE erased = 1")}
+    erased = {(i, int(v)) for i, v in store.conn.execute(store.q.erased_version_ids)}
     needles: dict[str, Any] = {f"text[{k}]": t for k, t in enumerate(texts)}
     decryptable: list[dict[str, Any]] = []
     for path in backups:
@@ -100,7 +100,7 @@ def _retained(store: Store) -> Iterator[tuple[Any, str]]:
     """(content, meta) of every version not erased, opened (streamed in batches)."""
     from itertools import islice
 
-    it = store._stream("SELECT id, version, content, meta FROM versions WHERE erased = 0 ORDER BY id, version")
+    it = store._stream(store.q.retained_versions)
     while part := list(islice(it, 2000)):
         for c, m in store.vault.open([(i, int(v), c, m) for i, v, c, m in part]):
             yield (_json(c), m)

@@ -29,26 +29,23 @@ if TYPE_CHECKING:
     from .sqlstore import SqlStore as Store
 
 SCAN_SAMPLE = 20_000  # plaintext contents kept for the closing scan (evenly spread over the run)
-_PLAIN = "erased = 0 AND substr(meta, 1, 4) != 'ms1:'"
 
 
 def encrypt_in_place(store: Store, batch: int = 2000,
                      progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     """Seal every plaintext version of ``store`` (see the module docstring); the report of the run."""
-    total = int(store.conn.execute(f"SELECT COUNT(*) FROM versions WHERE {_PLAIN}").fetchone()[0])
+    total = int(store.conn.execute(store.q.count_plaintext).fetchone()[0])
     step = max(1, total // SCAN_SAMPLE)
     sample: dict[str, Any] = {}
     done = 0
     while True:
         with store.transaction() as c:
-            rows = c.execute(f"SELECT id, version, content, meta FROM versions WHERE {_PLAIN} "
-                             "ORDER BY id, version LIMIT ?", (batch,)).fetchall()
+            rows = c.execute(store.q.plaintext_batch, (batch,)).fetchall()
             if not rows:
                 break
             sealed = store.vault.seal([(i, int(v), ct, m) for i, v, ct, m in rows])
             keyed = [None if ct is None else store.vault.digest(_canonical(ct)) for _, _, ct, _ in rows]
-            c.executemany("UPDATE versions SET content = ?, meta = ?, sha256 = ? WHERE id = ? AND version = ?",
-                          [(sc, sm, k, i, v) for (i, v, sc, sm), k in zip(sealed, keyed)])
+            c.executemany(store.q.reseal_version, [(sc, sm, k, i, v) for (i, v, sc, sm), k in zip(sealed, keyed)])
         for k, (i, v, ct, _) in enumerate(rows):
             if ct is not None and (done + k) % step == 0:
                 sample[f"{i}@{v}"] = json.loads(ct)
@@ -72,9 +69,9 @@ def _canonical(text: str) -> str:
 def _finish(store: Store) -> None:
     """Keyed lineage index, the sealed mark, and the files rewritten without the plaintext pages."""
     with store.transaction() as c:
-        c.execute("UPDATE store_keys SET sealed = 1 WHERE one = 1")
+        c.execute(store.q.mark_sealed)
         store.sealed = True
-        ids = [r[0] for r in c.execute("SELECT id FROM artifacts")]
+        ids = [r[0] for r in c.execute(store.q.artifact_ids)]
         for start in range(0, len(ids), 20_000):
             store._reindex(ids[start:start + 20_000])
     if store.backend == "sqlite":

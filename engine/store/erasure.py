@@ -43,9 +43,7 @@ class Erasure(Leases):
         rows: list[tuple[str, int, str | None, str | None]] = []
         for start in range(0, len(ids), 500):
             chunk = ids[start:start + 500]
-            rows += self.conn.execute(
-                f"SELECT id, version, content, sha256 FROM versions WHERE erased = 0 AND id IN "
-                f"({','.join('?' * len(chunk))}) ORDER BY id, version", chunk).fetchall()
+            rows += self.conn.execute(self.q.erasable_versions, (json.dumps(chunk),)).fetchall()
         erased: dict[str, list[dict[str, Any]]] = {i: [] for i in ids}
         updates: list[tuple[str, str, int]] = []
         stones: list[tuple[str, str, int]] = []
@@ -67,9 +65,8 @@ class Erasure(Leases):
                                                                                       plain=False))]
         self.vault.destroy(refs)
         self.checkpoint()  # crash point: the keys are destroyed, the publication not yet committed
-        self.conn.executemany("UPDATE versions SET content = NULL, meta = '{}', erased = 1, sha256 = ? "
-                              "WHERE id = ? AND version = ?", updates)
-        self.conn.executemany("INSERT OR IGNORE INTO tombstones(digest, root, event_id) VALUES (?,?,?)", stones)
+        self.conn.executemany(self.q.erase_version, updates)
+        self.conn.executemany(self.q.insert_tombstones, stones)
         pinned = self._tombstone_commitments(event_id, sorted({s[1] for s in stones}), {s[0] for s in stones})
         self._append_audit([(_now(), event_id, "erase", i, _dump({"versions": erased[i], **pinned.get(i, {})}))
                             for i in ids if erased[i]])
@@ -84,8 +81,7 @@ class Erasure(Leases):
         held: dict[str, list[str]] = {r: [] for r in roots}
         # the rows this event wrote are among the digests it inserted: looked up by primary key (a scan of
         # ``tombstones`` by event grows with every delete the store ever ran)
-        for d, r, e in self.conn.execute("SELECT digest, root, event_id FROM tombstones WHERE digest IN "
-                                         "(SELECT value FROM json_each(?))", (json.dumps(sorted(digests)),)):
+        for d, r, e in self.conn.execute(self.q.tombstones_of_digests, (json.dumps(sorted(digests)),)):
             if int(e) == event_id and r in held:
                 held[r].append(d)
         return {r: {"tombstones": commitment(ds)} for r, ds in held.items()}
@@ -93,18 +89,16 @@ class Erasure(Leases):
     def erasure_state(self) -> tuple[dict[tuple[str, int], str | None], dict[tuple[str, int], list[str]]]:
         """What ``audit --check`` compares with the chained ``erase`` rows: (id, version) → content
         SHA-256 of every erased version, and (root, event id) → the tombstone digests it holds."""
-        versions = {(i, int(v)): sha for i, v, sha in self._stream(
-            "SELECT id, version, sha256 FROM versions WHERE erased = 1")}
+        versions = {(i, int(v)): sha for i, v, sha in self._stream(self.q.erased_versions)}
         stones: dict[tuple[str, int], list[str]] = {}
-        for d, r, e in self._stream("SELECT digest, root, event_id FROM tombstones"):
+        for d, r, e in self._stream(self.q.all_tombstones):
             stones.setdefault((r, int(e)), []).append(d)
         return versions, stones
 
     def erased_refs(self, event_id: int) -> list[tuple[str, int]]:
         """(artifact id, version) of every version an event erased, from its chained ``erase`` rows."""
         out: list[tuple[str, int]] = []
-        for ident, detail in self.conn.execute("SELECT artifact_id, detail FROM audit WHERE action = 'erase' AND "
-                                               "event_id = ? ORDER BY seq", (event_id,)):
+        for ident, detail in self.conn.execute(self.q.erase_rows_of_event, (event_id,)):
             out += [(ident, int(v["version"])) for v in json.loads(detail).get("versions", [])]
         return out
 
@@ -142,7 +136,7 @@ class Erasure(Leases):
             if not self._holds_lease(event_id) and self._physical_row(event_id) is not None:
                 return self._physical_row(event_id) or detail
             self._audit("physical-erasure", event_id=event_id, detail=detail)
-            c.execute("DELETE FROM event_lease WHERE event_id = ?", (event_id,))
+            c.execute(self.q.delete_lease, (event_id,))
         if self.backend == "sqlite" and self.path != ":memory:":
             self.conn.execute("PRAGMA busy_timeout = 0")
             self._checkpoint_truncate()  # best effort: the row just written holds digests and counts only
@@ -163,8 +157,7 @@ class Erasure(Leases):
         with self.transaction():
             if self._physical_row(event_id) is not None:
                 return False
-            row = self.conn.execute("SELECT owner, host, pid, started, acquired, session FROM event_lease "
-                                    "WHERE event_id = ?", (event_id,)).fetchone()
+            row = self.conn.execute(self.q.lease_of, (event_id,)).fetchone()
             if row is not None and row[0] != self.owner and _alive(row[0], row[1], int(row[2]), row[3], row[5],
                                                                    self.conn):
                 raise EventHeld(f"the physical erasure of event {event_id} is being done by process {row[2]} on "
@@ -174,12 +167,11 @@ class Erasure(Leases):
         return True
 
     def _holds_lease(self, event_id: int) -> bool:
-        row = self.conn.execute("SELECT owner FROM event_lease WHERE event_id = ?", (event_id,)).fetchone()
+        row = self.conn.execute(self.q.lease_owner, (event_id,)).fetchone()
         return row is not None and row[0] == self.owner
 
     def _physical_row(self, event_id: int) -> ErasureReport | None:
-        row = self.conn.execute("SELECT detail FROM audit WHERE action = 'physical-erasure' AND event_id = ? "
-                                "ORDER BY seq LIMIT 1", (event_id,)).fetchone()
+        row = self.conn.execute(self.q.physical_row, (event_id,)).fetchone()
         return None if row is None else json.loads(row[0])
 
     def _checkpoint_truncate(self) -> bool:
@@ -188,6 +180,4 @@ class Erasure(Leases):
 
     def pending_physical_erasure(self) -> list[int]:
         """Events that erased versions but have no ``physical-erasure`` row (interrupted in between)."""
-        return [int(r[0]) for r in self.conn.execute(
-            "SELECT DISTINCT e.event_id FROM audit e WHERE e.action = 'erase' AND NOT EXISTS "
-            "(SELECT 1 FROM audit p WHERE p.action = 'physical-erasure' AND p.event_id = e.event_id) ORDER BY 1")]
+        return [int(r[0]) for r in self.conn.execute(self.q.pending_physical)]

@@ -56,11 +56,7 @@ class Leases(PlanningReads):
 
     def _lease(self, event_id: int) -> None:
         """Record this process as the event's one writer (inside the caller's transaction)."""
-        self.conn.execute("INSERT INTO event_lease(event_id, owner, host, pid, started, acquired, session) "
-                          "VALUES (?,?,?,?,?,?,?) ON CONFLICT(event_id) DO UPDATE SET owner = excluded.owner, "
-                          "host = excluded.host, pid = excluded.pid, started = excluded.started, "
-                          "acquired = excluded.acquired, session = excluded.session",
-                          (event_id, self.owner, socket.gethostname(), os.getpid(), _process_start(os.getpid()),
+        self.conn.execute(self.q.upsert_lease, (event_id, self.owner, socket.gethostname(), os.getpid(), _process_start(os.getpid()),
                            _now(), getattr(self.conn, "session", None)))
 
     def take_event(self, event_id: int) -> bool:
@@ -69,11 +65,10 @@ class Leases(PlanningReads):
         a lease of a dead process (killed mid-event) is taken over. False: the event was completed
         meanwhile (by the process that held it), so there is nothing left to do."""
         with self.transaction():
-            status = self.conn.execute("SELECT status FROM events WHERE id = ?", (event_id,)).fetchone()
+            status = self.conn.execute(self.q.event_status, (event_id,)).fetchone()
             if status is None or status[0] == "done":
                 return False
-            row = self.conn.execute("SELECT owner, host, pid, started, acquired, session FROM event_lease "
-                                    "WHERE event_id = ?", (event_id,)).fetchone()
+            row = self.conn.execute(self.q.lease_of, (event_id,)).fetchone()
             if row is not None and row[0] != self.owner and _alive(row[0], row[1], int(row[2]), row[3], row[5],
                                                                    self.conn):
                 holder = {"event": event_id, "host": row[1], "pid": int(row[2]), "since": row[4]}
@@ -86,8 +81,7 @@ class Leases(PlanningReads):
         """Whether another live process (or store object) holds the unfinished event's lease, so the
         event is being completed: a new event waits for it (False: done, or its holder died — run
         ``memsteward recover``)."""
-        row = self.conn.execute("SELECT owner, host, pid, started, session FROM event_lease WHERE event_id = ?",
-                                (event_id,)).fetchone()
+        row = self.conn.execute(self.q.lease_running, (event_id,)).fetchone()
         return row is not None and row[0] != self.owner and _alive(row[0], row[1], int(row[2]), row[3], row[4],
                                                                    self.conn)
 
@@ -100,8 +94,7 @@ class Leases(PlanningReads):
         self.owner = owner
 
     def _check_lease(self, event_id: int) -> None:
-        row = self.conn.execute("SELECT owner, host, pid, acquired FROM event_lease WHERE event_id = ?",
-                                (event_id,)).fetchone()
+        row = self.conn.execute(self.q.lease_check, (event_id,)).fetchone()
         if row is not None and row[0] != self.owner:
             raise EventHeld(f"event {event_id} was taken over by process {row[2]} on {row[1]} at {row[3]}",
                             {"event": event_id, "host": row[1], "pid": int(row[2]), "since": row[3]}, file=self.path)

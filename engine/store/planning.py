@@ -23,11 +23,6 @@ REACH_NARROW, REACH_NARROW_LEVELS = 64, 32  # reach: after 32 levels of < 64 ids
 _FIRST = itemgetter(0)
 
 
-SCANNED_STATES = "('servable', 'republished', 'withdrawn')"
-"""States whose versions the content scan reads (issue 25): what is served, and what an earlier event
-left withdrawn (its text is still stored); never an erased artifact."""
-
-
 def _by_id(rows: Iterable[tuple[str, str | None, str]]) -> list[tuple[str, Any]]:
     """(id, [[content, meta], …]) per id, from (id, content, meta) rows ordered by id: every stored
     version's text, what the lineage index and the content scan read (issue 25)."""
@@ -57,12 +52,9 @@ class PlanningReads(Reads):
             if len(frontier) < REACH_NARROW:
                 narrow += 1
                 if narrow > REACH_NARROW_LEVELS:
-                    seen.update(r[0] for r in self.conn.execute(
-                        "WITH RECURSIVE c(id) AS (SELECT value FROM json_each(?) UNION SELECT e.dst FROM edges e "
-                        "JOIN c ON e.src = c.id WHERE e.type = 'influence') SELECT id FROM c", (_id_list(frontier),)))
+                    seen.update(r[0] for r in self.conn.execute(self.q.reach_recursive, (_id_list(frontier),)))
                     break
-            rows = self.conn.execute("SELECT e.dst FROM json_each(?) j CROSS JOIN edges e ON e.src = j.value "
-                                     "WHERE e.type = 'influence'", (_id_list(frontier),)).fetchall()
+            rows = self.conn.execute(self.q.reach_level, (_id_list(frontier),)).fetchall()
             frontier = set(map(_FIRST, rows)).difference(seen)
             seen |= frontier
         return frozenset(seen)
@@ -70,9 +62,7 @@ class PlanningReads(Reads):
     def parent_edges(self, ids: Collection[str]) -> list[tuple[str, str]]:
         """Every influence edge (u, v) with v ∈ ``ids``, ordered by (v, u): read from the covering
         ``edges_parents`` index alone (dst, type, src), whose order the sort finds already in place."""
-        rows: list[tuple[str, str]] = self.conn.execute(
-            "SELECT e.src, e.dst FROM json_each(?) j CROSS JOIN edges e ON e.dst = j.value "
-            "WHERE e.type = 'influence' ORDER BY e.dst, e.src", (_id_list(ids),)).fetchall()
+        rows: list[tuple[str, str]] = self.conn.execute(self.q.parent_edges, (_id_list(ids),)).fetchall()
         return rows
 
     def shingle_candidates(self, roots: Mapping[str, Any], n: int) -> list[tuple[str, Any]]:
@@ -82,10 +72,7 @@ class PlanningReads(Reads):
         ids = candidates(roots, n, self._posting, self._keyed)
         if not ids:
             return []
-        q = ("SELECT a.id, v.version, v.content, v.meta FROM json_each(?) j CROSS JOIN artifacts a ON a.id = j.value "
-             "JOIN versions v ON v.id = a.id WHERE a.state IN " + SCANNED_STATES + " AND v.erased = 0 "
-             "ORDER BY a.id, v.version")
-        return self._opened_by_id(self.conn.execute(q, (json.dumps(sorted(ids)),)).fetchall())
+        return self._opened_by_id(self.conn.execute(self.q.shingle_candidates, (json.dumps(sorted(ids)),)).fetchall())
 
     def _opened_by_id(self, rows: Iterable[tuple[str, int, str | None, str]]) -> list[tuple[str, Any]]:
         """:func:`_by_id` of (id, version, content, meta) rows, their sealed texts opened (a version whose
@@ -97,8 +84,8 @@ class PlanningReads(Reads):
     def _posting(self, h: int, limit: int | None) -> list[str]:
         """Ids whose current content holds the trigram of hash ``h`` (at most ``limit``), by the index key."""
         if limit is None:
-            return [r[0] for r in self.conn.execute("SELECT id FROM shingles WHERE h = ?", (h,))]
-        return [r[0] for r in self.conn.execute("SELECT id FROM shingles WHERE h = ? LIMIT ?", (h, limit))]
+            return [r[0] for r in self.conn.execute(self.q.posting, (h,))]
+        return [r[0] for r in self.conn.execute(self.q.posting_limited, (h, limit))]
 
     def _index(self, contents: Mapping[str, Any], replace: Collection[str] = (), fresh: Collection[str] = ()) -> None:
         """Write the lineage index rows (trigram hash, id) of ``contents`` (id → current content; None:
@@ -109,12 +96,11 @@ class PlanningReads(Reads):
         while it has an ``artifacts`` row) cannot be there already: they go in as a plain INSERT (one
         COPY on PostgreSQL), the others as INSERT OR IGNORE."""
         if replace:
-            self.conn.execute("DELETE FROM shingles WHERE id IN (SELECT value FROM json_each(?))",
-                              (json.dumps(sorted(replace)),))
+            self.conn.execute(self.q.delete_shingles, (json.dumps(sorted(replace)),))
         new = set(replace) | set(fresh)
         rows = sorted({(h, i) for i, c in contents.items() if c is not None for h in index_hashes(c, self._keyed)})
-        for sql, part in (("INSERT INTO shingles(h, id) VALUES (?, ?)", [r for r in rows if r[1] in new]),
-                          ("INSERT OR IGNORE INTO shingles(h, id) VALUES (?, ?)", [r for r in rows if r[1] not in new])):
+        for sql, part in ((self.q.insert_shingles_new, [r for r in rows if r[1] in new]),
+                          (self.q.insert_shingles, [r for r in rows if r[1] not in new])):
             for start in range(0, len(part), 50_000):
                 self.conn.executemany(sql, part[start:start + 50_000])
 
@@ -122,7 +108,6 @@ class PlanningReads(Reads):
         """Re-index ``ids`` from every version they still hold (content and meta; erased ones are gone)."""
         if not ids:
             return
-        q = ("SELECT v.id, v.version, v.content, v.meta FROM json_each(?) j JOIN versions v ON v.id = j.value "
-             "WHERE v.erased = 0 ORDER BY v.id, v.version")
-        self._index(dict(self._opened_by_id(self.conn.execute(q, (json.dumps(sorted(set(ids))),)).fetchall())),
+        rows = self.conn.execute(self.q.reindex_versions, (json.dumps(sorted(set(ids))),)).fetchall()
+        self._index(dict(self._opened_by_id(rows)),
                     replace=ids)

@@ -1,7 +1,7 @@
 """The PostgreSQL backend's connection: psycopg 3 (``memsteward[postgres]``) behind :class:`PgConnection`.
 
-:class:`PgConnection` offers the slice of ``sqlite3.Connection`` the store uses and rewrites the few
-SQLite spellings (placeholders, ``INSERT OR IGNORE``, ``json_each``) into PostgreSQL's; the schema
+:class:`PgConnection` offers the slice of ``sqlite3.Connection`` the store uses and runs the
+statements of :data:`~memsteward.store.queries.postgres.POSTGRES` as they are written; the schema
 lives in its own PostgreSQL schema (``?schema=`` in the URL); write transactions are serialised by
 one transaction-scoped advisory lock per store (``pg_advisory_xact_lock``) taken before the
 transaction reads anything. Every write transaction appends to the audit chain, so that lock is the
@@ -13,7 +13,6 @@ never interleave. Serialization failures and deadlocks (SQLSTATE 40001 / 40P01) 
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import itertools
 import logging
@@ -27,47 +26,7 @@ from ..errors import InputError
 from .connection import redact
 from .schema import MIGRATIONS, PG_SCHEMA, SCHEMA_VERSION, check_version
 
-__all__ = ["PgConnection", "connect_postgres", "translate"]
-
-
-_KEYWORDS = frozenset({"union", "where", "cross", "join", "order", "group", "on", "and", "limit", "left", "inner"})
-_JSON_EACH = re.compile(r"json_each\(\?\)(\s+(\w+))?", re.IGNORECASE)
-# a JSON array parameter as rows of ``value``, in the store's collation (ids compare and order as in SQLite)
-_ELEMENTS = '(SELECT x COLLATE "C" AS value FROM json_array_elements_text(?::json) AS t(x))'
-_CROSS_JOIN = re.compile(r"\bCROSS\s+JOIN\b", re.IGNORECASE)
-_OR_IGNORE = re.compile(r"^\s*INSERT\s+OR\s+IGNORE\s+", re.IGNORECASE)
-
-
-@functools.lru_cache(maxsize=512)
-def translate(sql: str) -> str:
-    """Rewrite the store's SQL (SQLite spelling) for PostgreSQL.
-
-    ``?`` → ``%s`` (a literal ``%`` → ``%%``); ``json_each(?) [alias]`` → a subquery over
-    ``json_array_elements_text(%s::json)`` with one ``value`` column in collation "C"; ``INSERT OR IGNORE`` →
-    ``INSERT … ON CONFLICT DO NOTHING``; ``CROSS JOIN … ON`` (SQLite's join-order hint) → ``JOIN``. SQLite-only statements (PRAGMA, ``INSERT OR REPLACE``,
-    ``sqlite_master``) raise ``ValueError``: the store must not use them outside the SQLite layer.
-
-    >>> translate("SELECT id FROM artifacts WHERE id IN (SELECT value FROM json_each(?)) AND state = ?")
-    'SELECT id FROM artifacts WHERE id IN (SELECT value FROM (SELECT x COLLATE "C" AS value FROM json_array_elements_text(%s::json) AS t(x)) AS je) AND state = %s'
-    >>> translate("INSERT OR IGNORE INTO edges(src, dst, type) VALUES (?,?,?)")
-    'INSERT INTO edges(src, dst, type) VALUES (%s,%s,%s) ON CONFLICT DO NOTHING'
-    """
-    low = sql.lower()
-    if "pragma" in low or "insert or replace" in low or "sqlite_" in low or "lastrowid" in low:
-        raise ValueError(f"SQLite-only statement reached the PostgreSQL backend: {sql[:80]!r}")
-    out = sql.replace("%", "%%")
-    ignore = bool(_OR_IGNORE.match(out))
-    if ignore:
-        out = _OR_IGNORE.sub("INSERT ", out, count=1)
-
-    def each(m: re.Match[str]) -> str:
-        alias = m.group(2)
-        if alias and alias.lower() not in _KEYWORDS:
-            return f"{_ELEMENTS} AS {alias}"
-        return f"{_ELEMENTS} AS je" + (m.group(1) or "")
-    out = _JSON_EACH.sub(each, out).replace("?", "%s")
-    out = _CROSS_JOIN.sub("JOIN", out)  # SQLite's join-order hint; PostgreSQL's CROSS JOIN takes no ON
-    return out + " ON CONFLICT DO NOTHING" if ignore else out
+__all__ = ["PgConnection", "connect_postgres"]
 
 
 _WRITE = re.compile(r"^\s*(INSERT|UPDATE|DELETE)\b", re.IGNORECASE)
@@ -163,10 +122,10 @@ class PgConnection:
                     self.raw.execute("ROLLBACK")
                 return PgCursor(None)
             if _WRITE.match(sql) and "returning" not in sql.lower():
-                self._queue.append((translate(sql), params, False))
+                self._queue.append((sql, params, False))
                 return PgCursor(None)
-            return PgCursor(self._flush((translate(sql), params, False)))
-        cur = self.raw.execute(translate(sql), params)
+            return PgCursor(self._flush((sql, params, False)))
+        cur = self.raw.execute(sql, params)
         return PgCursor(cur.fetchall() if cur.description is not None else None)
 
     def flush(self) -> None:
@@ -189,7 +148,7 @@ class PgConnection:
                 if not self._snapshot:
                     stack.enter_context(self.raw.transaction())
                 cur = stack.enter_context(self.raw.cursor(name=f"memsteward_stream_{next(_STREAMS)}"))
-                cur.execute(translate(sql), tuple(args) or None)
+                cur.execute(sql, tuple(args) or None)
                 while rows := cur.fetchmany(size):
                     yield from rows
         finally:
@@ -218,9 +177,9 @@ class PgConnection:
         if not rows:
             return
         if self._queue is not None:
-            self._queue.append((translate(sql), rows, True))
+            self._queue.append((sql, rows, True))
             return
-        self._send([(translate(sql), rows, True)])
+        self._send([(sql, rows, True)])
 
     _BEGIN = "BEGIN ISOLATION LEVEL READ COMMITTED"
     PIPELINE = True  # False: one round trip per statement (the reference path of bench/store_backends.py)
@@ -304,7 +263,7 @@ class PgConnection:
         pid, _, start = session.partition("@")
         if not pid.isdigit():
             return False
-        row = self.execute("SELECT 1 FROM pg_stat_activity WHERE pid = ? AND backend_start::text = ?",
+        row = self.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s AND backend_start::text = %s",
                            (int(pid), start)).fetchone()  # through the queue: inside take_event's transaction
         return row is not None
 

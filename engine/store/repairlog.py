@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from ..errors import InputError, StoreBusy
 from ..repair.artifacts import Artifact
@@ -35,9 +35,7 @@ class Transitions(Transfer):
 
     def unfinished_event(self) -> EventRecord | None:
         """(event id, event, policy, plan) of an event whose publication has not committed."""
-        row = self.conn.execute("SELECT e.id, e.event, COALESCE(p.policy, e.policy), e.plan FROM events e "
-                                "LEFT JOIN policies p ON p.digest = e.policy WHERE e.status != 'done' "
-                                "ORDER BY e.id LIMIT 1").fetchone()
+        row = self.conn.execute(self.q.unfinished_event).fetchone()
         if row is None:
             return None
         return EventRecord(int(row[0]), json.loads(row[1]), json.loads(row[2]), read_plan(row[3]))
@@ -63,9 +61,7 @@ class Transitions(Transfer):
         its scope as it was (``unchanged``)."""
         if generation is None or self.generation() == generation:
             return True
-        if unchanged is None or self.conn.execute(
-                "SELECT 1 FROM audit WHERE seq > ? AND action NOT IN ('record', 'refuse') LIMIT 1",
-                (generation,)).fetchone() is not None:
+        if unchanged is None or self.conn.execute(self.q.audit_changed_since, (generation,)).fetchone() is not None:
             return False
         return unchanged(self)
 
@@ -109,9 +105,7 @@ class Transitions(Transfer):
 
     def _next_versions(self, ids: Iterable[str]) -> dict[str, int]:
         """The version a new version of each id gets (inside the write transaction: no one else writes)."""
-        return {i: int(top) + 1 for i, top in self.conn.execute(
-            "SELECT id, MAX(version) FROM versions WHERE id IN (SELECT value FROM json_each(?)) GROUP BY id",
-            (json.dumps(sorted(ids)),))}
+        return {i: int(top) + 1 for i, top in self.conn.execute(self.q.max_versions, (json.dumps(sorted(ids)),))}
 
     def _insert_event(self, kind: str, event_text: str, policy_text: str, plan_text: str) -> int:
         """The ``events`` row of a barrier; its id. Ids count 1, 2, … on both backends (a PostgreSQL
@@ -119,22 +113,17 @@ class Transitions(Transfer):
         The policy is stored once, in ``policies`` under its SHA-256 (the digest the barrier's audit
         row pins); the event row holds that digest (issue 25: never a copy per event)."""
         pinned = digest(policy_text)
-        self.conn.execute("INSERT INTO policies(digest, policy) VALUES (?, ?) ON CONFLICT(digest) DO NOTHING",
-                          (pinned, policy_text))
-        (event_id,) = self.conn.execute(
-            "INSERT INTO events(id, type, event, policy, plan, status, created) "
-            "VALUES ((SELECT COALESCE(MAX(id), 0) + 1 FROM events),?,?,?,?,?,?) RETURNING id",
-            (kind, event_text, pinned, plan_text, "barrier", _now())).fetchone()
+        self.conn.execute(self.q.insert_policy, (pinned, policy_text))
+        (event_id,) = self.conn.execute(self.q.insert_event, (kind, event_text, pinned, plan_text, "barrier", _now())).fetchone()
         return int(event_id)
 
     def _withdraw(self, ids_text: str) -> None:
         """B_ρ: every id of the JSON array ``ids_text`` withdrawn (erased ones stay erased), one UPDATE."""
-        self.conn.execute("UPDATE artifacts SET state = 'withdrawn', staged_version = NULL "
-                          "WHERE id IN (SELECT value FROM json_each(?)) AND state != 'erased'", (ids_text,))
+        self.conn.execute(self.q.withdraw, (ids_text,))
 
     def _version_row(self, ident: str, content: Any, meta: Mapping[str, Any]) -> tuple[str, int, str, str]:
         """(id, next version, content text, meta text) of a new version of ``ident``."""
-        (top,) = self.conn.execute("SELECT MAX(version) FROM versions WHERE id = ?", (ident,)).fetchone()
+        (top,) = self.conn.execute(self.q.max_version, (ident,)).fetchone()
         return ident, int(top) + 1, _dump(content), _dump(dict(meta))
 
     def _insert_version(self, event_id: int, ident: str, content: Any, meta: Mapping[str, Any],
@@ -144,9 +133,8 @@ class Transitions(Transfer):
         row = self._version_row(ident, content, meta)
         version = row[1]
         ((_, _, sealed, sealed_meta),) = [ahead[1]] if ahead is not None and ahead[0] == row else self.vault.seal([row])
-        self.conn.execute("INSERT INTO versions(id, version, content, meta, event_id, sha256) VALUES (?,?,?,?,?,?)",
-                          (ident, version, sealed, sealed_meta, event_id, self.digest_of(content)))
-        self.conn.execute("UPDATE artifacts SET staged_version = ? WHERE id = ?", (version, ident))
+        self.conn.execute(self.q.insert_version, (ident, version, sealed, sealed_meta, event_id, self.digest_of(content)))
+        self.conn.execute(self.q.set_staged_version, (version, ident))
         return version
 
     def _event_versions(self, event_id: int, event: Mapping[str, Any]) -> dict[str, int]:
@@ -157,13 +145,11 @@ class Transitions(Transfer):
             ids += list(event["roots"])
         if not ids:
             return {}
-        return {i: int(v) for i, v in self.conn.execute(
-            "SELECT id, MIN(version) FROM versions WHERE event_id = ? AND id IN (SELECT value FROM json_each(?)) "
-            "GROUP BY id", (event_id, json.dumps(ids)))}
+        return {i: int(v) for i, v in self.conn.execute(self.q.event_versions, (event_id, json.dumps(ids)))}
 
     def staged(self, ident: str) -> Artifact | None:
         """The staged successor of an artifact (None if it has none)."""
-        row = self.conn.execute("SELECT staged_version FROM artifacts WHERE id = ?", (ident,)).fetchone()
+        row = self.conn.execute(self.q.staged_version, (ident,)).fetchone()
         if row is None or row[0] is None:
             return None
         return self.version_of(ident, int(row[0]))
@@ -175,7 +161,7 @@ class Transitions(Transfer):
         failed or blocked); a step of the stored plan's order without one is ``pending``. (Releases
         before this one wrote a pending row per step at the barrier; such rows read the same.)"""
         recorded = {i: StepRecord(st, v, None if r is None else json.loads(r)) for i, st, v, r in self.conn.execute(
-            "SELECT artifact_id, status, version, report FROM plan_steps WHERE event_id = ?", (event_id,))}
+            self.q.plan_steps_of, (event_id,))}
         return {i: recorded.get(i, _PENDING) for i in self._step_keys(event_id)}
 
     def _step_keys(self, event_id: int) -> dict[str, tuple[int, str]]:
@@ -188,7 +174,7 @@ class Transitions(Transfer):
                 return known
             order, modes = cached[1], cached[2]
         else:
-            row = self.conn.execute("SELECT plan FROM events WHERE id = ?", (event_id,)).fetchone()
+            row = self.conn.execute(self.q.event_plan, (event_id,)).fetchone()
             if row is None:
                 raise InputError(f"no event {event_id} in the store", file=self.path)
             fields = read_fields(row[0], ("order", "modes"))
@@ -197,15 +183,14 @@ class Transitions(Transfer):
         self._plan_steps = (event_id, keys)
         return keys
 
-    def _record(self, event_id: int, ident: str, status: str, column: str, value: int | str) -> None:
+    def _record(self, event_id: int, ident: str, status: str, column: Literal["version", "report"],
+                value: int | str) -> None:
         """Write one step's status and its ``version`` (staged) or ``report`` (an outcome), inside the
         caller's transaction: the row is inserted, or updated where one exists (the staged step's, or a
         pending row of an earlier release) — keyed by (event, seq), as the barrier once wrote it."""
         seq, mode = self._step_keys(event_id)[ident]
-        self.conn.execute(
-            f"INSERT INTO plan_steps(event_id, seq, artifact_id, mode, status, {column}) VALUES (?,?,?,?,?,?) "
-            f"ON CONFLICT(event_id, seq) DO UPDATE SET status = excluded.status, {column} = excluded.{column}",
-            (event_id, seq, ident, mode, status, value))
+        sql = self.q.record_step_version if column == "version" else self.q.record_step_report
+        self.conn.execute(sql, (event_id, seq, ident, mode, status, value))
 
     @retrying
     def stage(self, event_id: int, ident: str, content: Any, meta: Mapping[str, Any],
@@ -222,7 +207,7 @@ class Transitions(Transfer):
         with self.transaction():
             self._check_lease(event_id)
             version = self._insert_version(event_id, ident, content, meta, ahead)
-            self.conn.execute("UPDATE artifacts SET state = 'staged' WHERE id = ?", (ident,))
+            self.conn.execute(self.q.set_state_staged, (ident,))
             self._record(event_id, ident, "staged", "version", version)
             self._audit("stage", ident, event_id, {"version": version, "support": list(support),
                                                    "forget": list(forget)})
@@ -235,7 +220,7 @@ class Transitions(Transfer):
             self._check_lease(event_id)
             self._record(event_id, ident, status, "report", _dump(report))
             if status != "validated":
-                self.conn.execute("UPDATE artifacts SET state = 'withdrawn' WHERE id = ?", (ident,))
+                self.conn.execute(self.q.set_state_withdrawn, (ident,))
             self._audit(status, ident, event_id, {"report": report} if status != "validated" else {})
 
     @retrying
@@ -258,33 +243,29 @@ class Transitions(Transfer):
         def fenced() -> None:  # under the store's write lock, before the chain's rows: fencing, the lease
             self._check_lease(event_id)  # only the event's current writer publishes
             if not targets:  # else the lease is kept until the physical step's row (erase_physically)
-                self.conn.execute("DELETE FROM event_lease WHERE event_id = ?", (event_id,))
+                self.conn.execute(self.q.delete_lease, (event_id,))
         # lock_late: the body reads and changes only rows of the ids the barrier holds, of its event and the
         # tombstones it adds, which no writer changes while the event runs (the write rule,
         # memsteward.store.live): writers go on meanwhile; the lock is taken for fencing and the chain
         with self.transaction(lock_late=True, locked=fenced) as c:
             self._check_lease(event_id)  # early: no work for a process that lost the event
             for ident in republish:
-                c.execute("UPDATE artifacts SET version = staged_version, staged_version = NULL, "
-                          "state = 'republished' WHERE id = ? AND staged_version IS NOT NULL", (ident,))
-                row = c.execute("SELECT v.version, v.content FROM artifacts a JOIN versions v ON v.id = a.id "
-                                "AND v.version = a.version WHERE a.id = ?", (ident,)).fetchone()
+                c.execute(self.q.republish, (ident,))
+                row = c.execute(self.q.current_version_content, (ident,)).fetchone()
                 self._audit("republish", ident, event_id, {} if row is None else {
                     "version": int(row[0]), "sha256": self.digest_of(self._open_content([(ident, row[0], row[1])])[0])})
             self.checkpoint()
             gone = self._erase_versions(event_id, targets, frozenset(tombstone) | frozenset(erase))
             for ident in erase:
-                c.execute("UPDATE artifacts SET state = 'erased', staged_version = NULL WHERE id = ?", (ident,))
+                c.execute(self.q.set_state_erased, (ident,))
             # successors staged but not republished go back to withdrawn, and no withdrawn one keeps a staged
             # version: only C(F) (the barrier) can hold either, so only its rows are read (cost ∝ the cascade)
-            c.execute("UPDATE artifacts SET state = 'withdrawn', staged_version = NULL WHERE id IN "
-                      "(SELECT value FROM json_each(?)) AND state IN ('staged', 'withdrawn')",
-                      (json.dumps(list(plan_doc["barrier"])),))
+            c.execute(self.q.withdraw_unpublished, (json.dumps(list(plan_doc["barrier"])),))
             self._reindex(set(republish) | set(targets))  # successors' content in, erased content out
             final = stored_plan({**plan_doc, "event": referenced(plan_doc["event"],
                                                                  self._event_versions(event_id, plan_doc["event"]),
                                                                  self.digest_of)})
-            c.execute("UPDATE events SET status = 'done', plan = ? WHERE id = ?", (final, event_id))
+            c.execute(self.q.close_event, (final, event_id))
             self._audit("publish", event_id=event_id, detail={"republished": len(republish),
                                                                "plan_sha256": digest(final)})
         return gone

@@ -54,13 +54,13 @@ class Sealing(StoreCore):
         except BaseException:
             self.conn.close()
             raise
-        self.sealed = bool(self.conn.execute("SELECT sealed FROM store_keys WHERE one = 1").fetchone()[0])
+        self.sealed = bool(self.conn.execute(self.q.store_sealed).fetchone()[0])
 
     def _ensure_store_id(self) -> str:
         """The store's id from ``store_keys``. A store without the row (new, or just migrated) gets an id
         and a new key store first (opened now), then the row; an existing store's key store is opened
         when first needed (:attr:`vault`), so commands that read no content (``audit --check``) need no key."""
-        row = self.conn.execute("SELECT store_id FROM store_keys WHERE one = 1").fetchone()
+        row = self.conn.execute(self.q.store_id).fetchone()
         if row is not None:
             return str(row[0])
         # under the store's write lock (no checkpoint: not a change of the store's content): of processes
@@ -70,12 +70,12 @@ class Sealing(StoreCore):
         else:
             self.conn.begin_write()
         try:
-            row = self.conn.execute("SELECT store_id FROM store_keys WHERE one = 1").fetchone()
+            row = self.conn.execute(self.q.store_id).fetchone()
             store_id = secrets.token_hex(16) if row is None else str(row[0])
             if row is None:
                 self._vault = Vault(open_keys(self.url, self._schema(), store_id, create=True))
-                empty = self.conn.execute("SELECT COUNT(*) FROM versions").fetchone()[0] == 0
-                self.conn.execute("INSERT INTO store_keys(one, store_id, sealed) VALUES (1, ?, ?)", (store_id, int(empty)))
+                empty = self.conn.execute(self.q.version_count).fetchone()[0] == 0
+                self.conn.execute(self.q.insert_store_keys, (store_id, int(empty)))
         except BaseException:
             self.conn.execute("ROLLBACK")
             raise

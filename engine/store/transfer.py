@@ -22,6 +22,7 @@ from ..textnorm import text_digests
 from .connection import retrying
 from .core import _dump, refs_unkeyed
 from .erasure import Erasure
+from .queries import TABLES as COPIED_TABLES
 from .sealing import batches
 from .tombstoned import first_tombstoned, refusal
 
@@ -42,8 +43,7 @@ class Transfer(Erasure):
         Only the ids the snapshot names are looked up, so importing a store in batches costs what
         each batch holds (an edge may name an artifact of an earlier batch)."""
         named = set(snap.artifacts).union(*((e.src, e.dst) for e in snap.edges))
-        existing = {r[0] for r in self.conn.execute("SELECT id FROM artifacts WHERE id IN (SELECT value FROM "
-                                                    "json_each(?))", (json.dumps(sorted(named)),))}
+        existing = {r[0] for r in self.conn.execute(self.q.artifacts_named, (json.dumps(sorted(named)),))}
         clash = sorted(existing & set(snap.artifacts))
         if clash:
             raise InputError(f"duplicate artifact id {clash[0]!r} (already in the store)", file=file)
@@ -60,16 +60,12 @@ class Transfer(Erasure):
             raise refused  # after its audit row committed
 
     def _insert_snapshot(self, c: Any, snap: Snapshot, file: str) -> None:
-        c.executemany("INSERT INTO artifacts(id, kind, arch, version, state) VALUES (?,?,?,?,?)",
-                      [(a.id, a.kind, a.arch, a.version, a.state) for a in snap.artifacts.values()])
+        c.executemany(self.q.insert_artifacts, [(a.id, a.kind, a.arch, a.version, a.state) for a in snap.artifacts.values()])
         live = [a for a in snap.artifacts.values() if a.state != "erased"]
         sealed = self.vault.seal([(a.id, a.version, _dump(a.content), _dump(dict(a.meta))) for a in live])
-        c.executemany("INSERT INTO versions(id, version, content, meta, erased, sha256) VALUES (?,?,?,?,0,?)",
-                      [(i, v, ct, m, self.digest_of(a.content)) for (i, v, ct, m), a in zip(sealed, live, strict=True)])
-        c.executemany("INSERT INTO versions(id, version, content, meta, erased) VALUES (?,?,NULL,?,1)",
-                      [(a.id, a.version, "{}") for a in snap.artifacts.values() if a.state == "erased"])
-        c.executemany("INSERT OR IGNORE INTO edges(src, dst, type) VALUES (?,?,?)",
-                      [(e.src, e.dst, e.type) for e in snap.edges])
+        c.executemany(self.q.insert_versions_live, [(i, v, ct, m, self.digest_of(a.content)) for (i, v, ct, m), a in zip(sealed, live, strict=True)])
+        c.executemany(self.q.insert_versions_erased, [(a.id, a.version, "{}") for a in snap.artifacts.values() if a.state == "erased"])
+        c.executemany(self.q.insert_edges, [(e.src, e.dst, e.type) for e in snap.edges])
         self._index({a.id: [[a.content, dict(a.meta)]] for a in snap.artifacts.values() if a.state != "erased"},
                     fresh=snap.artifacts.keys())  # ids new to the store (the import refuses a clash)
         self._audit("import", detail={"file": file, "artifacts": len(snap.artifacts),
@@ -94,12 +90,11 @@ class Transfer(Erasure):
 
     def has_tombstones(self) -> bool:
         """Whether any content was tombstoned (a fresh store's imports skip the digests)."""
-        return self.conn.execute("SELECT 1 FROM tombstones LIMIT 1").fetchone() is not None
+        return self.conn.execute(self.q.has_tombstones).fetchone() is not None
 
     def tombstones_of(self, digests: Collection[str]) -> dict[str, str]:
         """The tombstoned ones among ``digests``: digest → the erased root it is of."""
-        return dict(self.conn.execute("SELECT digest, root FROM tombstones WHERE digest IN "
-                                      "(SELECT value FROM json_each(?))", (json.dumps(sorted(digests)),)).fetchall())
+        return dict(self.conn.execute(self.q.tombstones_of, (json.dumps(sorted(digests)),)).fetchall())
 
     def said_digests(self, content: Any, meta: Any) -> set[str]:
         """Every digest a tombstone of this store may hold of ``content`` and ``meta``: of the exact content
@@ -137,7 +132,7 @@ class Transfer(Erasure):
 
     def _edges(self) -> Iterator[tuple[str, str, str]]:
         """Every edge (src, dst, type) in key order, as the rows come."""
-        return self._stream("SELECT src, dst, type FROM edges ORDER BY src, dst, type")
+        return self._stream(self.q.edges_all)
 
     def export_stream(self) -> dict[str, Iterator[dict[str, Any]]]:
         """:meth:`export` with its two arrays as iterators over the store's rows, each read by one
@@ -157,7 +152,7 @@ class Transfer(Erasure):
         """Every table except the audit timestamps (for before/after comparisons in tests)."""
         out = {}
         for table in ("artifacts", "versions", "edges", "events", "plan_steps"):
-            out[table] = sorted(map(tuple, self.conn.execute(f"SELECT * FROM {table}")), key=repr)
+            out[table] = sorted(map(tuple, self.conn.execute(self.q.select_all[table])), key=repr)
         # versions as their plaintext (ciphertext differs run to run: fresh DEKs and nonces) and whether
         # a digest is kept (a keyed digest differs store to store: its own index key)
         opened = self.vault.open([(r[0], int(r[1]), r[2], r[3]) for r in out["versions"]])
@@ -165,7 +160,7 @@ class Transfer(Erasure):
                            for r, (c, m) in zip(out["versions"], opened, strict=True)]
         # events with their references' digests blanked (keyed under each store's own index key)
         out["events"] = [(*r[:2], refs_unkeyed(r[2]), r[3], refs_unkeyed(r[4]), *r[5:]) for r in out["events"]]
-        out["audit"] = [tuple(r) for r in self.conn.execute("SELECT seq, event_id, action, artifact_id FROM audit")]
+        out["audit"] = [tuple(r) for r in self.conn.execute(self.q.dump_audit)]
         return out
 
     def copy_scope(self, cascade: Collection[str]) -> MemoryStore:
@@ -191,7 +186,7 @@ class Transfer(Erasure):
             self.conn.backup(mem.conn)  # the fast path: SQLite's page copy
         else:
             self.copy_into(mem, reseal=False)
-            mem.conn.execute("UPDATE store_keys SET store_id = ?, sealed = ?", (self.vault.store_id, int(self.sealed)))
+            mem.conn.execute(mem.q.set_store_keys, (self.vault.store_id, int(self.sealed)))
         mem.vault.close()  # the copy reads this store's keys and destroys none of them (OverlayKeyStore)
         if self.path == ":memory:":
             mem.vault = Vault(OverlayKeyStore(self.vault.keys))
@@ -210,8 +205,7 @@ class Transfer(Erasure):
         sealed = iter(dst.vault.seal([(r[0], int(r[1]), c, m) for r, (c, m) in zip(live, opened, strict=True)]))
         return [(*next(sealed), *r[4:]) if r[2] is not None else r for r in part]
 
-    TABLES = ("artifacts", "versions", "edges", "policies", "events", "plan_steps", "audit", "audit_head",
-              "tombstones", "shingles")
+    TABLES = COPIED_TABLES  # the tables copy_into copies, in order (memsteward.store.queries)
 
     def row_counts(self, tables: Sequence[str] | None = None) -> dict[str, int]:
         """The number of rows of each of ``tables`` (default: every table :meth:`copy_into` copies)."""
@@ -219,7 +213,7 @@ class Transfer(Erasure):
         unknown = set(names) - set(self.TABLES)
         if unknown:
             raise ValueError(f"not a store table: {sorted(unknown)}")
-        return {t: self.conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in names}
+        return {t: self.conn.execute(self.q.count_rows[t]).fetchone()[0] for t in names}
 
     def copy_into(self, dst: SqlStore, batch: int = 2000,
                   progress: Callable[[int, int], None] | None = None, reseal: bool = True) -> dict[str, int]:
@@ -231,25 +225,25 @@ class Transfer(Erasure):
         takes this store's index key first, so every keyed digest (tombstones, lineage index, erase
         rows) means the same there. ``reseal=False`` copies the ciphertext as it is (a dry run's copy,
         which reads this store's key store)."""
-        if dst.conn.execute("SELECT COUNT(*) FROM audit").fetchone()[0] or \
-                dst.conn.execute("SELECT COUNT(*) FROM artifacts").fetchone()[0]:
+        if dst.conn.execute(dst.q.count_rows["audit"]).fetchone()[0] or \
+                dst.conn.execute(dst.q.count_rows["artifacts"]).fetchone()[0]:
             raise InputError("the destination store is not empty", file=dst.path)
         if reseal:
             dst.vault.keys.adopt_index_key(self.vault.keys.index_key())  # type: ignore[attr-defined]
             dst.vault = Vault(dst.vault.keys)
             dst.sealed = self.sealed
-            dst.conn.execute("UPDATE store_keys SET sealed = ?", (int(self.sealed),))
+            dst.conn.execute(dst.q.set_sealed, (int(self.sealed),))
         counts: dict[str, int] = {}
         with self.read_snapshot(), dst.transaction() as c:  # every table from one state of the source
             total = sum(self.row_counts().values()) if progress is not None else 0
             for table in self.TABLES:
                 counts[table] = 0
-                rows = self._stream(f"SELECT * FROM {table}")  # read as written: memory stays flat
+                rows = self._stream(self.q.select_all[table])  # read as written: memory stays flat
                 for raw in batches(rows, batch, (2, 3) if table == "versions" else ()):  # ≤ 1 MB of text
                     part = [tuple(r) for r in raw]
                     if table == "versions" and reseal:
                         part = self._resealed(dst, part)
-                    c.executemany(f"INSERT INTO {table} VALUES ({','.join('?' * len(part[0]))})", part)
+                    c.executemany(dst.q.insert_row[table], part)
                     counts[table] += len(part)
                     if dst.backend == "postgresql":
                         c.flush()  # the pipelined writes go out per batch, not all at COMMIT
@@ -257,7 +251,6 @@ class Transfer(Erasure):
                         progress(sum(counts.values()), total)
             if reseal:
                 dst._reseal_copied_head(self.audit_binding())
-            if dst.backend == "postgresql":  # the identity continues after the copied event ids
-                c.execute("SELECT setval(pg_get_serial_sequence('events', 'id'), "
-                          "(SELECT COALESCE(MAX(id), 0) + 1 FROM events), false)")
+            if dst.q.restart_event_ids is not None:  # the identity continues after the copied event ids
+                c.execute(dst.q.restart_event_ids)
         return counts

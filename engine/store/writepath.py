@@ -146,9 +146,7 @@ class Writes(Transitions):
         the key store's commit (a durable write of its own) is then not made while the store's write
         lock is held. :meth:`_apply_writes` seals again any version that turned out otherwise; the keys
         of a refused write seal nothing that is stored."""
-        top = dict(self.conn.execute("SELECT id, MAX(version) FROM versions WHERE id IN "
-                                     "(SELECT value FROM json_each(?)) GROUP BY id",
-                                     (json.dumps(sorted({w.artifact.id for w in batch})),)).fetchall())
+        top = dict(self.conn.execute(self.q.max_versions, (json.dumps(sorted({w.artifact.id for w in batch})),)).fetchall())
         rows = []
         for w in batch:
             top[w.artifact.id] = version = int(top.get(w.artifact.id) or 0) + 1
@@ -164,7 +162,7 @@ class Writes(Transitions):
 
     def _live_event(self) -> LiveEvent | None:
         """The unfinished event (the oldest), read without its plan; None when there is none."""
-        row = self.conn.execute("SELECT id, event FROM events WHERE status != 'done' ORDER BY id LIMIT 1").fetchone()
+        row = self.conn.execute(self.q.live_event).fetchone()
         return None if row is None else LiveEvent.of(int(row[0]), row[1])
 
     def _live_parts(self, live: LiveEvent) -> tuple[int, frozenset[str] | None, dict[str, str] | None]:
@@ -177,7 +175,7 @@ class Writes(Transitions):
         """The ids ``live``'s barrier withdrew (read from its stored plan once)."""
         _, held, dead = self._live_parts(live)
         if held is None:
-            (plan,) = self.conn.execute("SELECT plan FROM events WHERE id = ?", (live.id,)).fetchone()
+            (plan,) = self.conn.execute(self.q.event_plan, (live.id,)).fetchone()
             held = frozenset(read_fields(plan, ("barrier",)).get("barrier", ()))
             self._live_cache = (live.id, held, dead)
         return held
@@ -187,9 +185,7 @@ class Writes(Transitions):
         before the event: a correction's staged replacement is kept)."""
         _, held, dead = self._live_parts(live)
         if dead is None:
-            rows = self.conn.execute("SELECT id, version, content FROM versions WHERE erased = 0 AND id IN "
-                                     "(SELECT value FROM json_each(?)) AND (event_id IS NULL OR event_id != ?) "
-                                     "ORDER BY id, version", (json.dumps(sorted(live.roots)), live.id)).fetchall()
+            rows = self.conn.execute(self.q.pending_dead_versions, (json.dumps(sorted(live.roots)), live.id)).fetchall()
             # opened (sealed at rest); a version whose key a crashed publication already destroyed reads as
             # erased. Plain digests: a write's own digests (``_said``) hold the plain forms too
             opened = self.vault.open([(r, int(v), c, "{}") for r, v, c in rows], shredded_as_erased=True)
@@ -200,12 +196,8 @@ class Writes(Transitions):
     def _apply_writes(self, batch: Sequence[Write], reingest: str = "refuse", live: LiveEvent | None = None,
                       ahead: Mapping[tuple[str, int], tuple[Row, Row]] | None = None) -> list[Artifact]:
         named = sorted({w.artifact.id for w in batch} | {i for w in batch for i in (*w.inputs, *w.semantic)})
-        known = {i: (k, a, st) for i, k, a, st in self.conn.execute(
-            "SELECT id, kind, arch, state FROM artifacts WHERE id IN (SELECT value FROM json_each(?))",
-            (json.dumps(named),))}
-        top = dict(self.conn.execute("SELECT id, MAX(version) FROM versions WHERE id IN "
-                                     "(SELECT value FROM json_each(?)) GROUP BY id",
-                                     (json.dumps([w.artifact.id for w in batch]),)).fetchall())
+        known = {i: (k, a, st) for i, k, a, st in self.conn.execute(self.q.known_artifacts, (json.dumps(named),))}
+        top = dict(self.conn.execute(self.q.max_versions, (json.dumps([w.artifact.id for w in batch]),)).fetchall())
         keyed = {w.digest: self._digest_text(w.content_text) for w in batch}  # a sealed store's tombstones are keyed
         said = [self._said(w.digest, keyed[w.digest], w.artifact.content, w.artifact.meta) for w in batch]
         dead = self.tombstones_of(set().union(*said))
@@ -257,17 +249,13 @@ class Writes(Transitions):
             manifest.update(canonical_json([a.id, version, keyed[w.digest], w.inputs]).encode("utf-8") + b"\n")
             out.append(Artifact(a.id, a.kind, a.arch, version, a.content, dict(a.meta), "servable"))
         c = self.conn
-        c.executemany("INSERT INTO versions(id, version, content, meta, sha256) VALUES (?,?,?,?,?)",
-                      [(*row, d) for row, d in zip(self._sealed(versions, ahead or {}), digests, strict=True)])
+        c.executemany(self.q.insert_versions_new, [(*row, d) for row, d in zip(self._sealed(versions, ahead or {}), digests, strict=True)])
         # an id new to the store gets one row, at its last version of the batch: a plain INSERT (one COPY
         # on PostgreSQL for a large batch); a known id's row is updated
         last = {row[0]: row for row in arts}
-        c.executemany("INSERT INTO artifacts(id, kind, arch, version, state) VALUES (?,?,?,?,?)",
-                      [(*row, "servable") for i, row in last.items() if i not in before])
-        c.executemany("INSERT INTO artifacts(id, kind, arch, version, state) VALUES (?,?,?,?,'servable') "
-                      "ON CONFLICT(id) DO UPDATE SET version = excluded.version, state = 'servable', "
-                      "staged_version = NULL", [row for i, row in last.items() if i in before])
-        c.executemany("INSERT OR IGNORE INTO edges(src, dst, type) VALUES (?,?,?)", edges)
+        c.executemany(self.q.insert_artifacts, [(*row, "servable") for i, row in last.items() if i not in before])
+        c.executemany(self.q.upsert_artifacts, [row for i, row in last.items() if i in before])
+        c.executemany(self.q.insert_edges, edges)
         # every version stays indexed, content and meta (issue 25): the content scan reads them all
         texts: dict[str, list[list[Any]]] = {}  # an id written twice in the batch: both versions indexed
         for a in out:

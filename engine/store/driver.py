@@ -1,0 +1,224 @@
+"""The :class:`Driver` protocol: what the SQL core needs of a backend beyond running its statements.
+
+The core (:mod:`.core` and the mixins over it) is written once against this protocol; each backend
+implements it once (:class:`SqliteDriver`, :class:`PgDriver`) and brings its statements
+(:attr:`Driver.queries`). Nothing in the core asks which backend it runs on: the write lock, the
+read snapshot, streaming, statements on a thread, lease liveness, the physical-erasure step and the
+files a byte scan reads are all asked of the driver.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+from collections.abc import Iterator, Sequence
+from typing import Any, Protocol
+
+from .postgres import PgConnection
+from .queries import Queries
+from .queries.postgres import POSTGRES
+from .queries.sqlite import SQLITE
+
+__all__ = ["BUSY_TIMEOUT_MS", "Driver", "PgDriver", "SqliteDriver"]
+
+BUSY_TIMEOUT_MS = 30_000  # SQLite: how long a statement waits for a lock held by another connection
+
+
+class Driver(Protocol):
+    """One backend under the SQL core: its connection, its statements and the steps that differ."""
+
+    backend: str
+    """``"sqlite"`` or ``"postgresql"`` (reported, never branched on by the core)."""
+    queries: Queries
+    conn: Any
+    """What the core runs statements on: ``execute``/``executemany`` with the dialect's placeholders."""
+    in_memory: bool
+    """Reachable by this process only (SQLite ``:memory:``): no other process can open it."""
+    schema: str | None
+    """The PostgreSQL schema the store lives in (its key store is found beside it); None on SQLite."""
+    session: str | None
+    """This connection's server session (``pid@start``), recorded in a lease; None without a server."""
+    concurrent_statements: bool
+    """Whether a statement may run on a thread while this one packs or hashes (SQLite releases the GIL)."""
+
+    def begin_write(self) -> None:
+        """Open a write transaction holding the store's write lock before anything is read."""
+
+    def commit(self) -> None: ...
+
+    def rollback(self) -> None: ...
+
+    def in_transaction(self) -> bool: ...
+
+    def read_snapshot(self) -> contextlib.AbstractContextManager[None]:
+        """A read-only transaction: every read until its end sees one state of the store."""
+
+    def stream(self, sql: str, args: Sequence[Any] = ()) -> Iterator[tuple[Any, ...]]:
+        """The rows of one SELECT as the consumer asks for them."""
+
+    def flush(self) -> None:
+        """Send the open transaction's queued writes now (a long copy keeps its queue short)."""
+
+    def session_alive(self, session: str) -> bool | None:
+        """Whether the server still runs ``session`` (a lease holder's); None: this backend cannot tell."""
+
+    def truncate_log(self, wait: float) -> bool | None:
+        """The physical-erasure step: empty the write-ahead log into the database, waiting at most ``wait``
+        seconds for readers; whether it was emptied, None when the backend keeps no such log here."""
+
+    def reclaim(self, tables: Sequence[str]) -> None:
+        """Rewrite the store's files without the pages freed from ``tables`` (``store migrate --encrypt``)."""
+
+    def files(self) -> list[str]:
+        """The store's files this process can read (the byte scan of ``audit --deep``)."""
+
+    def locator_url(self, url: str) -> str | None:
+        """What another process opens this store with; None when no other process can."""
+
+    def backup_into(self, dst: Driver) -> bool:
+        """Copy the whole database into the empty ``dst`` page by page; False: not on this backend."""
+
+    def close(self) -> None: ...
+
+
+class SqliteDriver:
+    """A SQLite database (a file or ``:memory:``) on one autocommit ``sqlite3`` connection."""
+
+    backend = "sqlite"
+    queries = SQLITE
+    schema = None
+    session = None
+    concurrent_statements = True
+
+    def __init__(self, conn: sqlite3.Connection, path: str) -> None:
+        self.conn = conn
+        self.path = path
+        self.in_memory = path == ":memory:"
+
+    def begin_write(self) -> None:
+        self.conn.execute("BEGIN IMMEDIATE")  # the database's write lock, taken before the first read
+
+    def commit(self) -> None:
+        self.conn.execute("COMMIT")
+
+    def rollback(self) -> None:
+        self.conn.execute("ROLLBACK")
+
+    def in_transaction(self) -> bool:
+        return self.conn.in_transaction
+
+    @contextlib.contextmanager
+    def read_snapshot(self) -> Iterator[None]:
+        """A deferred read transaction (WAL: writers go on meanwhile)."""
+        self.conn.execute("BEGIN")
+        try:
+            yield
+        finally:
+            self.conn.execute("ROLLBACK")
+
+    def stream(self, sql: str, args: Sequence[Any] = ()) -> Iterator[tuple[Any, ...]]:
+        yield from self.conn.execute(sql, args)
+
+    def flush(self) -> None:
+        """Nothing is queued: each statement ran when it was issued."""
+
+    def session_alive(self, session: str) -> bool | None:
+        return None
+
+    def truncate_log(self, wait: float) -> bool | None:
+        """``PRAGMA wal_checkpoint(TRUNCATE)`` (``secure_delete`` has zeroed the nulled pages) with a
+        busy timeout of ``wait`` seconds; None for ``:memory:``, which has no log."""
+        if self.in_memory:
+            return None
+        self.conn.execute(f"PRAGMA busy_timeout = {int(wait * 1000)}")  # an int: PRAGMA takes no parameter
+        try:
+            busy, log, done = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        finally:
+            self.conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        return bool(busy == 0 and log in (0, -1) and done in (0, -1))
+
+    def reclaim(self, tables: Sequence[str]) -> None:
+        """VACUUM (the whole file: SQLite cannot rewrite one table) and an emptied WAL."""
+        if self.in_memory:
+            return
+        self.conn.execute("VACUUM")
+        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def files(self) -> list[str]:
+        if self.in_memory:
+            return []
+        return [p for p in (self.path, self.path + "-wal", self.path + "-journal") if os.path.exists(p)]
+
+    def locator_url(self, url: str) -> str | None:
+        return None if self.in_memory else os.path.abspath(self.path)
+
+    def backup_into(self, dst: Driver) -> bool:
+        if not isinstance(dst, SqliteDriver):
+            return False
+        self.conn.backup(dst.conn)  # SQLite's page copy
+        return True
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+class PgDriver:
+    """A PostgreSQL schema on one :class:`~memsteward.store.postgres.PgConnection` (psycopg 3)."""
+
+    backend = "postgresql"
+    queries = POSTGRES
+    in_memory = False
+    concurrent_statements = False  # writes wait in the connection's queue for the next read anyway
+
+    def __init__(self, conn: PgConnection) -> None:
+        self.conn = conn
+        self.schema: str | None = conn.schema
+        self.session: str | None = conn.session
+
+    def begin_write(self) -> None:
+        self.conn.begin_write()  # BEGIN and the store's advisory lock, queued until the first read
+
+    def commit(self) -> None:
+        self.conn.execute("COMMIT")
+
+    def rollback(self) -> None:
+        self.conn.execute("ROLLBACK")
+
+    def in_transaction(self) -> bool:
+        return self.conn.in_transaction
+
+    def read_snapshot(self) -> contextlib.AbstractContextManager[None]:
+        return self.conn.read_snapshot()
+
+    def stream(self, sql: str, args: Sequence[Any] = ()) -> Iterator[tuple[Any, ...]]:
+        return self.conn.stream(sql, args)
+
+    def flush(self) -> None:
+        self.conn.flush()
+
+    def session_alive(self, session: str) -> bool | None:
+        return self.conn.session_alive(session)
+
+    def truncate_log(self, wait: float) -> bool | None:
+        """None: the server's WAL is the server's (what it keeps of erased versions is ciphertext whose key is gone)."""
+        return None
+
+    def reclaim(self, tables: Sequence[str]) -> None:
+        """``VACUUM FULL`` of each table (outside any transaction), its name quoted by psycopg."""
+        from psycopg import sql
+
+        for table in tables:
+            self.conn.raw.execute(sql.SQL("VACUUM FULL {}").format(sql.Identifier(table)))
+
+    def files(self) -> list[str]:
+        return []  # the server's files are not this process's to read
+
+    def locator_url(self, url: str) -> str | None:
+        return url
+
+    def backup_into(self, dst: Driver) -> bool:
+        return False
+
+    def close(self) -> None:
+        self.conn.close()
