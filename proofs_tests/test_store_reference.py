@@ -22,9 +22,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memsteward.errors import WriteRefused
+from memsteward.errors import InputError, WriteRefused
 from memsteward.policy.loader import load_policy
 from memsteward.repair.attestation import check_records
+from memsteward.repair.auditchain import first_broken
 from memsteward.repair.events import load_event, parse_event
 from memsteward.repair.execute import dry_run, recover, run_event
 from memsteward.store import Store
@@ -201,7 +202,7 @@ def test_required_capabilities_are_there(make, tmp_path):
 
 def test_optional_capabilities_are_declared_per_backend(store_factory):
     sql = store_factory()
-    assert capabilities(MemoryStore()) == {"lineage-index"}
+    assert capabilities(MemoryStore()) == {"lineage-index", "copy"}
     assert capabilities(sql) == {"lineage-index", "copy", "key-destruction"}  # sealed: every new store is
     assert set(ADMIN) <= set(dir(sql))
     sql.sealed = False  # a store not yet through `store migrate --encrypt`: no key destruction to claim
@@ -223,6 +224,16 @@ def test_key_destruction_when_declared(store_factory):
     assert len(erased) == 2 and store.keys_alive(erased) == []
     raw = json.dumps([list(r) for r in store.conn.execute("SELECT * FROM versions")])
     assert marker not in raw
+
+
+def test_memory_copy_keeps_every_row_and_refuses_a_store_that_is_not_empty():
+    """The memory store's ``copy``: into another memory store, every row as it was (the audit chain too)."""
+    src, dst = _seeded(MemoryStore()), MemoryStore()
+    counts = src.copy_into(dst)
+    assert rows(dst) == rows(src) and counts == src.row_counts() and counts["audit"] > 0
+    assert first_broken(dst.audit_rows(), dst.audit_head()) is None
+    with pytest.raises(InputError, match="not empty"):
+        src.copy_into(dst)
 
 
 def test_copy_when_declared(store_factory):

@@ -25,10 +25,9 @@ from typing import Any
 from ..errors import InputError
 from ..repair.auditchain import signing_key
 from .connection import redact
+from .driver import Driver, PgDriver, SqliteDriver
 from .postgres import PgConnection
 from .queries import Queries
-from .queries.postgres import POSTGRES
-from .queries.sqlite import SQLITE
 from .sqlite import connect_sqlite, setup_sqlite
 
 __all__ = ["ERASE_WAIT_ENV", "StoreCore", "digest"]
@@ -100,14 +99,11 @@ class StoreCore:
     def __init__(self, path: str = ":memory:", conn: PgConnection | None = None, migrate: bool = False) -> None:
         """A SQLite store at ``path``; or, with ``conn``, a PostgreSQL store (use :meth:`open`).
         ``migrate``: bring a store of an older schema version to this release's (else InputError)."""
-        self.backend = "sqlite" if conn is None else "postgresql"
-        self.q: Queries = SQLITE if conn is None else POSTGRES  # every statement the store runs, in its dialect
         self.path = path if conn is None else redact(path)
         self.tenant: str | None = None  # the tenant this store is (memsteward.store.tenants), None: the base store
         self.url = path  # what an executor's worker process opens (may carry a password: never printed)
-        # one connection may serve several executor threads, one call at a time (executors.Serialized)
-        self.conn: Any = conn
         self.migrated: tuple[int, int] | None = None if conn is None else conn.migrated
+        self.driver: Driver
         if conn is None:
             lite = connect_sqlite(path)
             try:
@@ -115,7 +111,13 @@ class StoreCore:
             except BaseException:
                 lite.close()
                 raise
-            self.conn = lite
+            self.driver = SqliteDriver(lite, path)
+        else:
+            self.driver = PgDriver(conn)
+        self.backend = self.driver.backend
+        self.q: Queries = self.driver.queries  # every statement the store runs, in its dialect
+        # one connection may serve several executor threads, one call at a time (executors.Serialized)
+        self.conn: Any = self.driver.conn
         self._audit_key = signing_key()
         self.erase_wait = _erase_wait()
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(6)}"
@@ -128,36 +130,32 @@ class StoreCore:
 
     def close(self) -> None:
         _OPEN.pop(self.owner, None)
-        self.conn.close()
+        self.driver.close()
 
     @contextmanager
     def transaction(self, lock_late: bool = False) -> Iterator[Any]:
         """One write transaction (SQLite: BEGIN IMMEDIATE; PostgreSQL: BEGIN and the store's advisory
-        lock), committed at the end, rolled back on any exception; yields the connection (a
-        ``sqlite3.Connection`` or a :class:`~memsteward.store.postgres.PgConnection`).
+        lock: :meth:`Driver.begin_write <memsteward.store.driver.Driver.begin_write>`), committed at the
+        end, rolled back on any exception; yields the connection the statements run on.
 
         ``lock_late`` (PostgreSQL): the advisory lock is taken by :meth:`lock_writes`, which the
         transaction calls before it appends to the audit chain — for a transaction whose work before
         that point reads and changes only rows no other writer may change meanwhile (an event's
         publication: the ids its barrier holds), so writers go on while it does that work."""
-        if self.backend == "sqlite":
-            self.conn.execute("BEGIN IMMEDIATE")
-        else:
-            self.conn.begin_write(lock=not lock_late)  # BEGIN + the store's advisory lock, before anything is read
+        self.driver.begin_write(lock=not lock_late)  # BEGIN (+ the store's write lock), before anything is read
         try:
             yield self.conn
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            self.driver.rollback()
             raise
         self.checkpoint()
-        self.conn.execute("COMMIT")
+        self.driver.commit()
         self.checkpoint()
 
     def lock_writes(self) -> None:
         """The store's write lock in the open write transaction, if not held yet (SQLite's BEGIN
         IMMEDIATE holds it from the start)."""
-        if self.backend != "sqlite":
-            self.conn.lock_write()
+        self.driver.lock_write()
 
     def checkpoint(self) -> None:
         """A point on either side of every COMMIT (and inside the longest transactions) where a crash
@@ -174,20 +172,13 @@ class StoreCore:
         PostgreSQL, a REPEATABLE READ, READ ONLY transaction. No write may start inside it. Inside
         another, or inside a write transaction (which holds the store's write lock: no other writer
         can change what it reads), it adds nothing."""
-        if self._reading or self.conn.in_transaction:
+        if self._reading or self.driver.in_transaction():
             yield
             return
         self._reading = True
         try:
-            if self.backend != "sqlite":
-                with self.conn.read_snapshot():
-                    yield
-                return
-            self.conn.execute("BEGIN")
-            try:
+            with self.driver.read_snapshot():
                 yield
-            finally:
-                self.conn.execute("ROLLBACK")
         finally:
             self._reading = False
 
@@ -195,18 +186,15 @@ class StoreCore:
         """The rows of one SELECT as the consumer asks for them, the statement started at the first:
         SQLite's cursor steps through them, PostgreSQL reads them through a server-side cursor
         (:meth:`~memsteward.store.postgres.PgConnection.stream`)."""
-        if self.backend == "sqlite":
-            yield from self.conn.execute(sql, args)
-        else:
-            yield from self.conn.stream(sql, args)
+        yield from self.driver.stream(sql, args)
 
     def _concurrently(self, worth_it: bool, fn: Callable[..., None], *args: Any) -> Callable[[], None]:
         """Start ``fn(*args)`` — SQLite statements on this connection, which the calling thread leaves
         alone meanwhile — on a thread, and return the join, which re-raises what ``fn`` raised: the
         sqlite3 module lets go of the GIL while a statement runs, so SQLite writes while Python
-        packs or hashes. Run at once (and a no-op join) when not ``worth_it`` (small work) or on
-        PostgreSQL, whose writes wait in a queue for the next read (:class:`PgConnection`) anyway."""
-        if not worth_it or self.backend != "sqlite":
+        packs or hashes. Run at once (and a no-op join) when not ``worth_it`` (small work) or when the
+        driver's statements do not run concurrently (PostgreSQL: writes wait in a queue for the next read)."""
+        if not worth_it or not self.driver.concurrent_statements:
             fn(*args)
             return _done
         failed: list[BaseException] = []

@@ -70,8 +70,7 @@ def backup_rows(path: str) -> Iterator[Row]:
 def store_files(store: Store) -> list[str]:
     """The files of the store and its key store that this process can read."""
     out = []
-    if store.backend == "sqlite" and store.path != ":memory:":
-        out += [p for p in (store.path, store.path + "-wal", store.path + "-journal") if os.path.exists(p)]
+    out += store.driver.files()
     out += getattr(store.vault.keys, "files", lambda: [])()
     return out
 

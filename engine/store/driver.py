@@ -42,8 +42,11 @@ class Driver(Protocol):
     concurrent_statements: bool
     """Whether a statement may run on a thread while this one packs or hashes (SQLite releases the GIL)."""
 
-    def begin_write(self) -> None:
-        """Open a write transaction holding the store's write lock before anything is read."""
+    def begin_write(self, lock: bool = True) -> None:
+        """Open a write transaction; with ``lock``, holding the store's write lock before anything is read."""
+
+    def lock_write(self) -> None:
+        """The store's write lock in the open write transaction, if not held yet."""
 
     def commit(self) -> None: ...
 
@@ -87,8 +90,8 @@ class SqliteDriver:
 
     backend = "sqlite"
     queries = SQLITE
-    schema = None
-    session = None
+    schema: str | None = None
+    session: str | None = None
     concurrent_statements = True
 
     def __init__(self, conn: sqlite3.Connection, path: str) -> None:
@@ -96,8 +99,11 @@ class SqliteDriver:
         self.path = path
         self.in_memory = path == ":memory:"
 
-    def begin_write(self) -> None:
+    def begin_write(self, lock: bool = True) -> None:
         self.conn.execute("BEGIN IMMEDIATE")  # the database's write lock, taken before the first read
+
+    def lock_write(self) -> None:
+        """Held since BEGIN IMMEDIATE."""
 
     def commit(self) -> None:
         self.conn.execute("COMMIT")
@@ -176,8 +182,11 @@ class PgDriver:
         self.schema: str | None = conn.schema
         self.session: str | None = conn.session
 
-    def begin_write(self) -> None:
-        self.conn.begin_write()  # BEGIN and the store's advisory lock, queued until the first read
+    def begin_write(self, lock: bool = True) -> None:
+        self.conn.begin_write(lock=lock)  # BEGIN and (lock) the store's advisory lock, queued until the first read
+
+    def lock_write(self) -> None:
+        self.conn.lock_write()
 
     def commit(self) -> None:
         self.conn.execute("COMMIT")

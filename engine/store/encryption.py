@@ -53,8 +53,7 @@ def encrypt_in_place(store: Store, batch: int = 2000,
         if progress is not None:
             progress(done, total)
     _finish(store)
-    scan = (deep_scan(store_files(store), sample, []) if store.backend == "sqlite" and store.path != ":memory:"
-            else None)
+    scan = deep_scan(store_files(store), sample, []) if store.driver.files() else None
     return {"store": store.path, "sealed_now": done, "sealed": True, "scan": scan,
             "clean": scan is None or scan["clean"],
             "note": "backups taken before this migration hold plaintext; destroy them or keep them apart"}
@@ -74,13 +73,7 @@ def _finish(store: Store) -> None:
         ids = [r[0] for r in c.execute(store.q.artifact_ids)]
         for start in range(0, len(ids), 20_000):
             store._reindex(ids[start:start + 20_000])
-    if store.backend == "sqlite":
-        if store.path != ":memory:":
-            store.conn.execute("VACUUM")
-            store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    else:
-        for table in ("versions", "shingles"):
-            store.conn.raw.execute(f"VACUUM FULL {table}")
+    store.driver.reclaim(("versions", "shingles"))
 
 
 def rotate_key(store: Store, new: MasterKey) -> dict[str, Any]:

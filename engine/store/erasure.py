@@ -120,12 +120,9 @@ class Erasure(Leases):
         detail: ErasureReport = {"versions": len(refs), "keys_destroyed": len(refs) - len(alive),
                                  "keys_alive": len(alive), "sealed": self.sealed,
                                  "key_store": str(getattr(self.vault.keys, "path", "?"))}
-        if self.backend == "sqlite" and self.path != ":memory:":
-            self.conn.execute(f"PRAGMA busy_timeout = {int(self.erase_wait * 1000)}")
-            try:
-                detail["checkpoint"] = self._checkpoint_truncate()
-            finally:
-                self.conn.execute("PRAGMA busy_timeout = 30000")
+        emptied = self.driver.truncate_log(self.erase_wait)
+        if emptied is not None:
+            detail["checkpoint"] = emptied
         detail["key_checkpoint"] = bool(getattr(self.vault.keys, "checkpointed", True))  # the key file's WAL emptied
         residue = getattr(self.vault.keys, "residue", None)  # a key store whose files this process cannot read
         if residue:
@@ -137,10 +134,7 @@ class Erasure(Leases):
                 return self._physical_row(event_id) or detail
             self._audit("physical-erasure", event_id=event_id, detail=detail)
             c.execute(self.q.delete_lease, (event_id,))
-        if self.backend == "sqlite" and self.path != ":memory:":
-            self.conn.execute("PRAGMA busy_timeout = 0")
-            self._checkpoint_truncate()  # best effort: the row just written holds digests and counts only
-            self.conn.execute("PRAGMA busy_timeout = 30000")
+        self.driver.truncate_log(0)  # best effort: the row just written holds digests and counts only
         return detail
 
     def _take_physical(self, event_id: int) -> bool:
@@ -159,7 +153,7 @@ class Erasure(Leases):
                 return False
             row = self.conn.execute(self.q.lease_of, (event_id,)).fetchone()
             if row is not None and row[0] != self.owner and _alive(row[0], row[1], int(row[2]), row[3], row[5],
-                                                                   self.conn):
+                                                                   self.driver):
                 raise EventHeld(f"the physical erasure of event {event_id} is being done by process {row[2]} on "
                                 f"{row[1]} (since {row[4]})", {"event": event_id, "host": row[1], "pid": int(row[2]),
                                                                 "since": row[4]}, file=self.path)
@@ -173,10 +167,6 @@ class Erasure(Leases):
     def _physical_row(self, event_id: int) -> ErasureReport | None:
         row = self.conn.execute(self.q.physical_row, (event_id,)).fetchone()
         return None if row is None else json.loads(row[0])
-
-    def _checkpoint_truncate(self) -> bool:
-        busy, log, done = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-        return busy == 0 and log in (0, -1) and done in (0, -1)
 
     def pending_physical_erasure(self) -> list[int]:
         """Events that erased versions but have no ``physical-erasure`` row (interrupted in between)."""

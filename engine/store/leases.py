@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import os
 import socket
-from typing import Any
 
 from ..errors import EventHeld
 from .api import Locator
 from .core import _OPEN, _now
+from .driver import Driver
 from .planning import PlanningReads
 
 __all__ = ["Leases"]
@@ -29,15 +29,16 @@ def _process_start(pid: int) -> str | None:
 
 
 def _alive(owner: str, host: str, pid: int, started: str | None, session: str | None = None,
-           conn: Any = None) -> bool:
+           driver: Driver | None = None) -> bool:
     """Whether a lease holder still runs. In this very process: while its Store is open. On
     PostgreSQL: while the server still runs the holder's session (``session``: backend pid and
     start), on any host — a killed process's session ends with its TCP connection. Otherwise (SQLite,
     or a lease from before schema version 2) by pid on this host; another host is assumed alive."""
     if host == socket.gethostname() and pid == os.getpid():
         return owner in _OPEN
-    if session is not None and conn is not None and hasattr(conn, "session_alive"):
-        return bool(conn.session_alive(session))
+    known = None if session is None or driver is None else driver.session_alive(session)
+    if known is not None:
+        return known
     if host != socket.gethostname():
         return True
     if pid == os.getpid():
@@ -57,7 +58,7 @@ class Leases(PlanningReads):
     def _lease(self, event_id: int) -> None:
         """Record this process as the event's one writer (inside the caller's transaction)."""
         self.conn.execute(self.q.upsert_lease, (event_id, self.owner, socket.gethostname(), os.getpid(), _process_start(os.getpid()),
-                           _now(), getattr(self.conn, "session", None)))
+                           _now(), self.driver.session))
 
     def take_event(self, event_id: int) -> bool:
         """Become the one writer of an unfinished event (``recover``): BEGIN IMMEDIATE serialises
@@ -70,7 +71,7 @@ class Leases(PlanningReads):
                 return False
             row = self.conn.execute(self.q.lease_of, (event_id,)).fetchone()
             if row is not None and row[0] != self.owner and _alive(row[0], row[1], int(row[2]), row[3], row[5],
-                                                                   self.conn):
+                                                                   self.driver):
                 holder = {"event": event_id, "host": row[1], "pid": int(row[2]), "since": row[4]}
                 raise EventHeld(f"event {event_id} is held by process {row[2]} on {row[1]} since {row[4]}; "
                                 "it completes the event", holder, file=self.path)
@@ -83,7 +84,7 @@ class Leases(PlanningReads):
         ``memsteward recover``)."""
         row = self.conn.execute(self.q.lease_running, (event_id,)).fetchone()
         return row is not None and row[0] != self.owner and _alive(row[0], row[1], int(row[2]), row[3], row[4],
-                                                                   self.conn)
+                                                                   self.driver)
 
     def act_for(self, owner: str) -> None:
         """Write as the lease holder ``owner``: an executor's worker process staging and validating
@@ -102,8 +103,5 @@ class Leases(PlanningReads):
     def locator(self) -> Locator | None:
         """(url, lease owner) a worker in another process opens this store with; None for a store
         that only this process can reach (``:memory:``)."""
-        if self.backend == "postgresql":
-            return Locator(self.url, self.owner)
-        if self.path == ":memory:":
-            return None
-        return Locator(os.path.abspath(self.path), self.owner)
+        url = self.driver.locator_url(self.url)
+        return None if url is None else Locator(url, self.owner)

@@ -28,6 +28,7 @@ from ..repair.reingest import verdict as reingest_verdict
 from ..repair.writes import Write, canonical_json, content_digest, parse_put, prepare
 from ..textnorm import text_digests
 from .core import _dump, _load, refs_unkeyed
+from .hooks import LogHooks
 from .live import LiveEvent, ordered_after, pending_tombstones, retry_busy
 from .planstore import read_fields
 from .tombstoned import first_tombstoned, refusal, said_digests
@@ -55,8 +56,9 @@ class MemoryTables:
     policies: dict[str, str] = field(default_factory=dict)  # SHA-256 → policy text (events hold the digest)
 
 
-class MemoryReads:
-    """The tables, transactions (copy-on-write), reads, the lineage index and the write path."""
+class MemoryReads(LogHooks):
+    """The tables, transactions (copy-on-write), reads, the lineage index and the write path (the audit
+    chain and the repair log: :class:`~memsteward.store.memory_log.MemoryStore`)."""
 
     backend = "memory"
     migrated: tuple[int, int] | None = None
@@ -386,11 +388,3 @@ class MemoryReads:
         elif batch:
             self._audit("record", detail={"artifacts": len(batch), "manifest_sha256": manifest.hexdigest()})
         return out
-
-    # provided by memory_log.MemoryLog
-    def _audit(self, action: str, artifact_id: str | None = None, event_id: int | None = None,
-               detail: Mapping[str, Any] | None = None) -> None:
-        raise NotImplementedError
-
-    def unfinished_event(self) -> Any:
-        raise NotImplementedError

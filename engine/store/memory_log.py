@@ -8,7 +8,7 @@ import json
 import os
 import secrets
 import socket
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from ..errors import EventHeld, InputError, StoreBusy
@@ -50,8 +50,8 @@ class MemoryStore(MemoryReads):
         self.checkpoints = 0
 
     def capabilities(self) -> frozenset[str]:
-        """The lineage index only: no files to scan, no copy into another store."""
-        return frozenset({"lineage-index"})
+        """The lineage index and copy (into another memory store); no files to scan, no keys to destroy."""
+        return frozenset({"lineage-index", "copy"})
 
     # ------------------------------------------------------------------ the audit chain
 
@@ -316,6 +316,18 @@ class MemoryStore(MemoryReads):
         mem.t = copy.deepcopy(self.t)
         return mem
 
+    def copy_into(self, dst: MemoryStore, batch: int = 2000,
+                  progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
+        """Every row into the empty memory store ``dst`` (the ``copy`` capability): its tables become a
+        copy of these, audit sequence numbers and hashes kept; returns the row counts."""
+        if dst.t.audit or dst.t.artifacts:
+            raise InputError("the destination store is not empty", file=dst.path)
+        dst.t = copy.deepcopy(self.t)
+        counts = dst.row_counts()
+        if progress is not None:
+            progress(sum(counts.values()), sum(counts.values()))
+        return counts
+
     def copy_scope(self, cascade: Collection[str]) -> MemoryStore:
         from ..repair.scope import neighbourhood
 
@@ -324,5 +336,3 @@ class MemoryStore(MemoryReads):
         mem.import_snapshot(snap, file=self.path)
         return mem
 
-    def copy_into(self, dst: Any, batch: int = 2000, progress: Any = None) -> dict[str, int]:
-        raise NotImplementedError("copy is an optional capability the memory store does not have")

@@ -24,7 +24,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ..errors import InputError
 from .connection import redact
-from .schema import MIGRATIONS, PG_SCHEMA, SCHEMA_VERSION, check_version
+from .schema import PG_MIGRATIONS, PG_SCHEMA, SCHEMA_VERSION, check_version
 
 __all__ = ["PgConnection", "connect_postgres"]
 
@@ -354,7 +354,7 @@ def connect_postgres(url: str, create: bool = True, migrate: bool = False, tenan
                 raw.execute("SELECT pg_advisory_xact_lock(%s)", (conn.lock_key,))
                 raw.execute(sql.SQL("SET LOCAL search_path TO {}").format(name))
                 (version,) = raw.execute("SELECT version FROM memsteward_schema WHERE one = 1").fetchone() or (1,)
-                for step in MIGRATIONS["postgresql"][int(version) - 1:]:
+                for step in PG_MIGRATIONS[int(version) - 1:]:
                     raw.execute(step(raw))
                 raw.execute("UPDATE memsteward_schema SET version = %s WHERE one = 1", (SCHEMA_VERSION,))
                 raw.execute("COMMIT")

@@ -2,7 +2,8 @@
 
 Both backends hold the same tables with the same columns in the same order (``SELECT *`` rows
 compare across backends); PostgreSQL's text columns use collation "C", so ids order as in SQLite.
-``MIGRATIONS[backend][v - 1]`` takes a store from schema version v to v + 1 (position = version).
+Each backend's migrations are one list (:data:`SQLITE_MIGRATIONS`, :data:`PG_MIGRATIONS`): the step at
+position v − 1 takes a store from schema version v to v + 1 (the position is the version).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 from ..errors import InputError
 from ..repair.lineage import index_hashes
 
-__all__ = ["CORE_TABLES", "MIGRATIONS", "PG_SCHEMA", "PG_TABLES", "SCHEMA_VERSION", "SQLITE_SCHEMA", "check_version"]
+__all__ = ["CORE_TABLES", "PG_MIGRATIONS", "SQLITE_MIGRATIONS", "Migration", "PG_SCHEMA", "PG_TABLES", "SCHEMA_VERSION", "SQLITE_SCHEMA", "check_version"]
 
 # Schema versions (``memsteward store migrate`` brings an older store to SCHEMA_VERSION):
 #   1  every store written before versioning (SQLite: no ``memsteward_schema`` table; PostgreSQL: version 1)
@@ -37,7 +38,7 @@ __all__ = ["CORE_TABLES", "MIGRATIONS", "PG_SCHEMA", "PG_TABLES", "SCHEMA_VERSIO
 #      expanded per event grew the store by the policy's size with every event). The migration adds the
 #      table; events recorded before keep their policy inline (readers take either: LEFT JOIN on the digest).
 # ANY change to a table or column of either schema (a new table included: `CREATE TABLE IF NOT EXISTS`
-# reaches new stores only) bumps SCHEMA_VERSION and appends one step per backend to MIGRATIONS; a store
+# reaches new stores only) bumps SCHEMA_VERSION and appends one step to each backend's list; a store
 # of an older version is refused (exit 2, nothing changed) until `memsteward store migrate` ran.
 SCHEMA_VERSION = 7
 CORE_TABLES = frozenset({"artifacts", "versions", "edges", "events", "audit"})  # what makes a database a store
@@ -226,14 +227,15 @@ def _pg_v6_to_v7(conn: Any) -> str:
     return 'CREATE TABLE IF NOT EXISTS policies(digest TEXT COLLATE "C" PRIMARY KEY, policy TEXT NOT NULL)'
 
 
-# MIGRATIONS[backend][v - 1](conn) is the SQL that takes a store from version v to v + 1 (it may read
-# the store to decide); the store runs every pending step and the new version in ONE write transaction.
-MIGRATIONS: dict[str, tuple[Callable[[Any], str], ...]] = {
-    "sqlite": (_sqlite_v1_to_v2, _sqlite_v2_to_v3, _sqlite_v3_to_v4, _sqlite_v4_to_v5, _sqlite_v5_to_v6,
-               _sqlite_v6_to_v7),
-    "postgresql": (_pg_v1_to_v2, _pg_v2_to_v3, _pg_v3_to_v4, _pg_v4_to_v5, _pg_v5_to_v6, _pg_v6_to_v7),
-}
-assert all(len(steps) == SCHEMA_VERSION - 1 for steps in MIGRATIONS.values())
+Migration = Callable[[Any], str]
+"""One step: given the connection (it may read the store to decide), the SQL that takes a store one version up."""
+
+# MIGRATIONS[v - 1](conn) takes a store from version v to v + 1; the store runs every pending step and
+# the new version in ONE write transaction.
+SQLITE_MIGRATIONS: list[Migration] = [_sqlite_v1_to_v2, _sqlite_v2_to_v3, _sqlite_v3_to_v4, _sqlite_v4_to_v5,
+                                      _sqlite_v5_to_v6, _sqlite_v6_to_v7]
+PG_MIGRATIONS: list[Migration] = [_pg_v1_to_v2, _pg_v2_to_v3, _pg_v3_to_v4, _pg_v4_to_v5, _pg_v5_to_v6, _pg_v6_to_v7]
+assert len(SQLITE_MIGRATIONS) == len(PG_MIGRATIONS) == SCHEMA_VERSION - 1
 
 
 def check_version(version: int, schema: str, shown: str, migrate: bool) -> None:

@@ -83,7 +83,7 @@ class Sealing(StoreCore):
         return store_id
 
     def _schema(self) -> str | None:
-        return None if self.backend == "sqlite" else str(self.conn.schema)
+        return self.driver.schema
 
     def close(self) -> None:
         super().close()

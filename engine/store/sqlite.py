@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite3
 
 from ..errors import InputError
-from .schema import CORE_TABLES, MIGRATIONS, SCHEMA_VERSION, SQLITE_SCHEMA, check_version
+from .schema import CORE_TABLES, SCHEMA_VERSION, SQLITE_MIGRATIONS, SQLITE_SCHEMA, check_version
 
 __all__ = ["connect_sqlite", "setup_sqlite"]
 
@@ -43,7 +43,7 @@ def setup_sqlite(conn: sqlite3.Connection, path: str, migrate: bool) -> tuple[in
         return None
     if version >= SCHEMA_VERSION:
         return None
-    steps = "".join(step(conn) for step in MIGRATIONS["sqlite"][version - 1:])
+    steps = "".join(step(conn) for step in SQLITE_MIGRATIONS[version - 1:])
     try:
         conn.executescript(f"BEGIN IMMEDIATE; {steps}; INSERT OR REPLACE INTO memsteward_schema(one, "
                            f"version) VALUES (1, {SCHEMA_VERSION}); COMMIT;")

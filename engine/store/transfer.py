@@ -22,6 +22,7 @@ from ..textnorm import text_digests
 from .connection import retrying
 from .core import _dump, refs_unkeyed
 from .erasure import Erasure
+from .hooks import LogHooks
 from .queries import TABLES as COPIED_TABLES
 from .sealing import batches
 from .tombstoned import first_tombstoned, refusal
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
 __all__ = ["Transfer"]
 
 
-class Transfer(Erasure):
+class Transfer(Erasure, LogHooks):
     """Import, export, snapshot, copy and counts."""
 
     @retrying
@@ -83,10 +84,6 @@ class Transfer(Erasure):
             return None
         self._audit("refuse", hit[0], detail={"reason": "tombstone", "sha256": hit[1], "file": file})
         return refusal(hit[0], hit[2], file, "import")
-
-    def unfinished_event(self) -> Any:
-        """Provided by :class:`~memsteward.store.repairlog.Transitions`."""
-        raise NotImplementedError
 
     def has_tombstones(self) -> bool:
         """Whether any content was tombstoned (a fresh store's imports skip the digests)."""
@@ -182,13 +179,11 @@ class Transfer(Erasure):
 
         mem = SqlStore()
         mem.conn.executescript("DROP TRIGGER audit_no_update; DROP TRIGGER audit_no_delete;")
-        if self.backend == "sqlite":
-            self.conn.backup(mem.conn)  # the fast path: SQLite's page copy
-        else:
+        if not self.driver.backup_into(mem.driver):  # the fast path: SQLite's page copy
             self.copy_into(mem, reseal=False)
             mem.conn.execute(mem.q.set_store_keys, (self.vault.store_id, int(self.sealed)))
         mem.vault.close()  # the copy reads this store's keys and destroys none of them (OverlayKeyStore)
-        if self.path == ":memory:":
+        if self.driver.in_memory:
             mem.vault = Vault(OverlayKeyStore(self.vault.keys))
         else:  # its own handle on the key store: the copy outlives this store's closing
             mem.vault = Vault(OverlayKeyStore(open_keys(self.url, self._schema(), self.vault.store_id, create=False),
@@ -245,8 +240,7 @@ class Transfer(Erasure):
                         part = self._resealed(dst, part)
                     c.executemany(dst.q.insert_row[table], part)
                     counts[table] += len(part)
-                    if dst.backend == "postgresql":
-                        c.flush()  # the pipelined writes go out per batch, not all at COMMIT
+                    dst.driver.flush()  # pipelined writes (PostgreSQL) go out per batch, not all at COMMIT
                     if progress is not None:
                         progress(sum(counts.values()), total)
             if reseal:
