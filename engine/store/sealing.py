@@ -65,10 +65,7 @@ class Sealing(StoreCore):
             return str(row[0])
         # under the store's write lock (no checkpoint: not a change of the store's content): of processes
         # opening a new store at once, one makes the id and its key store, the others read that id
-        if self.backend == "sqlite":
-            self.conn.execute("BEGIN IMMEDIATE")
-        else:
-            self.conn.begin_write()
+        self.driver.begin_write()
         try:
             row = self.conn.execute(self.q.store_id).fetchone()
             store_id = secrets.token_hex(16) if row is None else str(row[0])
@@ -77,9 +74,9 @@ class Sealing(StoreCore):
                 empty = self.conn.execute(self.q.version_count).fetchone()[0] == 0
                 self.conn.execute(self.q.insert_store_keys, (store_id, int(empty)))
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            self.driver.rollback()
             raise
-        self.conn.execute("COMMIT")
+        self.driver.commit()
         return store_id
 
     def _schema(self) -> str | None:
