@@ -24,10 +24,29 @@ from .keyfile import check_header
 from .master import MasterKey
 
 _PART = 20_000
+# Every statement names the key schema as {K}, filled in by psycopg's sql.Identifier (never an f-string).
+_HAS_KEYFILE = "SELECT to_regclass(%s) IS NOT NULL"
+_HEAD_OF = "SELECT format, store_id, kid, index_key FROM {K}.keyfile WHERE store_id = %s"
+_ANY_HEAD = "SELECT format, store_id, kid, index_key FROM {K}.keyfile LIMIT 1"
+_CREATE_SCHEMA = "CREATE SCHEMA IF NOT EXISTS {K}"
+_CREATE_KEYFILE = ("CREATE TABLE IF NOT EXISTS {K}.keyfile(store_id TEXT PRIMARY KEY, format INTEGER NOT NULL, "
+                   "kid TEXT NOT NULL, index_key BYTEA NOT NULL)")
+_CREATE_DEKS = ("CREATE TABLE IF NOT EXISTS {K}.deks(store_id TEXT NOT NULL, id TEXT NOT NULL, version BIGINT NOT NULL, "
+                "wrapped BYTEA NOT NULL, PRIMARY KEY (store_id, id, version))")
+_INSERT_HEAD = "INSERT INTO {K}.keyfile VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING"
 # new DEK rows from arrays (store id, ids, versions, wrapped keys); a ref that has one keeps it
-_INSERT_DEKS = ("INSERT INTO K.deks(store_id, id, version, wrapped) SELECT %s, r.id, r.version, r.wrapped "
+_INSERT_DEKS = ("INSERT INTO {K}.deks(store_id, id, version, wrapped) SELECT %s, r.id, r.version, r.wrapped "
                 "FROM unnest(%s::text[], %s::bigint[], %s::bytea[]) AS r(id, version, wrapped) "
                 "ON CONFLICT DO NOTHING RETURNING id, version")
+_GET_DEKS = ("SELECT d.id, d.version, d.wrapped FROM unnest(%s::text[], %s::bigint[]) AS r(id, version) "
+             "JOIN {K}.deks d ON d.store_id = %s AND d.id = r.id AND d.version = r.version")
+_DESTROY_DEKS = ("DELETE FROM {K}.deks d USING unnest(%s::text[], %s::bigint[]) AS r(id, version) "
+                 "WHERE d.store_id = %s AND d.id = r.id AND d.version = r.version")
+_ALL_DEKS_FOR_UPDATE = "SELECT id, version, wrapped FROM {K}.deks WHERE store_id = %s FOR UPDATE"
+_REWRAP_DEK = "UPDATE {K}.deks SET wrapped = %s WHERE store_id = %s AND id = %s AND version = %s"
+_SET_HEAD = "UPDATE {K}.keyfile SET kid = %s, index_key = %s WHERE store_id = %s"
+_SET_INDEX_KEY = "UPDATE {K}.keyfile SET index_key = %s WHERE store_id = %s"
+_COUNT_DEKS = "SELECT COUNT(*) FROM {K}.deks WHERE store_id = %s"
 
 
 def _split(url: str) -> tuple[str, str, str]:
@@ -71,16 +90,21 @@ class PgKeyStore:
             self.conn.close()
             raise KeyStoreError(f"key store error: {str(exc).strip()[:200]}", file=self.path) from None
 
-    def _q(self, sql: str) -> str:
-        return sql.replace("K.", f'"{self.schema}".')
+    def _q(self, statement: str) -> Any:
+        """``statement`` with ``{K}`` bound to the key schema as a quoted identifier (psycopg ``sql``)."""
+        from psycopg import sql
+
+        return sql.SQL(statement).format(K=sql.Identifier(self.schema))  # type: ignore[arg-type]
 
     def _setup(self, master: MasterKey, store_id: str | None, create: bool) -> None:
-        row = self.conn.execute(self._q("SELECT to_regclass('K.keyfile') IS NOT NULL")).fetchone()
+        from psycopg import sql
+
+        keyfile = sql.Identifier(self.schema, "keyfile").as_string(self.conn)
+        row = self.conn.execute(_HAS_KEYFILE, (keyfile,)).fetchone()
         head = None
         if row[0]:
-            head = self.conn.execute(self._q("SELECT format, store_id, kid, index_key FROM K.keyfile WHERE "
-                                             "store_id = %s"), (store_id or "",)).fetchone() if store_id else \
-                self.conn.execute(self._q("SELECT format, store_id, kid, index_key FROM K.keyfile LIMIT 1")).fetchone()
+            head = self.conn.execute(self._q(_HEAD_OF), (store_id or "",)).fetchone() if store_id else \
+                self.conn.execute(self._q(_ANY_HEAD)).fetchone()
         if head is None:
             if not create or store_id is None:
                 raise KeyStoreError(f"the key store holds no keys of store {store_id!r}", file=self.path)
@@ -94,15 +118,10 @@ class PgKeyStore:
     def _create(self, master: MasterKey, store_id: str) -> tuple[int, str, str, bytes]:
         blob = Wrapper(master.key, store_id).wrap_index(new_dek())
         with self.conn.transaction():
-            self.conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
-            self.conn.execute(self._q(
-                "CREATE TABLE IF NOT EXISTS K.keyfile(store_id TEXT PRIMARY KEY, format INTEGER NOT NULL, "
-                "kid TEXT NOT NULL, index_key BYTEA NOT NULL)"))
-            self.conn.execute(self._q(
-                "CREATE TABLE IF NOT EXISTS K.deks(store_id TEXT NOT NULL, id TEXT NOT NULL, version BIGINT NOT NULL, "
-                "wrapped BYTEA NOT NULL, PRIMARY KEY (store_id, id, version))"))
-            self.conn.execute(self._q("INSERT INTO K.keyfile VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING"),
-                              (store_id, KEYFILE_FORMAT, master.kid, blob))
+            self.conn.execute(self._q(_CREATE_SCHEMA))
+            self.conn.execute(self._q(_CREATE_KEYFILE))
+            self.conn.execute(self._q(_CREATE_DEKS))
+            self.conn.execute(self._q(_INSERT_HEAD), (store_id, KEYFILE_FORMAT, master.kid, blob))
         return KEYFILE_FORMAT, store_id, master.kid, blob
 
     def index_key(self) -> bytes:
@@ -129,10 +148,8 @@ class PgKeyStore:
         ordered = sorted({(str(i), int(v)) for i, v in refs})
         for start in range(0, len(ordered), _PART):
             part = ordered[start:start + _PART]
-            for i, v, blob in self.conn.execute(self._q(
-                    "SELECT d.id, d.version, d.wrapped FROM unnest(%s::text[], %s::bigint[]) AS r(id, version) "
-                    "JOIN K.deks d ON d.store_id = %s AND d.id = r.id AND d.version = r.version"),
-                    ([i for i, _ in part], [v for _, v in part], self.store_id)):
+            for i, v, blob in self.conn.execute(self._q(_GET_DEKS), (
+                    [i for i, _ in part], [v for _, v in part], self.store_id)):
                 out[(i, int(v))] = self._unwrap(i, int(v), bytes(blob))
         return out
 
@@ -148,23 +165,21 @@ class PgKeyStore:
         with self.conn.transaction():
             for start in range(0, len(ordered), _PART):
                 part = ordered[start:start + _PART]
-                cur = self.conn.execute(self._q(
-                    "DELETE FROM K.deks d USING unnest(%s::text[], %s::bigint[]) AS r(id, version) "
-                    "WHERE d.store_id = %s AND d.id = r.id AND d.version = r.version"),
-                    ([i for i, _ in part], [v for _, v in part], self.store_id))
+                cur = self.conn.execute(self._q(_DESTROY_DEKS), (
+                    [i for i, _ in part], [v for _, v in part], self.store_id))
                 gone += cur.rowcount
         return gone
 
     def rotate(self, new: MasterKey) -> int:
         fresh = Wrapper(new.key, self.store_id)
         with self.conn.transaction():
-            rows = self.conn.execute(self._q("SELECT id, version, wrapped FROM K.deks WHERE store_id = %s FOR UPDATE"),
+            rows = self.conn.execute(self._q(_ALL_DEKS_FOR_UPDATE),
                                      (self.store_id,)).fetchall()
             with self.conn.cursor() as cur:
-                cur.executemany(self._q("UPDATE K.deks SET wrapped = %s WHERE store_id = %s AND id = %s AND version = %s"),
+                cur.executemany(self._q(_REWRAP_DEK),
                                 [(fresh.wrap(i, v, self._unwrap(i, v, bytes(b))), self.store_id, i, v)
                                  for i, v, b in rows])
-            self.conn.execute(self._q("UPDATE K.keyfile SET kid = %s, index_key = %s WHERE store_id = %s"),
+            self.conn.execute(self._q(_SET_HEAD),
                               (new.kid, fresh.wrap_index(self._index), self.store_id))
         self._wrapper = fresh
         return len(rows)
@@ -173,12 +188,12 @@ class PgKeyStore:
         """Take another store's index key (``store copy``: its keyed digests stay valid); only while empty."""
         if self.count():
             raise KeyStoreError("the key store already holds keys: its index key stays", file=self.path)
-        self.conn.execute(self._q("UPDATE K.keyfile SET index_key = %s WHERE store_id = %s"),
+        self.conn.execute(self._q(_SET_INDEX_KEY),
                           (self._wrapper.wrap_index(key), self.store_id))
         self._index = key
 
     def count(self) -> int:
-        return int(self.conn.execute(self._q("SELECT COUNT(*) FROM K.deks WHERE store_id = %s"),
+        return int(self.conn.execute(self._q(_COUNT_DEKS),
                                      (self.store_id,)).fetchone()[0])
 
     def files(self) -> list[str]:
