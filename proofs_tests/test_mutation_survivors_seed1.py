@@ -485,3 +485,31 @@ def test_versions_are_grouped_under_each_id_in_turn():
 
     rows = [("a", '"a1"', "{}"), ("a", '"a2"', "{}"), ("b", '"b1"', "{}"), ("b", None, '{"m": 1}')]
     assert _by_id(rows) == [("a", [["a1", {}], ["a2", {}]]), ("b", [["b1", {}], [None, {"m": 1}]])]
+
+
+def test_a_corrected_root_s_descendant_stays_in_the_forget_set():
+    """candidates.py `if correct and p in reps: kept` → `correct or p in reps` survived: in a
+    correction only the replaced roots are retained; an affected parent that is not a replacement
+    (here the summary s of the corrected root r) is invalidated and belongs to the forget set, so
+    the neural skill n (parents r and s) has both partitions."""
+    from memsteward.policy.loader import load_policy
+    from memsteward.repair.artifacts import Artifact
+    from memsteward.repair.candidates import assign
+    from memsteward.repair.events import Event
+    from memsteward.repair.scope import Scope, States
+
+    policy = load_policy("policies/default.yaml")
+    arts = {"r": Artifact("r", "record", None, 1, {"t": "old"}), "s": Artifact("s", "summary", None, 1, "old."),
+            "n": Artifact("n", "skill", "neural")}
+    scope = Scope(("r",), frozenset({"r", "s", "n"}), [("r", "s"), ("r", "n"), ("s", "n")], arts, States())
+    correct = Event("correct", ("r",), (Artifact("r", "record", None, 1, {"t": "new"}),))
+    assert assign(policy, scope, correct).cells["n"].partitions
+
+
+def test_a_decision_says_no_rule_only_when_no_rule_decided_it():
+    """compare.py `Decision.describe`: `"" if self.rule is not None else " (no rule)"` → `if not …`
+    survived: the text of a decision with and without a rule, written out."""
+    from memsteward.policy.compare import Decision
+
+    assert Decision("regen", frozenset({"schema", "grounded"}), 2).describe() == "regen[grounded,schema]"
+    assert Decision("remove", frozenset(), None).describe() == "remove (no rule)"
