@@ -513,3 +513,30 @@ def test_a_decision_says_no_rule_only_when_no_rule_decided_it():
 
     assert Decision("regen", frozenset({"schema", "grounded"}), 2).describe() == "regen[grounded,schema]"
     assert Decision("remove", frozenset(), None).describe() == "remove (no rule)"
+
+
+def test_the_physical_erasure_row_counts_a_key_that_survived_destruction(tmp_path, monkeypatch):
+    """store/erasure.py `"keys_destroyed": len(refs) − len(alive)` → `len(refs) | len(alive)` survived:
+    the counts differ only when a key outlives destruction (the broken-variant test that keeps one
+    runs on PostgreSQL only in this form). Destruction keeping the root's v1 key: destroyed = erased
+    versions − 1, alive = 1, and the step is not complete."""
+    import json
+
+    from test_shred_erasure import DOC, _delete
+
+    from memsteward.repair.artifacts import parse_store_document
+    from memsteward.shred.vault import Vault
+    from memsteward.store import Store
+
+    real = Vault.destroy
+    monkeypatch.setattr(Vault, "destroy", lambda self, refs: real(self, [r for r in refs if r != ("root", 1)]))
+    store = Store.open(str(tmp_path / "k.db"), create=True)
+    try:
+        store.import_snapshot(parse_store_document(DOC, "doc"))
+        _delete(store)
+        (row,) = [json.loads(d) for (d,) in store.conn.execute(
+            "SELECT detail FROM audit WHERE action = 'physical-erasure'")]
+        assert row["keys_alive"] == 1 and row["versions"] >= 2
+        assert row["keys_destroyed"] == row["versions"] - 1 and not row["complete"]
+    finally:
+        store.close()
