@@ -540,3 +540,12 @@ def test_the_physical_erasure_row_counts_a_key_that_survived_destruction(tmp_pat
         assert row["keys_destroyed"] == row["versions"] - 1 and not row["complete"]
     finally:
         store.close()
+
+
+def test_only_localhost_and_loopback_addresses_are_loopback():
+    """endpoints.py `host.lower() == "localhost"` → `>=` survived: every host sorting after
+    "localhost" ("remote.example", "m…", "z…") passed for loopback, so plain http:// to it was allowed."""
+    from memsteward.policy.endpoints import is_loopback
+
+    assert is_loopback("localhost") and is_loopback("LOCALHOST") and is_loopback("127.0.0.1") and is_loopback("[::1]")
+    assert not any(is_loopback(h) for h in ("remote.example", "mallory.net", "zeta", "localhost.evil", "10.0.0.1"))
