@@ -549,3 +549,25 @@ def test_only_localhost_and_loopback_addresses_are_loopback():
 
     assert is_loopback("localhost") and is_loopback("LOCALHOST") and is_loopback("127.0.0.1") and is_loopback("[::1]")
     assert not any(is_loopback(h) for h in ("remote.example", "mallory.net", "zeta", "localhost.evil", "10.0.0.1"))
+
+
+def test_schema_checks_every_item_of_an_array():
+    """oracles.py `for k, item in enumerate(value)` (ZeroIterationForLoop) was not covered: no
+    test had an `items` schema with a bad item; each is checked and named by its index."""
+    from memsteward.repair.oracles import schema_errors
+
+    schema = {"type": "array", "items": {"type": "string", "maxLength": 3}}
+    assert schema_errors(["ab", "abc"], schema) == []
+    assert schema_errors(["ab", 7, "abcd"], schema) == ["$[1]: expected string", "$[2]: longer than 3"]
+
+
+def test_execution_order_computes_the_requirement_edges_when_not_given():
+    """plan.py `requirement_edges(candidates) if requirements is None else requirements` → `is not
+    None` survived: every caller passes the edges. Without them, b (which requires a) comes after a."""
+    from memsteward.repair.candidates import Candidate
+    from memsteward.repair.plan import execution_order
+
+    cands = (Candidate("a", "summary", None, "regen", "op", (), True, 1.0, 1.0),
+             Candidate("b", "summary", None, "regen", "op", ("a",), True, 1.0, 1.0),
+             Candidate("c", "summary", None, "regen", "op", (), True, 1.0, 1.0))
+    assert execution_order(cands, frozenset({"a", "b", "c"})) == ("a", "c", "b")
