@@ -571,3 +571,22 @@ def test_execution_order_computes_the_requirement_edges_when_not_given():
              Candidate("b", "summary", None, "regen", "op", ("a",), True, 1.0, 1.0),
              Candidate("c", "summary", None, "regen", "op", (), True, 1.0, 1.0))
     assert execution_order(cands, frozenset({"a", "b", "c"})) == ("a", "c", "b")
+
+
+def test_an_oracle_listed_twice_on_one_side_is_compared_as_a_whole():
+    """compare.py `len(a[oracle]) != 1 or len(b[oracle]) != 1` → `and` survived: an oracle that one
+    decision lists once and the other twice (two validation rules) is one "changed" setting "*",
+    not a per-setting comparison of the first entries."""
+    import json
+
+    from memsteward.policy.compare import Decision, oracle_changes
+
+    def spec(v: float) -> str:
+        return json.dumps({"oracle": "grounded", "min_support": v}, sort_keys=True)
+
+    once = Decision("regen", frozenset({"grounded"}), 1, frozenset({spec(0.5)}))
+    twice = Decision("regen", frozenset({"grounded"}), 1, frozenset({spec(0.5), spec(0.8)}))
+    (change,) = oracle_changes(once, twice)
+    assert (change["oracle"], change["setting"], change["verdict"]) == ("grounded", "*", "changed")
+    (change,) = oracle_changes(twice, once)
+    assert (change["setting"], change["verdict"]) == ("*", "changed")
