@@ -590,3 +590,26 @@ def test_an_oracle_listed_twice_on_one_side_is_compared_as_a_whole():
     assert (change["oracle"], change["setting"], change["verdict"]) == ("grounded", "*", "changed")
     (change,) = oracle_changes(twice, once)
     assert (change["setting"], change["verdict"]) == ("*", "changed")
+
+
+def test_a_delete_tombstones_its_roots_only():
+    """store/erasure.py `if ident in tombstone and content is not None` → `or` survived: the
+    scrubbed versions of derived artifacts (here the summary s) are erased but not tombstoned —
+    a tombstone refuses re-ingesting the deleted root's content, not its derivations'."""
+    from memsteward.policy.loader import load_policy
+    from memsteward.repair.artifacts import parse_store_document
+    from memsteward.repair.events import parse_event
+    from memsteward.repair.execute import run_event
+    from memsteward.store import Store
+
+    store = Store()
+    store.import_snapshot(parse_store_document({
+        "artifacts": [{"id": "r", "kind": "record", "content": {"text": "The user is allergic to peanuts."}},
+                      {"id": "keep", "kind": "record", "content": {"text": "The user lives in Berlin."}},
+                      {"id": "s", "kind": "summary", "content": "Allergy and home."}],
+        "edges": [{"src": "r", "dst": "s", "type": "influence"}, {"src": "keep", "dst": "s", "type": "influence"}]},
+        "<test>"))
+    run_event(store, load_policy("policies/default.yaml"), parse_event({"type": "delete", "roots": ["r"]},
+                                                                       store.snapshot()), "mincut", "networkx")
+    assert {r for (r,) in store.conn.execute("SELECT root FROM tombstones")} == {"r"}
+    assert store.conn.execute("SELECT COUNT(*) FROM tombstones").fetchone()[0] >= 1
