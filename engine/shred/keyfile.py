@@ -32,6 +32,24 @@ _PART = 20_000  # refs per statement
 _WRITER_PRAGMAS = ("PRAGMA secure_delete = ON", "PRAGMA synchronous = FULL")
 
 
+def _insert_deks(c: sqlite3.Connection, rows: list[tuple[str, int, bytes]], exact: bool) -> int:
+    """Insert the new DEK rows in one committed transaction (a ref that has a key keeps it); the rows
+    inserted. ``exact``: roll back and raise :class:`KeyRace` unless every row was new."""
+    before = c.total_changes
+    c.execute("BEGIN IMMEDIATE")
+    try:
+        for start in range(0, len(rows), _PART):
+            c.executemany("INSERT OR IGNORE INTO deks(id, version, wrapped) VALUES (?,?,?)", rows[start:start + _PART])
+        made = c.total_changes - before
+        if exact and made != len(rows):
+            raise KeyRace("a key of one of the refs was created by another writer")
+        c.execute("COMMIT")
+    except BaseException:
+        c.execute("ROLLBACK")
+        raise
+    return made
+
+
 def check_header(fmt: int, store: str, kid: str, master: MasterKey, store_id: str | None, shown: str) -> None:
     """Refuse a key store of a newer format, of another store, or wrapped under another master key."""
     if fmt > KEYFILE_FORMAT:
@@ -95,19 +113,8 @@ class FileKeyStore:
     def create(self, refs: Collection[VersionRef]) -> dict[VersionRef, bytes]:
         """A fresh DEK per new ref, committed (one transaction); existing refs keep theirs."""
         fresh, rows = self._wrapper.fresh(refs)
-        c = self.conn
-        before = c.total_changes
-        c.execute("BEGIN IMMEDIATE")
-        try:
-            for start in range(0, len(rows), _PART):
-                c.executemany("INSERT OR IGNORE INTO deks(id, version, wrapped) VALUES (?,?,?)",
-                              rows[start:start + _PART])
-            c.execute("COMMIT")
-        except BaseException:
-            c.execute("ROLLBACK")
-            raise
         # every ref new (the write path's case): the fresh keys; else read back the ones that existed
-        return fresh if c.total_changes - before == len(rows) else self.get(fresh)
+        return fresh if _insert_deks(self.conn, rows, exact=False) == len(rows) else self.get(fresh)
 
     def create_deferred(self, refs: Collection[VersionRef]) -> tuple[dict[VersionRef, bytes], Future[None]] | None:
         """A fresh DEK per ref, returned at once, and the future of their commit (durable when it completes),
@@ -130,19 +137,7 @@ class FileKeyStore:
             self._writer = sqlite3.connect(self.path, isolation_level=None, timeout=30.0, check_same_thread=False)
             for pragma in _WRITER_PRAGMAS:
                 self._writer.execute(pragma)
-        c = self._writer
-        before = c.total_changes
-        c.execute("BEGIN IMMEDIATE")
-        try:
-            for start in range(0, len(rows), _PART):
-                c.executemany("INSERT OR IGNORE INTO deks(id, version, wrapped) VALUES (?,?,?)",
-                              rows[start:start + _PART])
-            if c.total_changes - before != len(rows):
-                raise KeyRace("a key of one of the refs was created by another writer")
-            c.execute("COMMIT")
-        except BaseException:
-            c.execute("ROLLBACK")
-            raise
+        _insert_deks(self._writer, rows, exact=True)
 
     def get(self, refs: Collection[VersionRef]) -> dict[VersionRef, bytes]:
         """The live DEKs of ``refs`` (a destroyed one is absent)."""
