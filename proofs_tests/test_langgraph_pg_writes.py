@@ -104,11 +104,11 @@ class _FailingCommit:
 def test_a_failed_commit_leaves_no_wrapped_item(gs, monkeypatch):
     seen, keys = _spy(gs, monkeypatch), _puts(gs, monkeypatch)
     real = gs.store.conn
-    gs.store.conn = _FailingCommit(real)
+    gs.store.conn = gs.store.driver.conn = _FailingCommit(real)  # the store's COMMIT goes through its driver
     try:
         with pytest.raises(sqlite3.OperationalError):
             gs.put(NS, "x", {"content": "Dana's new phone number is 555-0199."})
     finally:
-        gs.store.conn = real
+        gs.store.conn = gs.store.driver.conn = real
     assert seen == [("x", True)] and keys[:1] == ["x"], "the wrapped put had started and ran"
     assert gs.inner.get(NS, "x") is None and gs.artifact_id(NS, "x") is None

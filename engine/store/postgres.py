@@ -38,7 +38,16 @@ _PLAIN_INSERT = re.compile(r"^INSERT INTO (\w+)\(([\w, ]+)\) VALUES \(%s(?:, ?%s
 
 def _copy_target(item: tuple[str, Any, bool]) -> str | None:
     """``COPY t(cols) FROM STDIN`` for a large executemany of a plain INSERT (every value a
-    parameter, no ON CONFLICT): same rows, same constraints and triggers, one statement."""
+    parameter, no ON CONFLICT): same rows, same constraints and triggers, one statement.
+
+    >>> _copy_target(("INSERT INTO edges(src, dst, type) VALUES (%s, %s, %s)", [("a", "b", "t")] * 64, True))
+    'COPY edges(src, dst, type) FROM STDIN'
+    >>> _copy_target(("INSERT INTO edges(src, dst, type) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+    ...               [("a", "b", "t")] * 64, True)) is None
+    True
+    >>> _copy_target(("INSERT INTO edges(src, dst, type) VALUES (%s, %s, %s)", [("a", "b", "t")], True)) is None
+    True
+    """
     sql, rows, is_many = item
     if not is_many or len(rows) < COPY_MIN:
         return None
