@@ -11,14 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
-import uuid
 
-import psycopg
 import pytest
-from conftest import pg_dsn
 from langgraph.store.memory import InMemoryStore
 from langgraph.store.sqlite import SqliteStore
-from psycopg.rows import dict_row
+from langgraph_pg import postgres_store
 
 import memsteward
 from memsteward.integrations.langgraph import GovernedStore
@@ -41,19 +38,8 @@ def _deleted(gs: GovernedStore) -> dict:
 
 @pytest.fixture
 def pg_inner():
-    from langgraph.store.postgres import PostgresStore
-
-    dsn, name = pg_dsn(), f"lga_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(dsn, autocommit=True) as admin:
-        admin.execute(f'CREATE SCHEMA "{name}"')
-    conn = psycopg.connect(dsn, autocommit=True, prepare_threshold=0, row_factory=dict_row,
-                           options=f"-c search_path={name}")
-    inner = PostgresStore(conn)
-    inner.setup()
-    yield inner
-    conn.close()
-    with psycopg.connect(dsn, autocommit=True) as admin:
-        admin.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+    with postgres_store("lga") as inner:
+        yield inner
 
 
 def test_postgres_wal_and_backups_are_unverified_never_pass(pg_inner):

@@ -6,13 +6,12 @@ scrub waits for such snapshots to end, and that the attestation fails, naming th
 from __future__ import annotations
 
 import threading
-import uuid
 from pathlib import Path
 
 import psycopg
 import pytest
 from conftest import pg_dsn
-from psycopg.rows import dict_row
+from langgraph_pg import postgres_store
 
 import memsteward
 from memsteward.integrations.langgraph import GovernedStore
@@ -24,19 +23,8 @@ POLICY = memsteward.load_policy(memsteward.bundled_path("policies", "default.yam
 
 @pytest.fixture
 def pg_store():
-    from langgraph.store.postgres import PostgresStore
-
-    dsn, name = pg_dsn(), f"lgf_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(dsn, autocommit=True) as admin:
-        admin.execute(f'CREATE SCHEMA "{name}"')
-    conn = psycopg.connect(dsn, autocommit=True, prepare_threshold=0, row_factory=dict_row,
-                           options=f"-c search_path={name}")
-    inner = PostgresStore(conn)
-    inner.setup()
-    yield inner
-    conn.close()
-    with psycopg.connect(dsn, autocommit=True) as admin:
-        admin.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+    with postgres_store("lgf") as inner:
+        yield inner
 
 
 def _old_snapshot() -> psycopg.Connection:

@@ -5,12 +5,9 @@ write never reaches the wrapped store; a record whose COMMIT fails leaves no wra
 from __future__ import annotations
 
 import sqlite3
-import uuid
 
-import psycopg
 import pytest
-from conftest import pg_dsn
-from psycopg.rows import dict_row
+from langgraph_pg import postgres_store
 
 import memsteward
 from memsteward.integrations.langgraph import GovernedStore, GovernedWriteRefused, writes
@@ -21,19 +18,8 @@ NS = ("users", "dana")
 
 @pytest.fixture
 def gs(tmp_path):
-    from langgraph.store.postgres import PostgresStore
-
-    dsn, name = pg_dsn(), f"lgw_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(dsn, autocommit=True) as admin:
-        admin.execute(f'CREATE SCHEMA "{name}"')
-    conn = psycopg.connect(dsn, autocommit=True, prepare_threshold=0, row_factory=dict_row,
-                           options=f"-c search_path={name}")
-    inner = PostgresStore(conn)
-    inner.setup()
-    yield GovernedStore(inner, memsteward.open_store(tmp_path / "prov.db"), POLICY)
-    conn.close()
-    with psycopg.connect(dsn, autocommit=True) as admin:
-        admin.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+    with postgres_store("lgw") as inner:
+        yield GovernedStore(inner, memsteward.open_store(tmp_path / "prov.db"), POLICY)
 
 
 def _spy(gs, monkeypatch) -> list[tuple[str, bool]]:
