@@ -6,8 +6,7 @@ trial noise) changes results from one process to the next. Each process below re
 same clearance plans (all five methods, on a noisy synthetic game and on the bundled cases) and
 the same repair plans (delete / correct / migrate on the demo store) and prints them; three
 processes with three different seeds must print the same bytes. This is CI's non-default-seed
-pass over the determinism-sensitive paths; the whole suite is also run under three seeds by hand
-(bench/MUTATION.md says when and with which seeds).
+pass over the determinism-sensitive paths (no record of whole-suite runs under other seeds is kept).
 """
 
 from __future__ import annotations
