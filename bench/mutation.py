@@ -2,10 +2,12 @@
 
 Plausible one-line bugs (cosmic-ray's operators: comparison, arithmetic, boolean, constant,
 break/continue, exception replacements, …) are planted one at a time into the core modules named by
-issue 33 (``CORE``), and each mutant runs only the tests that execute its line (coverage-based
-selection, bench/mutation_sel.py), fastest first, stopping at the first failure, on ``--workers``
-private copies of the tree at once. A mutant whose tests still pass *survives*; one whose line no
-in-process test executes is *not covered* and counts as a survivor. Every survivor goes to
+issue 33 (``CORE``), and each mutant runs every test that executes its line (coverage-based
+selection, bench/mutation_select.py; a line run at import is mapped by what it reaches), fastest
+first, stopping at the first failure, on ``--workers`` private copies of the tree at once. The map
+is one coverage run of the suite, split into one shard per copy, with ``MEMSTEWARD_PG_DSN`` set so
+the PostgreSQL tests are mapped and run too. A mutant whose tests still pass *survives*; one whose
+line no in-process test executes is *not covered* and counts as a survivor. Every survivor goes to
 bench/MUTATION.md, to be killed by a new test or argued equivalent.
 
 Positions that cannot change behaviour (annotations, docstrings, logging calls, ``__all__``) are
@@ -13,7 +15,8 @@ filtered before a seeded sample is drawn, in proportion to each module's mutant 
 reported with its 95 % Wilson lower bound. Mutation happens in private copies whose ``memsteward``
 package is first on ``PYTHONPATH``, so the working tree is never modified.
 
-    python -m bench.mutation --sample 560 --budget-minutes 80 [--seed 0] [--workers 2] [--only store/]
+    MEMSTEWARD_PG_DSN=postgresql://… python -m bench.mutation --sample 560 --budget-minutes 80 [--seed 0]
+        [--workers 2] [--only store/]
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -54,8 +58,22 @@ NOT_MAPPED = frozenset({
     "test_wheel_examples.py", "test_typed_examples.py", "test_docs_site.py", "test_packaging.py",
     "test_cli_startup.py", "test_bench_data.py", "test_bench_meclear_llm.py", "test_bench_repair_traces.py",
     "test_bench_stats.py", "test_llm_demo.py", "test_clear_cohort_ray.py", "test_repair_executors.py",
-    "test_mcp_http.py", "test_mcp_server.py", "test_store_boundary.py", "test_fuzz.py",
+    "test_mcp_http.py", "test_mcp_server.py", "test_store_boundary.py", "test_fuzz.py", "test_mutation_select.py",
 })
+
+
+PG_ENV = "MEMSTEWARD_PG_DSN"
+# Bumped when the way lines are mapped to tests changes, so an older map file is not reused.
+MAP_RULES = 2
+
+
+def postgresql_problem(environ: Mapping[str, str], without: bool) -> str | None:
+    """Why the run cannot start as asked: the map and the mutants need ``MEMSTEWARD_PG_DSN`` (the
+    suite's PostgreSQL tests kill mutants no SQLite test sees), unless ``--no-postgresql`` says so."""
+    if without or environ.get(PG_ENV):
+        return None
+    return (f"{PG_ENV} is not set: the PostgreSQL tests would be skipped and their kills lost; set it "
+            f"(e.g. {PG_ENV}=postgresql://postgres@127.0.0.1:5432/test) or pass --no-postgresql")
 
 
 def _copy_tree(dest: Path) -> None:
@@ -109,24 +127,64 @@ if os.environ.get("MEMSTEWARD_MUTATE_COVERAGE") and os.environ.get("PYTEST_CURRE
 """
 
 
-def map_coverage(copy: Path, timeout: float, only_tests: list[str]) -> tuple[dict, dict[str, float], set[str]]:
-    """One run of the mapped test files under coverage with per-test contexts (the selection map)."""
-    files = sorted(p.name for p in (copy / "proofs_tests").glob("test_*.py")
+def _shards(files: list[str], weights: dict[str, float], n: int) -> list[list[str]]:
+    """The test files split into ``n`` groups of about equal cost (heaviest first onto the lightest)."""
+    groups: list[list[str]] = [[] for _ in range(n)]
+    load = [0.0] * n
+    for f in sorted(files, key=lambda f: (-weights.get(f, 1.0), f)):
+        k = load.index(min(load))
+        groups[k].append(f)
+        load[k] += weights.get(f, 1.0)
+    return [g for g in groups if g]
+
+
+def _elsewhere(copy: Path) -> dict[str, str]:
+    """For each core module, the text of every other module of the package and of the tests: a
+    module-level name read there makes its line reach the whole module (mutation_select)."""
+    texts = {str(p.relative_to(copy)): p.read_text() for d in ("engine", "specs", "proofs_tests")
+             for p in sorted((copy / d).rglob("*.py"))}
+    return {m: "\n".join(t for f, t in texts.items() if f != m) for m in CORE}
+
+
+def map_coverage(copies: list[Path], timeout: float, only_tests: list[str],
+                 weights: dict[str, float] | None = None) -> tuple[dict, dict[str, float], set[str]]:
+    """The mapped test files under coverage with per-test contexts (the selection map), split into one
+    shard per copy, the shards run at once."""
+    files = sorted(p.name for p in (copies[0] / "proofs_tests").glob("test_*.py")
                    if p.name not in NOT_MAPPED and (not only_tests or any(o in p.name for o in only_tests)))
-    outcomes = copy / ".mutate-outcomes.json"
-    cmd = _pytest("-q", "-p", "pytest_cov.plugin", "-p", "bench.mutation_plugin", "--cov=memsteward",
-                  "--cov-context=test", "--cov-report=", *(f"proofs_tests/{f}" for f in files))
-    rc = copy / ".mutate-coveragerc"
-    rc.write_text(f"[run]\nparallel = true\ndata_file = {copy / '.coverage'}\nsource = memsteward\n")
-    (copy / "_import" / "sitecustomize.py").write_text(_CHILD_COVERAGE)
-    cmd[cmd.index("--cov-report=")] = f"--cov-config={rc}"
-    cmd.append("--cov-report=")
-    env = {**_env(copy), "MEMSTEWARD_MUTATE_OUTCOMES": str(outcomes), _CHILD_ENV: str(rc)}
-    r = subprocess.run(cmd, cwd=copy, env=env, capture_output=True, text=True, timeout=timeout)
-    if not outcomes.exists():
-        raise SystemExit(f"the coverage run wrote no outcomes (exit {r.returncode}):\n{r.stdout[-3000:]}{r.stderr[-2000:]}")
-    durations, passed = sel.read_outcomes(outcomes)
-    return sel.coverage_map(copy / ".coverage", copy, CORE), durations, passed
+    if weights is None:  # no earlier durations: a file's size stands for its cost
+        weights = {f: float(len((copies[0] / "proofs_tests" / f).read_text())) for f in files}
+    shards = _shards(files, weights, len(copies))
+    procs = []
+    for copy, shard in zip(copies, shards):
+        rc = copy / ".mutate-coveragerc"
+        rc.write_text(f"[run]\nparallel = true\ndata_file = {copy / '.coverage'}\nsource = memsteward\n")
+        (copy / "_import" / "sitecustomize.py").write_text(_CHILD_COVERAGE)
+        cmd = _pytest("-q", "-p", "pytest_cov.plugin", "-p", "bench.mutation_plugin", "--cov=memsteward",
+                      "--cov-context=test", f"--cov-config={rc}", "--cov-report=",
+                      *(f"proofs_tests/{f}" for f in shard))
+        env = {**_env(copy), "MEMSTEWARD_MUTATE_OUTCOMES": str(copy / ".mutate-outcomes.json"), _CHILD_ENV: str(rc)}
+        log = (copy / ".mutate-map.log").open("w")
+        procs.append((copy, subprocess.Popen(cmd, cwd=copy, env=env, stdout=log, stderr=subprocess.STDOUT), log))
+    durations: dict[str, float] = {}
+    passed: set[str] = set()
+    deadline = time.monotonic() + timeout
+    for copy, proc, log in procs:
+        try:
+            proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+        outcomes = copy / ".mutate-outcomes.json"
+        if not outcomes.exists():
+            raise SystemExit(f"the coverage run wrote no outcomes (exit {proc.returncode}):\n"
+                             f"{(copy / '.mutate-map.log').read_text()[-4000:]}")
+        d, ok = sel.read_outcomes(outcomes)
+        durations.update(d)
+        passed |= ok
+    cov = sel.coverage_map([(c / ".coverage", c) for c, _, _ in procs], CORE, _elsewhere(copies[0]))
+    return cov, durations, passed
 
 
 def _mutants(copy: Path, module: str) -> list:
@@ -197,26 +255,32 @@ def _run_one(m, copy: Path, rel: str, tests: list[str], timeout: float) -> dict:
     return row
 
 
-def _cached_map(map_file: Path | None, copy: Path, only_tests: list[str]) -> tuple[dict, dict[str, float], set[str]]:
-    """The coverage map of this tree: read from ``map_file`` when it was made from the same commit
-    and test selection (``git describe --always --dirty``), else computed and written there."""
+def _cached_map(map_file: Path | None, copies: list[Path], only_tests: list[str]) -> tuple[dict, dict[str, float], set[str]]:
+    """The coverage map of this tree: read from ``map_file`` when it was made from the same commit,
+    test selection, selection rules and database (``git describe --always --dirty``), else computed
+    (its shards balanced by the per-file durations of any earlier map there) and written there."""
     head = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=ROOT, capture_output=True,
                           text=True).stdout.strip()
-    key = {"commit": head, "tests": sorted(only_tests)}
+    key = {"commit": head, "tests": sorted(only_tests), "rules": MAP_RULES,
+           "postgresql": bool(os.environ.get(PG_ENV))}
+    weights: Counter[str] | None = None
     if map_file is not None and map_file.exists():
         doc = json.loads(map_file.read_text())
         if doc.get("key") == key and not head.endswith("-dirty"):
             print(f"coverage map read from {map_file} ({head})", flush=True)
             cov = {m: {int(k): v for k, v in lines.items()} for m, lines in doc["map"].items()}
             return cov, doc["durations"], set(doc["passed"])
-    print("mapping coverage (one run of the mapped test files) …", flush=True)
-    cov, durations, passed = map_coverage(copy, 3 * 3600, only_tests)
+        weights = Counter()
+        for node, seconds in doc.get("durations", {}).items():
+            weights[node.split("::")[0].rsplit("/", 1)[-1]] += seconds + 0.05
+    print(f"mapping coverage (the mapped test files in {len(copies)} shards) …", flush=True)
+    cov, durations, passed = map_coverage(copies, 3 * 3600, only_tests, dict(weights) if weights else None)
     if map_file is not None:
         map_file.write_text(json.dumps({"key": key, "map": cov, "durations": durations, "passed": sorted(passed)}))
     return cov, durations, passed
 
 
-def run(size: int, budget_s: float, seed: int, only: list[str], workers: int, limit: int,
+def run(size: int, budget_s: float, seed: int, only: list[str], workers: int, limit: int | None,
         only_tests: list[str], map_file: Path | None = None, partial: Path | None = None) -> dict:
     """Copy the tree once per worker, map coverage once, draw the sample, run it on ``workers`` copies.
     With ``partial``, the results so far are rewritten there after every mutant (a long run can be
@@ -227,7 +291,7 @@ def run(size: int, budget_s: float, seed: int, only: list[str], workers: int, li
     try:
         for c in copies:
             _copy_tree(c)
-        cov, durations, passed = _cached_map(map_file, copies[0], only_tests)
+        cov, durations, passed = _cached_map(map_file, copies, only_tests)
         out["coverage_s"] = round(time.monotonic() - start, 1)
         out["tests_mapped"], out["tests_passing"] = len(durations), len(passed)
         plan, out["modules"] = draw_sample(copies[0], size, seed, only)
@@ -321,7 +385,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--budget-minutes", type=float, default=80.0, help="wall-clock budget for the mutants")
     ap.add_argument("--seed", type=int, default=0, help="sampling seed")
     ap.add_argument("--workers", type=int, default=2, help="parallel mutants, each in its own copy")
-    ap.add_argument("--max-tests", type=int, default=60, help="covering tests run per mutant (fastest first)")
+    ap.add_argument("--max-tests", type=int, default=0,
+                    help="at most this many covering tests per mutant, fastest first (default 0: all of them)")
+    ap.add_argument("--no-postgresql", action="store_true",
+                    help=f"map and run without {PG_ENV} (its PostgreSQL tests are skipped, so their kills are lost)")
     ap.add_argument("--only", action="append", default=[], help="substring of the modules to mutate")
     ap.add_argument("--map-only", action="append", default=[],
                     help="substring of the test files to map (default: every test file but NOT_MAPPED)")
@@ -334,9 +401,12 @@ def main(argv: list[str] | None = None) -> None:
         print(report(json.loads(Path(a.report).read_text())), end="")
         return
     if not 1 <= a.sample <= 20000 or not 0 < a.budget_minutes <= 24 * 60 or not 1 <= a.workers <= 16 \
-            or not 1 <= a.max_tests <= 10000:
-        ap.error("--sample 1..20000, --budget-minutes 0..1440, --workers 1..16, --max-tests 1..10000")
-    result = run(a.sample, a.budget_minutes * 60, a.seed, a.only, a.workers, a.max_tests, a.map_only,
+            or not 0 <= a.max_tests <= 10000:
+        ap.error("--sample 1..20000, --budget-minutes 0..1440, --workers 1..16, --max-tests 0..10000")
+    problem = postgresql_problem(os.environ, a.no_postgresql)
+    if problem:
+        ap.error(problem)
+    result = run(a.sample, a.budget_minutes * 60, a.seed, a.only, a.workers, a.max_tests or None, a.map_only,
                  Path(a.map) if a.map else None, Path(a.out + ".partial"))
     result["score"] = score(result)
     Path(a.out).write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")

@@ -4,9 +4,10 @@ Two pure-ish steps, kept apart from the runner (bench/mutation.py):
 
 * **Coverage-based test selection.** One run of the test files under ``coverage`` with a per-test
   dynamic context (pytest-cov's ``--cov-context=test``) gives, for every line of the core modules,
-  the test node ids that execute it. A mutant on line *l* runs only those tests, fastest first,
-  with ``-x``: a test that never executes *l* cannot see the mutation (code reached only from a child
-  process is the exception; the report counts such mutants apart as *not covered*).
+  the test node ids that execute it. A mutant on line *l* runs all those tests, fastest first,
+  with ``-x``: a test that never executes *l* cannot see the mutation. Lines run at import
+  (constants, signatures, decorators) are recorded only under the test that imported the module
+  first, so they are mapped by what they reach instead (``import_time_lines``).
 * **Equivalence filter before sampling.** A mutation inside a type annotation, a docstring, a call
   to a logger or ``warnings.warn``, or ``__all__`` changes no behaviour a test can observe; those
   positions are dropped before the sample is drawn (how many, per module, is reported). The
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -76,40 +78,102 @@ def inside(start: tuple[int, int], end: tuple[int, int], spans: Iterable[Span]) 
     return any(s <= start and end <= e for s, e in spans)
 
 
-def coverage_map(data_file: Path, root: Path, modules: Iterable[str]) -> dict[str, dict[int, list[str]]]:
-    """module → line → the test node ids (coverage contexts ``nodeid|phase``) that executed it.
+def _names_bound(node: ast.stmt) -> set[str]:
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]  # type: ignore[attr-defined]
+    return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
 
-    A line executed only outside any test (at import, during collection: module-level constants,
-    decorators, class bodies) is mapped to every test that executes some line of its module, since a
-    change there reaches whatever the module does."""
-    from coverage import CoverageData
 
-    data = CoverageData(basename=str(data_file))
-    data.read()
-    wanted = {str((root / m).resolve()): m for m in modules}
-    out: dict[str, dict[int, list[str]]] = {m: {} for m in wanted.values()}
-    for measured in data.measured_files():
-        module = wanted.get(str(Path(measured).resolve()))
-        if module is None:
-            continue
-        lines = out[module]
-        at_import: list[int] = []
-        for line, contexts in data.contexts_by_lineno(measured).items():
-            ids = sorted({c.split("|")[0] for c in contexts if c})
-            lines.setdefault(line, [])
-            lines[line] = sorted(set(lines[line]) | set(ids))
-            if not ids:
-                at_import.append(line)
-        everyone = sorted({t for ids in lines.values() for t in ids})
-        for line in at_import:
-            if not lines[line]:
-                lines[line] = everyone
+def import_time_lines(source: str, elsewhere: str = "") -> dict[int, frozenset[int] | None]:
+    """The lines a module executes when it is imported, each with the lines whose tests can see a
+    mutation there: a module-level constant acts where it is read (the lines that load its name); a
+    function's signature (its defaults) where its body runs; anything else (a decorator, a class
+    body, an import, a constant read elsewhere: ``elsewhere`` is the text of the other modules and
+    the tests) by whatever the module does, which is ``None``.
+
+    Coverage records these lines once, at the first import, under whichever test (or no test, or a
+    child process) imported the module first; so the map must not take their contexts at face value."""
+    tree = ast.parse(source)
+    loads: dict[str, set[int]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            loads.setdefault(node.id, set()).add(node.lineno)
+    out: dict[int, frozenset[int] | None] = {}
+
+    def span(first: int, last: int, reach: frozenset[int] | None) -> None:
+        for line in range(first, last + 1):
+            out[line] = reach
+
+    def visit(body: list[ast.stmt], in_class: bool) -> None:
+        for node in body:
+            last = node.end_lineno or node.lineno
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for d in node.decorator_list:
+                    span(d.lineno, d.end_lineno or d.lineno, None)
+                body_from = node.body[0].lineno
+                span(node.lineno, body_from - 1, frozenset(range(body_from, last + 1)))
+            elif isinstance(node, ast.ClassDef):
+                for d in node.decorator_list:
+                    span(d.lineno, d.end_lineno or d.lineno, None)
+                span(node.lineno, node.body[0].lineno - 1, None)
+                visit(node.body, True)
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)) and not in_class:
+                names = _names_bound(node)
+                used = {ln for n in names for ln in loads.get(n, ())}
+                shared = any(re.search(rf"\b{re.escape(n)}\b", elsewhere) for n in names)
+                inner = used - set(range(node.lineno, last + 1))
+                span(node.lineno, last, None if shared or not inner else frozenset(inner))
+            else:
+                span(node.lineno, last, None)
+    visit(tree.body, False)
+    # a constant read at import (``B = f(A)``, a default ``x=A``) reaches what that line reaches: say everything
+    for line, reach in list(out.items()):
+        if reach is not None and reach & out.keys():
+            out[line] = None
     return out
 
 
+def coverage_map(data_files: Iterable[tuple[Path, Path]], modules: Iterable[str],
+                 elsewhere: Mapping[str, str] | None = None) -> dict[str, dict[int, list[str]]]:
+    """module → line → the test node ids (coverage contexts ``nodeid|phase``) that executed it, from
+    the coverage data of one or more shards (``(data_file, root of the tree it measured)``).
+
+    A line a module executes at import (``import_time_lines``) is mapped to the tests that execute the
+    lines it reaches, or, when it reaches anything, to every test that executes some line of its module
+    (and always to the tests that executed it). ``elsewhere[module]`` is the text of the other modules
+    and the tests, where a module-level name read outside the module is looked for."""
+    from coverage import CoverageData
+
+    modules = list(modules)
+    out: dict[str, dict[int, set[str]]] = {m: {} for m in modules}
+    for data_file, root in data_files:
+        data = CoverageData(basename=str(data_file))
+        data.read()
+        wanted = {str((root / m).resolve()): m for m in modules}
+        for measured in data.measured_files():
+            module = wanted.get(str(Path(measured).resolve()))
+            if module is None:
+                continue
+            for line, contexts in data.contexts_by_lineno(measured).items():
+                ids = {c.split("|")[0] for c in contexts if c}
+                out[module].setdefault(line, set()).update(ids)
+    result: dict[str, dict[int, list[str]]] = {}
+    for module, lines in out.items():
+        sources = [root / module for _, root in data_files if (root / module).exists()]
+        at_import = import_time_lines(sources[0].read_text(), (elsewhere or {}).get(module, "")) if sources else {}
+        everyone = {t for ids in lines.values() for t in ids}
+        final: dict[int, set[str]] = {line: set(ids) for line, ids in lines.items()}
+        for line, reach in at_import.items() if everyone else ():  # imported by some test: every such line ran
+            wide = everyone if reach is None else {t for r in reach for t in lines.get(r, ())}
+            final[line] = set(lines.get(line, ())) | wide
+        result[module] = {line: sorted(ids) for line, ids in sorted(final.items())}
+    return result
+
+
 def select_tests(covering: Iterable[str], durations: Mapping[str, float], passed: set[str],
-                 limit: int) -> list[str]:
-    """The passing tests that execute the mutated line, fastest first, at most ``limit`` of them."""
+                 limit: int | None = None) -> list[str]:
+    """The passing tests that execute the mutated line, fastest first (a mutant runs them with ``-x``,
+    so a kill stops the run early), at most ``limit`` of them (every one by default: a test left out
+    is a kill lost)."""
     ok = [t for t in covering if t in passed]
     return sorted(ok, key=lambda t: (durations.get(t, 60.0), t))[:limit]
 

@@ -1,0 +1,103 @@
+"""`make mutate`'s test selection (bench/mutation_select.py, bench/mutation.py): a mutant must run
+against every test that could kill it.
+
+The seed-1 run lost kills three ways: at most 60 covering tests per mutant, a module-level line
+credited only to the test that happened to import its module, and a map made without PostgreSQL.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from coverage import CoverageData
+
+from bench.mutation import _shards, postgresql_problem
+from bench.mutation_select import coverage_map, import_time_lines, select_tests
+
+SOURCE = '''\
+A = 3
+B = A + 1
+def f(x, k=A):
+    return x * k
+@decorate
+def g():
+    return LIMIT
+LIMIT = 5
+SHARED = 7
+class C:
+    field: int = 0
+    def m(self):
+        return SHARED
+def unused(y=2):
+    return y
+'''
+
+
+def test_a_constant_reaches_the_lines_that_read_it_and_a_signature_its_body():
+    lines = import_time_lines(SOURCE, elsewhere="from m import SHARED")
+    assert lines[8] == frozenset({7})  # LIMIT = 5 is read by g's body only
+    assert lines[3] == frozenset({4})  # f's default acts where f's body runs
+    assert lines[14] == frozenset({15})
+    # read at import (B = A + 1, a default k=A), read by another module, a decorator, a class body:
+    # each reaches whatever the module does
+    assert lines[1] is None and lines[2] is None
+    assert lines[9] is None
+    assert lines[5] is None
+    assert lines[10] is None and lines[11] is None
+    assert 4 not in lines and 7 not in lines and 13 not in lines  # function bodies run when called
+
+
+def _data(tmp_path: Path, executed: dict[str, list[int]]) -> Path:
+    """A real coverage data file in which test ``t`` executed ``executed[t]`` of engine/m.py."""
+    (tmp_path / "engine").mkdir()
+    module = tmp_path / "engine" / "m.py"
+    module.write_text(SOURCE)
+    data = CoverageData(basename=str(tmp_path / ".coverage"))
+    for test, lines in executed.items():
+        data.set_context(test)
+        data.add_lines({str(module): lines})
+    data.write()
+    return tmp_path / ".coverage"
+
+
+def test_module_level_lines_are_credited_to_the_tests_that_reach_them_not_to_the_first_importer(tmp_path):
+    # t_import imported the module inside its body, so coverage records every import-time line
+    # under it alone; t_limit calls g (reads LIMIT); t_f calls f; nobody calls unused
+    data = _data(tmp_path, {"t_import|run": [1, 2, 3, 5, 6, 8, 9, 10, 11, 12, 14],
+                            "t_limit|call": [7], "t_f|call": [4], "": []})
+    cov = coverage_map([(data, tmp_path)], ["engine/m.py"])["engine/m.py"]
+    assert cov[8] == ["t_import", "t_limit"]  # LIMIT = 5: not t_f, which never reads it
+    assert cov[3] == ["t_f", "t_import"]
+    assert cov[1] == cov[5] == cov[11] == ["t_f", "t_import", "t_limit"]
+    assert cov[14] == ["t_import"]  # unused's default: no test runs its body
+    assert cov[7] == ["t_limit"] and cov[4] == ["t_f"]
+
+
+def test_a_line_imported_outside_any_test_goes_to_every_test_of_the_module(tmp_path):
+    data = _data(tmp_path, {"": [1, 2, 3, 5, 6, 8, 9, 10, 11, 12, 14], "t_f|call": [4], "t_m|call": [13]})
+    cov = coverage_map([(data, tmp_path)], ["engine/m.py"])["engine/m.py"]
+    assert cov[10] == ["t_f", "t_m"]
+    assert cov[9] == ["t_m"]  # SHARED is read only by C.m here
+
+
+def test_every_passing_covering_test_is_selected_fastest_first():
+    covering = [f"t{k}" for k in range(200)]
+    durations = {t: (k % 7) + k / 1000 for k, t in enumerate(covering)}
+    chosen = select_tests(covering, durations, passed=set(covering) - {"t3"})
+    assert len(chosen) == 199 and "t3" not in chosen
+    assert [durations[t] for t in chosen] == sorted(durations[t] for t in chosen)
+    assert select_tests(covering, durations, set(covering), limit=5) == chosen[:5]
+
+
+def test_the_run_needs_postgresql_unless_told_otherwise():
+    problem = postgresql_problem({}, without=False)
+    assert problem is not None and "MEMSTEWARD_PG_DSN" in problem and "--no-postgresql" in problem
+    assert postgresql_problem({"MEMSTEWARD_PG_DSN": "postgresql://x"}, without=False) is None
+    assert postgresql_problem({}, without=True) is None
+
+
+def test_the_map_shards_balance_the_files_by_cost():
+    weights = {"a": 10.0, "b": 6.0, "c": 5.0, "d": 1.0}
+    shards = _shards(list(weights), weights, 2)
+    assert sorted(map(sorted, shards)) == [["a", "d"], ["b", "c"]]
+    assert _shards(["a"], weights, 2) == [["a"]]
