@@ -20,9 +20,12 @@ from .queries import Queries
 from .queries.postgres import POSTGRES
 from .queries.sqlite import SQLITE
 
-__all__ = ["BUSY_TIMEOUT_MS", "Driver", "PgDriver", "SqliteDriver"]
+__all__ = ["ANALYZE_MIN_ROWS", "BUSY_TIMEOUT_MS", "Driver", "PgDriver", "SqliteDriver"]
 
 BUSY_TIMEOUT_MS = 30_000  # SQLite: how long a statement waits for a lock held by another connection
+# PostgreSQL: a write of at least this many artifacts that is also more than a tenth of a table (autovacuum's
+# analyze_scale_factor) ANALYZEs the table at once, not at autovacuum's next round (up to a minute later)
+ANALYZE_MIN_ROWS = 10_000
 
 
 class Driver(Protocol):
@@ -72,6 +75,10 @@ class Driver(Protocol):
 
     def reclaim(self, tables: Sequence[str]) -> None:
         """Rewrite the store's files without the pages freed from ``tables`` (``store migrate --encrypt``)."""
+
+    def refresh_statistics(self, tables: Sequence[str], added: int) -> None:
+        """After a committed write that added ``added`` rows to ``tables``: bring the planner's statistics
+        of those tables up to date if the write changed them much (a bulk import)."""
 
     def files(self) -> list[str]:
         """The store's files this process can read (the byte scan of ``audit --deep``)."""
@@ -151,6 +158,9 @@ class SqliteDriver:
         self.conn.execute("VACUUM")
         self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
+    def refresh_statistics(self, tables: Sequence[str], added: int) -> None:
+        """Nothing: without ``sqlite_stat1`` SQLite's planner takes the indexes the statements name."""
+
     def files(self) -> list[str]:
         if self.in_memory:
             return []
@@ -219,6 +229,22 @@ class PgDriver:
 
         for table in tables:
             self.conn.raw.execute(sql.SQL("VACUUM FULL {}").format(sql.Identifier(table)))
+
+    def refresh_statistics(self, tables: Sequence[str], added: int) -> None:
+        """``ANALYZE`` each of ``tables`` that has no statistics yet or fewer than ten times ``added`` rows
+        by them, when ``added`` >= :data:`ANALYZE_MIN_ROWS` (a sample of 30,000 rows per table, tens of ms;
+        it takes no lock a reader or writer waits for). A table just filled has none, and autovacuum
+        comes up to a minute later; the id-list statements use their index without statistics
+        (:data:`~memsteward.store.queries.postgres._ANY`), the rest of the planner's choices need them."""
+        if added < ANALYZE_MIN_ROWS or self.conn.in_transaction:
+            return
+        from psycopg import sql
+
+        stale = [t for t, n in self.conn.raw.execute(
+            "SELECT relname, reltuples FROM pg_class WHERE relnamespace = %s::regnamespace AND relname = ANY(%s)",
+            (self.schema, list(tables))) if n < 0 or added * 10 > n]
+        for table in sorted(stale):
+            self.conn.raw.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(table)))
 
     def files(self) -> list[str]:
         return []  # the server's files are not this process's to read

@@ -31,7 +31,9 @@ if TYPE_CHECKING:
     from .memory_log import MemoryStore
     from .sqlstore import SqlStore
 
-__all__ = ["Transfer"]
+__all__ = ["FILLED", "Transfer"]
+
+FILLED = ("artifacts", "versions", "edges", "shingles")  # the tables an import or a batch of records grows
 
 
 class Transfer(Erasure, LogHooks):
@@ -59,6 +61,7 @@ class Transfer(Erasure, LogHooks):
                 self._insert_snapshot(c, snap, file)
         if refused is not None:
             raise refused  # after its audit row committed
+        self.driver.refresh_statistics(FILLED, len(snap.artifacts))
 
     def _insert_snapshot(self, c: Any, snap: Snapshot, file: str) -> None:
         c.executemany(self.q.insert_artifacts, [(a.id, a.kind, a.arch, a.version, a.state) for a in snap.artifacts.values()])

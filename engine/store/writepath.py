@@ -25,6 +25,7 @@ from .connection import retrying
 from .live import LiveEvent, ordered_after, pending_tombstones, retry_busy, tombstone_hit
 from .planstore import read_fields
 from .repairlog import Transitions
+from .transfer import FILLED
 
 __all__ = ["Writes", "tombstone_hit"]
 
@@ -99,7 +100,9 @@ class Writes(Transitions):
 
         batch = [w if isinstance(w, Write) else parse_put(w, self.path, f"writes[{k}].")
                  for k, w in enumerate(writes)]
-        return retry_busy(lambda: self._record_once(batch, reingest, before_commit), wait)
+        out = retry_busy(lambda: self._record_once(batch, reingest, before_commit), wait)
+        self.driver.refresh_statistics(FILLED, len(batch))
+        return out
 
     @retrying
     def _record_once(self, batch: Sequence[Write], reingest: str,
