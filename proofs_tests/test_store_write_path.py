@@ -277,3 +277,23 @@ def test_store_put_cli(tmp_path: Path):
     assert r.exit_code == 2 and "tombstone" in r.output
     actions = [row["action"] for row in Store.open(db).audit_log()]
     assert actions[-2:] == ["refuse", "refuse"]
+
+
+def test_a_write_failing_its_checks_leaves_no_chain_tail_behind(store_at):
+    """A write reads the audit chain's tail together with its checks (one round trip on PostgreSQL), under
+    the write lock. A write that then fails a check (an unknown input: InputError, nothing written) must
+    not leave that tail to a later transaction of the same store: after another writer appended to the
+    chain, this store's next event chains on the real tail and the chain verifies."""
+    url = store_at("tail")
+    s = Store.open(url, create=True)
+    s.record({"id": "n1", "kind": "record", "content": "Alice lives in Paris"})
+    with pytest.raises(InputError):
+        s.record({"id": "x", "kind": "summary", "content": "from nothing"}, inputs=["no-such-input"])
+    other = Store.open(url)
+    other.record({"id": "n2", "kind": "record", "content": "Bob likes chess"})
+    other.close()
+    _delete(s, "n1")
+    assert s.states()["n1"][0] == "erased"
+    assert first_broken(s.audit_rows(), s.audit_head(), None) is None
+    assert [r[0] for r in s.audit_rows()] == list(range(1, len(s.audit_rows()) + 1))
+    s.close()

@@ -28,7 +28,13 @@ from .api import AuditRow
 from .core import _done, _dump, _now
 from .sealing import Sealing
 
-__all__ = ["WITHDRAW_PART", "AuditChain"]
+__all__ = ["WITHDRAW_PART", "AuditChain", "tail_of"]
+
+
+def tail_of(rows: Sequence[Sequence[Any]]) -> tuple[int, str]:
+    """(seq, hash) of the chain's last row from the ``audit_tail`` rows; (0, genesis) for an empty chain."""
+    return (0, GENESIS) if not rows else (int(rows[0][0]), rows[0][1] or GENESIS)
+
 
 WITHDRAW_PART = 25_000  # withdraw rows per INSERT of a barrier; larger barriers write while they pack and hash
 
@@ -115,9 +121,13 @@ class AuditChain(Sealing):
         self.conn.execute(part, (first, at, event_id, b"".join(hashes), start, ids_text, start,
                            start + len(hashes)))
 
+    _tail_hint: tuple[int, str] | None = None
+    """The chain's tail as the open write transaction read it under the write lock (the write path reads
+    it with its checks); taken by the next append, cleared when the transaction ends."""
+
     def _audit_tail(self) -> tuple[int, str]:
-        last = self.conn.execute(self.q.audit_tail).fetchone()
-        return (0, GENESIS) if last is None else (int(last[0]), last[1] or GENESIS)
+        hint, self._tail_hint = self._tail_hint, None
+        return hint if hint is not None else tail_of(self.conn.execute(self.q.audit_tail).fetchall())
 
     def _write_audit(self, out: Sequence[tuple[int, str, int | None, str, str | None, str, str]]) -> None:
         self.conn.executemany(self.q.insert_audit, out)

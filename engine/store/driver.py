@@ -66,6 +66,10 @@ class Driver(Protocol):
     def flush(self) -> None:
         """Send the open transaction's queued writes now (a long copy keeps its queue short)."""
 
+    def reads(self, reads: Sequence[tuple[str, Sequence[Any]]]) -> list[list[tuple[Any, ...]]]:
+        """The rows of each SELECT of ``reads``, run in order (PostgreSQL: in one round trip with the
+        queued writes); each sees what the ones before it wrote or read."""
+
     def session_alive(self, session: str) -> bool | None:
         """Whether the server still runs ``session`` (a lease holder's); None: this backend cannot tell."""
 
@@ -135,6 +139,9 @@ class SqliteDriver:
 
     def flush(self) -> None:
         """Nothing is queued: each statement ran when it was issued."""
+
+    def reads(self, reads: Sequence[tuple[str, Sequence[Any]]]) -> list[list[tuple[Any, ...]]]:
+        return [self.conn.execute(sql, args).fetchall() for sql, args in reads]
 
     def session_alive(self, session: str) -> bool | None:
         return None
@@ -215,6 +222,9 @@ class PgDriver:
 
     def flush(self) -> None:
         self.conn.flush()
+
+    def reads(self, reads: Sequence[tuple[str, Sequence[Any]]]) -> list[list[tuple[Any, ...]]]:
+        return self.conn.execute_reads(reads)
 
     def session_alive(self, session: str) -> bool | None:
         return self.conn.session_alive(session)

@@ -143,6 +143,28 @@ class PgConnection:
             batch, self._queue = self._queue, []
             self._send(batch)
 
+    def execute_reads(self, reads: Sequence[tuple[str, Sequence[Any]]]) -> list[list[tuple[Any, ...]]]:
+        """The rows of each SELECT of ``reads``, sent with the queued writes in ONE pipeline (one round
+        trip), in order: each read sees the writes and reads before it, as with :meth:`execute` one by one."""
+        if self._queue is None or not self.PIPELINE or any(_copy_target(q) is not None for q in self._queue):
+            return [self.execute(sql, args).fetchall() for sql, args in reads]
+        batch, self._queue = self._queue, []
+        curs = [self.raw.cursor() for _ in reads]
+        try:
+            with self.raw.pipeline():
+                with self.raw.cursor() as head:
+                    for sql, params, is_many in batch:
+                        if is_many:
+                            head.executemany(sql, params)
+                        else:
+                            head.execute(sql, params)
+                for cur, (sql, args) in zip(curs, reads, strict=True):
+                    cur.execute(sql, tuple(args) or None)
+            return [cur.fetchall() for cur in curs]
+        finally:
+            for cur in curs:
+                cur.close()
+
     def stream(self, sql: str, args: Sequence[Any] = (), size: int = 2000) -> Iterator[tuple[Any, ...]]:
         """The rows of one SELECT through a server-side cursor, ``size`` rows per round trip: inside
         the open read snapshot (:meth:`read_snapshot`) or else in a read transaction of its own (one

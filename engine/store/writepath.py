@@ -21,6 +21,7 @@ from ..repair.reingest import verdict as reingest_verdict
 from ..repair.writes import Write, canonical_json, prepare
 from ..shred.api import KeyRace
 from ..shred.vault import Row
+from .audit import tail_of
 from .connection import retrying
 from .live import LiveEvent, ordered_after, pending_tombstones, retry_busy, tombstone_hit
 from .planstore import read_fields
@@ -124,7 +125,7 @@ class Writes(Transitions):
         ahead, keys_durable = self._seal_ahead(batch, defer)
         with self.transaction():
             try:
-                out = self._apply_writes(batch, reingest, self._live_event(), ahead)
+                out = self._apply_writes(batch, reingest, ahead)
             except WriteRefused as exc:
                 if exc.reason in ("fenced", "tombstone"):
                     refused = exc  # committed below: the refusal's audit row, nothing else
@@ -134,6 +135,8 @@ class Writes(Transitions):
             except BaseException:
                 _settle(keys_durable)
                 raise
+            finally:
+                self._tail_hint = None
             if refused is None and before_commit is not None:
                 before_commit()
             if keys_durable is not None:
@@ -163,11 +166,6 @@ class Writes(Transitions):
         now = dict(zip(late, self.vault.seal(late), strict=True))
         return [now[r] if r in now else ahead[(r[0], r[1])][1] for r in rows]
 
-    def _live_event(self) -> LiveEvent | None:
-        """The unfinished event (the oldest), read without its plan; None when there is none."""
-        row = self.conn.execute(self.q.live_event).fetchone()
-        return None if row is None else LiveEvent.of(int(row[0]), row[1])
-
     def _live_parts(self, live: LiveEvent) -> tuple[int, frozenset[str] | None, dict[str, str] | None]:
         cached = self._live_cache
         if cached is None or cached[0] != live.id:
@@ -196,14 +194,23 @@ class Writes(Transitions):
             self._live_cache = (live.id, held, dead)
         return dead
 
-    def _apply_writes(self, batch: Sequence[Write], reingest: str = "refuse", live: LiveEvent | None = None,
+    def _apply_writes(self, batch: Sequence[Write], reingest: str = "refuse",
                       ahead: Mapping[tuple[str, int], tuple[Row, Row]] | None = None) -> list[Artifact]:
         named = sorted({w.artifact.id for w in batch} | {i for w in batch for i in (*w.inputs, *w.semantic)})
-        known = {i: (k, a, st) for i, k, a, st in self.conn.execute(self.q.known_artifacts, (json.dumps(named),))}
-        top = dict(self.conn.execute(self.q.max_versions, (json.dumps([w.artifact.id for w in batch]),)).fetchall())
         keyed = {w.digest: self._digest_text(w.content_text) for w in batch}  # a sealed store's tombstones are keyed
         said = [self._said(w.digest, keyed[w.digest], w.artifact.content, w.artifact.meta) for w in batch]
-        dead = self.tombstones_of(set().union(*said))
+        # every read the checks need, in one go (PostgreSQL: one round trip with BEGIN and the write lock):
+        # the unfinished event, the named ids, the batch's versions, its tombstones and the audit chain's tail
+        # (the write lock is held: the tail stays the tail until this transaction appends to it)
+        live_row, known_rows, top_rows, dead_rows, tail = self.driver.reads([
+            (self.q.live_event, ()), (self.q.known_artifacts, (json.dumps(named),)),
+            (self.q.max_versions, (json.dumps([w.artifact.id for w in batch]),)),
+            (self.q.tombstones_of, (json.dumps(sorted(set().union(*said))),)), (self.q.audit_tail, ())])
+        live = LiveEvent.of(int(live_row[0][0]), live_row[0][1]) if live_row else None
+        known = {i: (k, a, st) for i, k, a, st in known_rows}
+        top = dict(top_rows)
+        dead = dict(dead_rows)
+        self._tail_hint = tail_of(tail)
         before = frozenset(known)  # ids the store holds: every other id of the batch is new to it
         versions, edges, arts, out, digests = [], [], [], [], []
         manifest = hashlib.sha256()
