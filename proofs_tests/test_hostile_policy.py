@@ -44,6 +44,11 @@ def _regen(url: str, key: str = "OPENAI_API_KEY") -> str:
     return f"repair:\n  regen_endpoint: {{base_url: '{url}', model: m, api_key_env: {key}}}\n"
 
 
+def _embedder(url: str, key: str = "OPENAI_API_KEY") -> str:
+    return (f"repair:\n  embedder:\n    type: openai\n"
+            f"    endpoint: {{base_url: '{url}', model: m, api_key_env: {key}}}\n")
+
+
 def _check(path: Path, env: dict[str, str] | None = None):
     result = CliRunner().invoke(main, ["check", str(path), "--json"], env=_clean_env(env))
     return result.exit_code, json.loads(result.output)
@@ -102,6 +107,11 @@ CASES = {
     "regen-foreign-key-and-http": (_regen("http://evil.example.com/v1", "HOME"), {},
                                    [("endpoint", "repair.regen_endpoint.base_url"),
                                     ("secret", "repair.regen_endpoint.api_key_env")]),
+    # an embedding endpoint receives memory text too: the same allow-lists
+    "embedder-https-default-key": (_embedder("https://api.example.com/v1"), {}, []),
+    "embedder-foreign-key-and-http": (_embedder("http://evil.example.com/v1", "HOME"), {},
+                                      [("endpoint", "repair.embedder.endpoint.base_url"),
+                                       ("secret", "repair.embedder.endpoint.api_key_env")]),
 }
 
 
@@ -114,6 +124,16 @@ def test_endpoint_allow_lists(tmp_path: Path, name: str):
     infos = [f for f in findings if f["severity"] == "info" and f["code"] == "endpoint"]
     assert len(infos) == 1 and "sends memory text to" in infos[0]["message"]
     assert "pw@" not in json.dumps(findings)  # credentials in a URL are never shown
+
+
+def test_an_endpoint_is_shown_by_scheme_host_port_and_path_only():
+    from memsteward.policy.endpoints import shown_url
+
+    assert shown_url("https://user:pw@api.example.com:8443/v1?key=s#f") == "https://api.example.com:8443/v1"
+    assert shown_url("https://api.example.com/v1") == "https://api.example.com/v1"  # no port: no colon
+    long = "https://api.example.com/" + "p" * 400
+    assert shown_url(long) == long[:200]  # at most 200 characters
+    assert shown_url("http://[::1") == "<invalid URL>"
 
 
 def test_config_file_sets_the_allow_lists(tmp_path: Path):

@@ -242,14 +242,19 @@ con = sqlite3.connect(sys.argv[1], isolation_level=None)
 con.execute("BEGIN")
 con.execute("SELECT COUNT(*), MAX(content) FROM versions").fetchone()  # a read snapshot of the WAL
 print("ready", flush=True)
-time.sleep(float(sys.argv[2]))
+if sys.argv[2] == "until-told":
+    sys.stdin.read()
+else:
+    time.sleep(float(sys.argv[2]))
 con.execute("COMMIT")
 con.close()
 """
 
 
-def _reader(db: Path, hold: float) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-c", READER, str(db), str(hold)], stdout=subprocess.PIPE, text=True)
+def _reader(db: Path, hold: float | None) -> subprocess.Popen:
+    """A process holding a read snapshot of ``db`` for ``hold`` seconds, or (None) until its stdin is closed."""
+    proc = subprocess.Popen([sys.executable, "-c", READER, str(db), "until-told" if hold is None else str(hold)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert proc.stdout.readline().strip() == "ready"
     return proc
 
@@ -345,11 +350,12 @@ def test_reader_holding_the_wal_past_the_bound_does_not_stop_erasure(tmp_path: P
     db = tmp_path / "m.db"
     store = marker_store(str(db))
     store.erase_wait = 0.2
-    reader = _reader(db, 4.0)
+    reader = _reader(db, None)  # holds its snapshot for the whole event, released only after it
     try:
         run_event(store, load_policy("policies/default.yaml"),
                   parse_event({"type": "delete", "roots": ["r-secret"]}, store.snapshot()))
     finally:
+        reader.stdin.close()
         assert reader.wait(timeout=30) == 0
     row = [r for r in store.audit_log() if r["action"] == "physical-erasure"][-1]["detail"]
     assert row["complete"] is True and row["checkpoint"] is False and row["keys_alive"] == 0
