@@ -419,38 +419,11 @@ def test_an_error_in_a_queued_write_rolls_the_transaction_back(pg_url):
     for flush_by_read in (True, False):
         with pytest.raises(psycopg.errors.UniqueViolation):
             with s.transaction() as c:
-                c.execute("UPDATE artifacts SET state = 'withdrawn' WHERE id = 'q0'")
-                c.execute("INSERT INTO versions(id, version, content, meta) VALUES (%s,%s,%s,%s)", ("q0", 1, "x", "{}"))
+                s.driver.write("UPDATE artifacts SET state = 'withdrawn' WHERE id = 'q0'")
+                s.driver.write("INSERT INTO versions(id, version, content, meta) VALUES (%s,%s,%s,%s)", ("q0", 1, "x", "{}"))
                 if flush_by_read:
                     c.execute("SELECT COUNT(*) FROM versions").fetchone()
         assert s.dump_state() == before
     _records(s, 3)  # the connection is usable: the next write commits
     assert s.get("q2") is not None and s.get("q0").state == "servable"
-    s.close()
-
-
-def test_large_plain_insert_batches_go_as_copy_with_the_same_rows(pg_schemas, monkeypatch):
-    """≥ COPY_MIN rows of a plain INSERT are sent as COPY: the rows equal those of executemany
-    (NULLs, unicode, big integers), and the audit log stays append-only."""
-    from memsteward.store import postgres as dialect
-
-    rows = [(f"id{k}", k, None if k % 3 == 0 else f"té\txt {k}\n", "{}", 2**62 + k if k % 2 else None, k % 2,
-             None) for k in range(3 * dialect.COPY_MIN)]
-    got, audit_rows = {}, 2 * dialect.COPY_MIN
-    for label, copy_min in (("copy", dialect.COPY_MIN), ("executemany", 10**9)):
-        monkeypatch.setattr(dialect, "COPY_MIN", copy_min)
-        s = Store.open(pg_schemas.url(), create=True)
-        with s.transaction() as c:
-            c.executemany("INSERT INTO versions(id, version, content, meta, event_id, erased, sha256) "
-                          "VALUES (%s,%s,%s,%s,%s,%s,%s)", rows)
-        got[label] = sorted(map(tuple, s.conn.execute("SELECT * FROM versions")))
-        s.close()
-    assert got["copy"] == got["executemany"] == sorted(rows)
-    monkeypatch.undo()  # COPY on again for the audit rows
-    s = Store.open(pg_schemas.url(), create=True)
-    with s.transaction():
-        s._append_audit([("t", None, "x", f"a{k}", "{}") for k in range(audit_rows)])
-    with pytest.raises(Exception, match="append-only"):
-        s.conn.execute("UPDATE audit SET action = 'y' WHERE seq = 1")
-    assert first_broken(s.audit_rows(), s.audit_head()) is None
     s.close()

@@ -26,6 +26,7 @@ from ..repair.auditchain import (
 )
 from .api import AuditRow
 from .core import _done, _dump, _now
+from .queries import AUDIT_COLUMNS
 from .sealing import Sealing
 
 __all__ = ["WITHDRAW_PART", "AuditChain", "tail_of"]
@@ -118,7 +119,7 @@ class AuditChain(Sealing):
         by byte offset; a TEXT's would count characters from its start)."""
         part = self.q.insert_withdrawals_part
         assert part is not None  # called only where the dialect has it (_append_withdrawals)
-        self.conn.execute(part, (first, at, event_id, b"".join(hashes), start, ids_text, start,
+        self.driver.write(part, (first, at, event_id, b"".join(hashes), start, ids_text, start,
                            start + len(hashes)))
 
     _tail_hint: tuple[int, str] | None = None
@@ -130,7 +131,7 @@ class AuditChain(Sealing):
         return hint if hint is not None else tail_of(self.conn.execute(self.q.audit_tail).fetchall())
 
     def _write_audit(self, out: Sequence[tuple[int, str, int | None, str, str | None, str, str]]) -> None:
-        self.conn.executemany(self.q.insert_audit, out)
+        self.driver.bulk_insert("audit", AUDIT_COLUMNS, out)  # PostgreSQL: one COPY for a barrier's withdraw rows
         if out:
             self._write_head(out[-1][0], out[-1][6])
 
@@ -143,7 +144,7 @@ class AuditChain(Sealing):
         if self._audit_key is not None:
             self._check_sealed_head(self._audit_key)
         sealed = None if self._audit_key is None else seal(self._audit_key, seq, head, self.audit_binding())
-        self.conn.execute(self.q.upsert_audit_head, (seq, head, sealed))
+        self.driver.write(self.q.upsert_audit_head, (seq, head, sealed))
 
     def _check_sealed_head(self, key: bytes) -> None:
         """Before sealing: the previous head must carry a valid seal and be the row this transaction's
@@ -167,7 +168,7 @@ class AuditChain(Sealing):
         if not seal_verifies(key, row[2], int(row[0]), row[1], source):
             raise InputError("the source's audit head signature does not verify under MEMSTEWARD_AUDIT_KEY "
                              "(nothing was copied)", file=self.path, field="audit_head")
-        self.conn.execute(self.q.reseal_head, (seal(key, int(row[0]), row[1], self.audit_binding()),))
+        self.driver.write(self.q.reseal_head, (seal(key, int(row[0]), row[1], self.audit_binding()),))
 
     def audit_head(self) -> tuple[int, str] | None:
         """(seq, hash) of the last row, as recorded in the same transaction as the row."""

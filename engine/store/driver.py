@@ -10,9 +10,10 @@ files a byte scan reads are all asked of the driver.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Protocol
 
 from .postgres import PgConnection
@@ -44,6 +45,15 @@ class Driver(Protocol):
     """This connection's server session (``pid@start``), recorded in a lease; None without a server."""
     concurrent_statements: bool
     """Whether a statement may run on a thread while this one packs or hashes (SQLite releases the GIL)."""
+
+    def write(self, sql: str, args: Sequence[Any] = ()) -> None:
+        """Run one statement whose result is not read (INSERT/UPDATE/DELETE): inside a write transaction
+        the backend may hold it back until the next read or COMMIT, in order."""
+
+    def bulk_insert(self, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+        """Insert ``rows`` (values in the order of ``columns``) as new rows of ``table``, in the open write
+        transaction: no row may exist yet (a clash is an error, as a plain INSERT's), every constraint
+        and trigger applies. The backend picks how (SQLite: executemany; PostgreSQL: COPY)."""
 
     def begin_write(self, lock: bool = True) -> None:
         """Open a write transaction; with ``lock``, holding the store's write lock before anything is read."""
@@ -96,6 +106,21 @@ class Driver(Protocol):
     def close(self) -> None: ...
 
 
+def _quoted(name: str) -> str:
+    """A SQLite identifier in double quotes (an embedded quote doubled)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+@functools.lru_cache(maxsize=64)
+def _sqlite_insert(table: str, columns: tuple[str, ...]) -> str:
+    """``INSERT INTO "t"("a", "b") VALUES (?,?)``: :meth:`SqliteDriver.bulk_insert`'s statement.
+
+    >>> _sqlite_insert("edges", ("src", "dst"))
+    'INSERT INTO "edges"("src", "dst") VALUES (?,?)'
+    """
+    return f"INSERT INTO {_quoted(table)}({', '.join(map(_quoted, columns))}) VALUES ({','.join('?' * len(columns))})"
+
+
 class SqliteDriver:
     """A SQLite database (a file or ``:memory:``) on one autocommit ``sqlite3`` connection."""
 
@@ -109,6 +134,13 @@ class SqliteDriver:
         self.conn = conn
         self.path = path
         self.in_memory = path == ":memory:"
+
+    def write(self, sql: str, args: Sequence[Any] = ()) -> None:
+        self.conn.execute(sql, args)
+
+    def bulk_insert(self, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+        """One executemany of a plain INSERT (SQLite's fastest path: one prepared statement, no round trips)."""
+        self.conn.executemany(_sqlite_insert(table, tuple(columns)), rows)
 
     def begin_write(self, lock: bool = True) -> None:
         self.conn.execute("BEGIN IMMEDIATE")  # the database's write lock, taken before the first read
@@ -199,6 +231,14 @@ class PgDriver:
         self.schema: str | None = conn.schema
         self.session: str | None = conn.session
 
+    def write(self, sql: str, args: Sequence[Any] = ()) -> None:
+        self.conn.write(sql, args)  # queued until the transaction's next read or COMMIT
+
+    def bulk_insert(self, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+        """One ``COPY table(columns) FROM STDIN`` from :data:`~memsteward.store.postgres.COPY_MIN` rows (fewer:
+        an executemany of one INSERT, kept in the pipeline), names quoted by psycopg's ``sql.Identifier``."""
+        self.conn.bulk_insert(table, columns, list(rows))
+
     def begin_write(self, lock: bool = True) -> None:
         self.conn.begin_write(lock=lock)  # BEGIN and (lock) the store's advisory lock, queued until the first read
 
@@ -206,10 +246,10 @@ class PgDriver:
         self.conn.lock_write()
 
     def commit(self) -> None:
-        self.conn.execute("COMMIT")
+        self.conn.commit()
 
     def rollback(self) -> None:
-        self.conn.execute("ROLLBACK")
+        self.conn.rollback()
 
     def in_transaction(self) -> bool:
         return self.conn.in_transaction

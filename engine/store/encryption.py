@@ -68,7 +68,7 @@ def _canonical(text: str) -> str:
 def _finish(store: Store) -> None:
     """Keyed lineage index, the sealed mark, and the files rewritten without the plaintext pages."""
     with store.transaction() as c:
-        c.execute(store.q.mark_sealed)
+        store.driver.write(store.q.mark_sealed)
         store.sealed = True
         ids = [r[0] for r in c.execute(store.q.artifact_ids)]
         for start in range(0, len(ids), 20_000):

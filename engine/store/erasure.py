@@ -128,12 +128,12 @@ class Erasure(Leases):
         if residue:
             detail["key_residue"] = str(residue)
         detail["complete"] = not alive and self.sealed and detail["key_checkpoint"]
-        with self.transaction() as c:
+        with self.transaction():
             self._check_lease(event_id)  # fencing: a process that took the step over writes its row alone
             if not self._holds_lease(event_id) and self._physical_row(event_id) is not None:
                 return self._physical_row(event_id) or detail
             self._audit("physical-erasure", event_id=event_id, detail=detail)
-            c.execute(self.q.delete_lease, (event_id,))
+            self.driver.write(self.q.delete_lease, (event_id,))
         self.driver.truncate_log(0)  # best effort: the row just written holds digests and counts only
         return detail
 

@@ -57,7 +57,7 @@ class Leases(PlanningReads):
 
     def _lease(self, event_id: int) -> None:
         """Record this process as the event's one writer (inside the caller's transaction)."""
-        self.conn.execute(self.q.upsert_lease, (event_id, self.owner, socket.gethostname(), os.getpid(), _process_start(os.getpid()),
+        self.driver.write(self.q.upsert_lease, (event_id, self.owner, socket.gethostname(), os.getpid(), _process_start(os.getpid()),
                            _now(), self.driver.session))
 
     def take_event(self, event_id: int) -> bool:

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..repair.lineage import candidates, index_hashes
 from .core import _id_list
+from .queries import SHINGLE_COLUMNS
 from .reads import Reads
 
 __all__ = ["PlanningReads"]
@@ -96,13 +97,14 @@ class PlanningReads(Reads):
         while it has an ``artifacts`` row) cannot be there already: they go in as a plain INSERT (one
         COPY on PostgreSQL), the others as INSERT OR IGNORE."""
         if replace:
-            self.conn.execute(self.q.delete_shingles, (json.dumps(sorted(replace)),))
+            self.driver.write(self.q.delete_shingles, (json.dumps(sorted(replace)),))
         new = set(replace) | set(fresh)
         rows = sorted({(h, i) for i, c in contents.items() if c is not None for h in index_hashes(c, self._keyed)})
-        for sql, part in ((self.q.insert_shingles_new, [r for r in rows if r[1] in new]),
-                          (self.q.insert_shingles, [r for r in rows if r[1] not in new])):
-            for start in range(0, len(part), 50_000):
-                self.conn.executemany(sql, part[start:start + 50_000])
+        fresh_rows, other = [r for r in rows if r[1] in new], [r for r in rows if r[1] not in new]
+        for start in range(0, len(fresh_rows), 50_000):
+            self.driver.bulk_insert("shingles", SHINGLE_COLUMNS, fresh_rows[start:start + 50_000])
+        for start in range(0, len(other), 50_000):
+            self.conn.executemany(self.q.insert_shingles, other[start:start + 50_000])
 
     def _reindex(self, ids: Collection[str]) -> None:
         """Re-index ``ids`` from every version they still hold (content and meta; erased ones are gone)."""

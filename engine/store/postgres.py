@@ -6,7 +6,10 @@ lives in its own PostgreSQL schema (``?schema=`` in the URL); write transactions
 one transaction-scoped advisory lock per store (``pg_advisory_xact_lock``) taken before the
 transaction reads anything. Every write transaction appends to the audit chain, so that lock is the
 lock on the chain's head: the chain is one total order, and two events' barriers and publications
-never interleave. Serialization failures and deadlocks (SQLSTATE 40001 / 40P01) are retried by
+never interleave. The core says which statements are writes whose result it does not read
+(:meth:`PgConnection.write`, ``executemany``) and which rows are new rows of one table
+(:meth:`PgConnection.bulk_insert`: COPY for a large batch); nothing here reads a statement's text
+to decide how to send it. Serialization failures and deadlocks (SQLSTATE 40001 / 40P01) are retried by
 :func:`~memsteward.store.connection.retrying`.
 """
 
@@ -19,7 +22,7 @@ import logging
 import os
 import re
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ..errors import InputError
@@ -29,30 +32,17 @@ from .schema import PG_MIGRATIONS, PG_SCHEMA, SCHEMA_VERSION, check_version
 __all__ = ["PgConnection", "connect_postgres"]
 
 
-_WRITE = re.compile(r"^\s*(INSERT|UPDATE|DELETE)\b", re.IGNORECASE)
+COPY_MIN = 64  # rows from which a bulk insert goes as one COPY (10^5 withdraw rows: one statement)
 
 
-COPY_MIN = 64  # rows from which a plain INSERT batch goes as one COPY (10^5 withdraw rows: one statement)
-_PLAIN_INSERT = re.compile(r"^INSERT INTO (\w+)\(([\w, ]+)\) VALUES \(%s(?:, ?%s)*\)$")
+class _Stmt(NamedTuple):
+    """One statement of a write transaction's queue: ``many``, an executemany of ``params``;
+    ``copy``, a ``COPY … FROM STDIN`` of the rows ``params``."""
 
-
-def _copy_target(item: tuple[str, Any, bool]) -> str | None:
-    """``COPY t(cols) FROM STDIN`` for a large executemany of a plain INSERT (every value a
-    parameter, no ON CONFLICT): same rows, same constraints and triggers, one statement.
-
-    >>> _copy_target(("INSERT INTO edges(src, dst, type) VALUES (%s, %s, %s)", [("a", "b", "t")] * 64, True))
-    'COPY edges(src, dst, type) FROM STDIN'
-    >>> _copy_target(("INSERT INTO edges(src, dst, type) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
-    ...               [("a", "b", "t")] * 64, True)) is None
-    True
-    >>> _copy_target(("INSERT INTO edges(src, dst, type) VALUES (%s, %s, %s)", [("a", "b", "t")], True)) is None
-    True
-    """
-    sql, rows, is_many = item
-    if not is_many or len(rows) < COPY_MIN:
-        return None
-    m = _PLAIN_INSERT.match(sql)
-    return None if m is None else f"COPY {m.group(1)}({m.group(2)}) FROM STDIN"
+    sql: str
+    params: Any
+    many: bool = False
+    copy: bool = False
 
 
 def _inerror() -> Any:
@@ -98,7 +88,8 @@ class PgConnection:
         self.raw = raw
         self.schema = schema
         self.migrated: tuple[int, int] | None = None  # (from, to) when this open ran `store migrate`
-        self._queue: list[tuple[str, Any, bool]] | None = None  # queued statements of the open write transaction
+        self._queue: list[_Stmt] | None = None  # queued statements of the open write transaction
+        self._bulk: dict[tuple[str, tuple[str, ...]], tuple[str, str]] = {}  # bulk_insert's statements
         self._streams = 0  # open server-side cursors (stream)
         self._snapshot = False  # inside read_snapshot
         self.locked = False  # the open write transaction holds the store's advisory lock
@@ -109,33 +100,75 @@ class PgConnection:
         # one 63-bit key per store (schema): the advisory lock that serialises its writers
         self.lock_key = int.from_bytes(hashlib.sha256(f"memsteward:{schema}".encode()).digest()[:8], "big") >> 1
 
-    # Round trips. Inside a write transaction, statements whose result the store does not read
-    # (BEGIN, the lock, INSERT/UPDATE/DELETE without RETURNING, executemany) are queued, and sent in
-    # ONE psycopg pipeline together with the next statement whose rows are needed (or with COMMIT):
-    # a record is ~6 round trips instead of ~13. Order is kept, so every read sees the writes before
-    # it; an error in a queued statement is raised at that flush, still inside the transaction, which
-    # is then rolled back whole (as if raised where it was queued).
+    # Round trips. Inside a write transaction, statements whose result the store does not read (BEGIN,
+    # the lock, :meth:`write`, :meth:`executemany`, :meth:`bulk_insert`) are queued, and sent in ONE
+    # psycopg pipeline together with the next statement whose rows are read (:meth:`execute`) or with
+    # COMMIT: a record is ~6 round trips instead of ~13. Order is kept, so every read sees the writes
+    # before it; an error in a queued statement is raised at that flush, still inside the transaction,
+    # which is then rolled back whole (as if raised where it was queued).
 
     def execute(self, sql: str, args: Sequence[Any] = ()) -> PgCursor:
+        """Run one statement now (the queue first) and return its rows."""
         params = tuple(args) if args else None
         if self._queue is not None:
-            head = sql.lstrip()[:8].upper()
-            if head.startswith("COMMIT"):
-                self._flush(("COMMIT", None, False))
-                self._queue = None
-                return PgCursor(None)
-            if head.startswith("ROLLBACK"):
-                begun = not self._queue or self._queue[0][0] != self._BEGIN
-                self._queue = None
-                if begun:
-                    self.raw.execute("ROLLBACK")
-                return PgCursor(None)
-            if _WRITE.match(sql) and "returning" not in sql.lower():
-                self._queue.append((sql, params, False))
-                return PgCursor(None)
-            return PgCursor(self._flush((sql, params, False)))
+            return PgCursor(self._flush(_Stmt(sql, params)))
         cur = self.raw.execute(sql, params)
         return PgCursor(cur.fetchall() if cur.description is not None else None)
+
+    def write(self, sql: str, args: Sequence[Any] = ()) -> None:
+        """One statement whose result is not read: queued inside a write transaction, else run now."""
+        params = tuple(args) if args else None
+        if self._queue is not None:
+            self._queue.append(_Stmt(sql, params))
+        else:
+            self.raw.execute(sql, params)
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        rows = list(rows)
+        if rows:
+            self._put(_Stmt(sql, rows, many=True))
+
+    def bulk_insert(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+        """New rows of ``table``: from :data:`COPY_MIN` rows one ``COPY table(columns) FROM STDIN``
+        (same rows, constraints and triggers, one statement), fewer as an executemany of one INSERT
+        (kept in the pipeline). The names are quoted by psycopg (``sql.Identifier``)."""
+        rows = list(rows)
+        if not rows:
+            return
+        insert, copy = self._bulk_statements(table, tuple(columns))
+        self._put(_Stmt(copy, rows, copy=True) if len(rows) >= COPY_MIN else _Stmt(insert, rows, many=True))
+
+    def _bulk_statements(self, table: str, columns: tuple[str, ...]) -> tuple[str, str]:
+        """The INSERT and the COPY of :meth:`bulk_insert` for ``table(columns)``, built once per connection."""
+        key = (table, columns)
+        if key not in self._bulk:
+            from psycopg import sql
+
+            target = sql.SQL("{}({})").format(sql.Identifier(table), sql.SQL(", ").join(map(sql.Identifier, columns)))
+            marks = sql.SQL(", ").join(sql.Placeholder() * len(columns))
+            self._bulk[key] = (sql.SQL("INSERT INTO {} VALUES ({})").format(target, marks).as_string(self.raw),
+                               sql.SQL("COPY {} FROM STDIN").format(target).as_string(self.raw))
+        return self._bulk[key]
+
+    def _put(self, stmt: _Stmt) -> None:
+        if self._queue is not None:
+            self._queue.append(stmt)
+        else:
+            self._send([stmt])
+
+    def commit(self) -> None:
+        """COMMIT the open transaction (the queue goes out with it)."""
+        if self._queue is None:
+            self.raw.execute("COMMIT")
+            return
+        self._flush(_Stmt("COMMIT", None))
+        self._queue = None
+
+    def rollback(self) -> None:
+        """ROLLBACK the open transaction; a queue that never went out (BEGIN still in it) is dropped."""
+        queue, self._queue = self._queue, None
+        if queue is None or not queue or queue[0].sql != self._BEGIN:
+            self.raw.execute("ROLLBACK")
 
     def flush(self) -> None:
         """Send the queued writes of the open transaction now (a long copy keeps its queue short)."""
@@ -146,18 +179,18 @@ class PgConnection:
     def execute_reads(self, reads: Sequence[tuple[str, Sequence[Any]]]) -> list[list[tuple[Any, ...]]]:
         """The rows of each SELECT of ``reads``, sent with the queued writes in ONE pipeline (one round
         trip), in order: each read sees the writes and reads before it, as with :meth:`execute` one by one."""
-        if self._queue is None or not self.PIPELINE or any(_copy_target(q) is not None for q in self._queue):
+        if self._queue is None or not self.PIPELINE or any(q.copy for q in self._queue):
             return [self.execute(sql, args).fetchall() for sql, args in reads]
         batch, self._queue = self._queue, []
         curs = [self.raw.cursor() for _ in reads]
         try:
             with self.raw.pipeline():
                 with self.raw.cursor() as head:
-                    for sql, params, is_many in batch:
-                        if is_many:
-                            head.executemany(sql, params)
+                    for stmt in batch:
+                        if stmt.many:
+                            head.executemany(stmt.sql, stmt.params)
                         else:
-                            head.execute(sql, params)
+                            head.execute(stmt.sql, stmt.params)
                 for cur, (sql, args) in zip(curs, reads, strict=True):
                     cur.execute(sql, tuple(args) or None)
             return [cur.fetchall() for cur in curs]
@@ -203,15 +236,6 @@ class PgConnection:
             self._snapshot = False
             self.raw.execute("ROLLBACK")
 
-    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        rows = list(rows)
-        if not rows:
-            return
-        if self._queue is not None:
-            self._queue.append((sql, rows, True))
-            return
-        self._send([(sql, rows, True)])
-
     _BEGIN = "BEGIN ISOLATION LEVEL READ COMMITTED"
     PIPELINE = True  # False: one round trip per statement (the reference path of bench/store_backends.py)
 
@@ -227,7 +251,7 @@ class PgConnection:
             self.raw.execute(self._BEGIN)
             self._queue = None
         else:
-            self._queue = [(self._BEGIN, None, False)]
+            self._queue = [_Stmt(self._BEGIN, None)]
         self.locked = False
         if lock:
             self.lock_write()
@@ -240,9 +264,9 @@ class PgConnection:
         if self._queue is None:
             self.raw.execute(self._LOCK, (self.lock_key,))
         else:
-            self._queue.append((self._LOCK, (self.lock_key,), False))
+            self._queue.append(_Stmt(self._LOCK, (self.lock_key,)))
 
-    def _flush(self, last: tuple[str, Any, bool]) -> list[tuple[Any, ...]] | None:
+    def _flush(self, last: _Stmt) -> list[tuple[Any, ...]] | None:
         """Send the queue and ``last``; ``last``'s rows (None: it returns none)."""
         batch = [*(self._queue or ()), last]
         if self._queue is not None:
@@ -250,7 +274,7 @@ class PgConnection:
         try:
             return self._send(batch)
         except BaseException:
-            if last[0] == "COMMIT":  # the store does not roll back a failed COMMIT: end the transaction here
+            if last.sql == "COMMIT":  # the store does not roll back a failed COMMIT: end the transaction here
                 self._queue = None
                 if self.raw.info.transaction_status == _inerror():
                     try:
@@ -259,34 +283,34 @@ class PgConnection:
                         pass
             raise
 
-    def _send(self, batch: Sequence[tuple[str, Any, bool]]) -> list[tuple[Any, ...]] | None:
-        """Runs of statements in one pipeline each; a large plain INSERT batch as one COPY between them."""
+    def _send(self, batch: Sequence[_Stmt]) -> list[tuple[Any, ...]] | None:
+        """Runs of statements in one pipeline each; each COPY between them (COPY leaves no pipeline open)."""
         rows, k = None, 0
         while k < len(batch):
             j = k
-            while j < len(batch) and _copy_target(batch[j]) is None:
+            while j < len(batch) and not batch[j].copy:
                 j += 1
             if j > k:
                 rows = self._pipeline(batch[k:j])
             if j < len(batch):
-                with self.raw.cursor() as cur, cur.copy(_copy_target(batch[j])) as copy:
-                    for row in batch[j][1]:
+                with self.raw.cursor() as cur, cur.copy(batch[j].sql) as copy:
+                    for row in batch[j].params:
                         copy.write_row(row)
                 rows, j = None, j + 1
             k = j
         return rows
 
-    def _pipeline(self, run: Sequence[tuple[str, Any, bool]]) -> list[tuple[Any, ...]] | None:
-        if len(run) == 1 and not run[0][2]:
-            cur = self.raw.execute(run[0][0], run[0][1])
+    def _pipeline(self, run: Sequence[_Stmt]) -> list[tuple[Any, ...]] | None:
+        if len(run) == 1 and not run[0].many:
+            cur = self.raw.execute(run[0].sql, run[0].params)
             return cur.fetchall() if cur.description is not None else None
         with self.raw.cursor() as cur:
             with self.raw.pipeline():
-                for sql, params, is_many in run:
-                    if is_many:
-                        cur.executemany(sql, params)
+                for stmt in run:
+                    if stmt.many:
+                        cur.executemany(stmt.sql, stmt.params)
                     else:
-                        cur.execute(sql, params)
+                        cur.execute(stmt.sql, stmt.params)
             return cur.fetchall() if cur.description is not None else None
 
     def session_alive(self, session: str) -> bool:
@@ -303,7 +327,13 @@ class PgConnection:
 
 
 def _schema_name(url: str) -> tuple[str, str]:
-    """Split the memsteward ``schema`` parameter (default ``memsteward``) off a libpq URL."""
+    """Split the memsteward ``schema`` parameter (default ``memsteward``) off a libpq URL.
+
+    >>> _schema_name("postgresql://u@db.example/test?schema=notes&sslmode=disable")
+    ('postgresql://u@db.example/test?sslmode=disable', 'notes')
+    >>> _schema_name("postgresql://u@db.example/test")[1]
+    'memsteward'
+    """
     parts = urlsplit(url)
     query = parse_qsl(parts.query, keep_blank_values=True)
     schema = next((v for k, v in query if k == "schema"), "memsteward")

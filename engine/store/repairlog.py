@@ -113,13 +113,13 @@ class Transitions(Transfer):
         The policy is stored once, in ``policies`` under its SHA-256 (the digest the barrier's audit
         row pins); the event row holds that digest (issue 25: never a copy per event)."""
         pinned = digest(policy_text)
-        self.conn.execute(self.q.insert_policy, (pinned, policy_text))
+        self.driver.write(self.q.insert_policy, (pinned, policy_text))
         (event_id,) = self.conn.execute(self.q.insert_event, (kind, event_text, pinned, plan_text, "barrier", _now())).fetchone()
         return int(event_id)
 
     def _withdraw(self, ids_text: str) -> None:
         """B_ρ: every id of the JSON array ``ids_text`` withdrawn (erased ones stay erased), one UPDATE."""
-        self.conn.execute(self.q.withdraw, (ids_text,))
+        self.driver.write(self.q.withdraw, (ids_text,))
 
     def _version_row(self, ident: str, content: Any, meta: Mapping[str, Any]) -> tuple[str, int, str, str]:
         """(id, next version, content text, meta text) of a new version of ``ident``."""
@@ -133,8 +133,8 @@ class Transitions(Transfer):
         row = self._version_row(ident, content, meta)
         version = row[1]
         ((_, _, sealed, sealed_meta),) = [ahead[1]] if ahead is not None and ahead[0] == row else self.vault.seal([row])
-        self.conn.execute(self.q.insert_version, (ident, version, sealed, sealed_meta, event_id, self.digest_of(content)))
-        self.conn.execute(self.q.set_staged_version, (version, ident))
+        self.driver.write(self.q.insert_version, (ident, version, sealed, sealed_meta, event_id, self.digest_of(content)))
+        self.driver.write(self.q.set_staged_version, (version, ident))
         return version
 
     def _event_versions(self, event_id: int, event: Mapping[str, Any]) -> dict[str, int]:
@@ -190,7 +190,7 @@ class Transitions(Transfer):
         pending row of an earlier release) — keyed by (event, seq), as the barrier once wrote it."""
         seq, mode = self._step_keys(event_id)[ident]
         sql = self.q.record_step_version if column == "version" else self.q.record_step_report
-        self.conn.execute(sql, (event_id, seq, ident, mode, status, value))
+        self.driver.write(sql, (event_id, seq, ident, mode, status, value))
 
     @retrying
     def stage(self, event_id: int, ident: str, content: Any, meta: Mapping[str, Any],
@@ -207,7 +207,7 @@ class Transitions(Transfer):
         with self.transaction():
             self._check_lease(event_id)
             version = self._insert_version(event_id, ident, content, meta, ahead)
-            self.conn.execute(self.q.set_state_staged, (ident,))
+            self.driver.write(self.q.set_state_staged, (ident,))
             self._record(event_id, ident, "staged", "version", version)
             self._audit("stage", ident, event_id, {"version": version, "support": list(support),
                                                    "forget": list(forget)})
@@ -220,7 +220,7 @@ class Transitions(Transfer):
             self._check_lease(event_id)
             self._record(event_id, ident, status, "report", _dump(report))
             if status != "validated":
-                self.conn.execute(self.q.set_state_withdrawn, (ident,))
+                self.driver.write(self.q.set_state_withdrawn, (ident,))
             self._audit(status, ident, event_id, {"report": report} if status != "validated" else {})
 
     @retrying
@@ -243,29 +243,29 @@ class Transitions(Transfer):
         def fenced() -> None:  # under the store's write lock, before the chain's rows: fencing, the lease
             self._check_lease(event_id)  # only the event's current writer publishes
             if not targets:  # else the lease is kept until the physical step's row (erase_physically)
-                self.conn.execute(self.q.delete_lease, (event_id,))
+                self.driver.write(self.q.delete_lease, (event_id,))
         # lock_late: the body reads and changes only rows of the ids the barrier holds, of its event and the
         # tombstones it adds, which no writer changes while the event runs (the write rule,
         # memsteward.store.live): writers go on meanwhile; the lock is taken for fencing and the chain
         with self.transaction(lock_late=True, locked=fenced) as c:
             self._check_lease(event_id)  # early: no work for a process that lost the event
             for ident in republish:
-                c.execute(self.q.republish, (ident,))
+                self.driver.write(self.q.republish, (ident,))
                 row = c.execute(self.q.current_version_content, (ident,)).fetchone()
                 self._audit("republish", ident, event_id, {} if row is None else {
                     "version": int(row[0]), "sha256": self.digest_of(self._open_content([(ident, row[0], row[1])])[0])})
             self.checkpoint()
             gone = self._erase_versions(event_id, targets, frozenset(tombstone) | frozenset(erase))
             for ident in erase:
-                c.execute(self.q.set_state_erased, (ident,))
+                self.driver.write(self.q.set_state_erased, (ident,))
             # successors staged but not republished go back to withdrawn, and no withdrawn one keeps a staged
             # version: only C(F) (the barrier) can hold either, so only its rows are read (cost ∝ the cascade)
-            c.execute(self.q.withdraw_unpublished, (json.dumps(list(plan_doc["barrier"])),))
+            self.driver.write(self.q.withdraw_unpublished, (json.dumps(list(plan_doc["barrier"])),))
             self._reindex(set(republish) | set(targets))  # successors' content in, erased content out
             final = stored_plan({**plan_doc, "event": referenced(plan_doc["event"],
                                                                  self._event_versions(event_id, plan_doc["event"]),
                                                                  self.digest_of)})
-            c.execute(self.q.close_event, (final, event_id))
+            self.driver.write(self.q.close_event, (final, event_id))
             self._audit("publish", event_id=event_id, detail={"republished": len(republish),
                                                                "plan_sha256": digest(final)})
         return gone

@@ -72,7 +72,7 @@ class Sealing(StoreCore):
             if row is None:
                 self._vault = Vault(open_keys(self.url, self._schema(), store_id, create=True))
                 empty = self.conn.execute(self.q.version_count).fetchone()[0] == 0
-                self.conn.execute(self.q.insert_store_keys, (store_id, int(empty)))
+                self.driver.write(self.q.insert_store_keys, (store_id, int(empty)))
         except BaseException:
             self.driver.rollback()
             raise

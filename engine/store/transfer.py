@@ -23,6 +23,7 @@ from .connection import retrying
 from .core import _dump, refs_unkeyed
 from .erasure import Erasure
 from .hooks import LogHooks
+from .queries import ARTIFACT_COLUMNS, VERSION_COLUMNS
 from .queries import TABLES as COPIED_TABLES
 from .sealing import batches
 from .tombstoned import first_tombstoned, refusal
@@ -64,11 +65,13 @@ class Transfer(Erasure, LogHooks):
         self.driver.refresh_statistics(FILLED, len(snap.artifacts))
 
     def _insert_snapshot(self, c: Any, snap: Snapshot, file: str) -> None:
-        c.executemany(self.q.insert_artifacts, [(a.id, a.kind, a.arch, a.version, a.state) for a in snap.artifacts.values()])
+        self.driver.bulk_insert("artifacts", ARTIFACT_COLUMNS,
+                                [(a.id, a.kind, a.arch, a.version, a.state) for a in snap.artifacts.values()])
         live = [a for a in snap.artifacts.values() if a.state != "erased"]
         sealed = self.vault.seal([(a.id, a.version, _dump(a.content), _dump(dict(a.meta))) for a in live])
-        c.executemany(self.q.insert_versions_live, [(i, v, ct, m, self.digest_of(a.content)) for (i, v, ct, m), a in zip(sealed, live, strict=True)])
-        c.executemany(self.q.insert_versions_erased, [(a.id, a.version, "{}") for a in snap.artifacts.values() if a.state == "erased"])
+        self.driver.bulk_insert("versions", VERSION_COLUMNS, [
+            *((i, v, ct, m, 0, self.digest_of(a.content)) for (i, v, ct, m), a in zip(sealed, live, strict=True)),
+            *((a.id, a.version, None, "{}", 1, None) for a in snap.artifacts.values() if a.state == "erased")])
         c.executemany(self.q.insert_edges, [(e.src, e.dst, e.type) for e in snap.edges])
         self._index({a.id: [[a.content, dict(a.meta)]] for a in snap.artifacts.values() if a.state != "erased"},
                     fresh=snap.artifacts.keys())  # ids new to the store (the import refuses a clash)
@@ -184,7 +187,7 @@ class Transfer(Erasure, LogHooks):
         mem.conn.executescript("DROP TRIGGER audit_no_update; DROP TRIGGER audit_no_delete;")
         if not self.driver.backup_into(mem.driver):  # the fast path: SQLite's page copy
             self.copy_into(mem, reseal=False)
-            mem.conn.execute(mem.q.set_store_keys, (self.vault.store_id, int(self.sealed)))
+            mem.driver.write(mem.q.set_store_keys, (self.vault.store_id, int(self.sealed)))
         mem.vault.close()  # the copy reads this store's keys and destroys none of them (OverlayKeyStore)
         if self.driver.in_memory:
             mem.vault = Vault(OverlayKeyStore(self.vault.keys))
@@ -230,7 +233,7 @@ class Transfer(Erasure, LogHooks):
             dst.vault.keys.adopt_index_key(self.vault.keys.index_key())  # type: ignore[attr-defined]
             dst.vault = Vault(dst.vault.keys)
             dst.sealed = self.sealed
-            dst.conn.execute(dst.q.set_sealed, (int(self.sealed),))
+            dst.driver.write(dst.q.set_sealed, (int(self.sealed),))
         counts: dict[str, int] = {}
         with self.read_snapshot(), dst.transaction() as c:  # every table from one state of the source
             total = sum(self.row_counts().values()) if progress is not None else 0

@@ -25,6 +25,7 @@ from .audit import tail_of
 from .connection import retrying
 from .live import LiveEvent, ordered_after, pending_tombstones, retry_busy, tombstone_hit
 from .planstore import read_fields
+from .queries import ARTIFACT_COLUMNS, VERSION_COLUMNS
 from .repairlog import Transitions
 from .transfer import FILLED
 
@@ -259,11 +260,12 @@ class Writes(Transitions):
             manifest.update(canonical_json([a.id, version, keyed[w.digest], w.inputs]).encode("utf-8") + b"\n")
             out.append(Artifact(a.id, a.kind, a.arch, version, a.content, dict(a.meta), "servable"))
         c = self.conn
-        c.executemany(self.q.insert_versions_new, [(*row, d) for row, d in zip(self._sealed(versions, ahead or {}), digests, strict=True)])
+        self.driver.bulk_insert("versions", VERSION_COLUMNS,
+                                [(*row, 0, d) for row, d in zip(self._sealed(versions, ahead or {}), digests, strict=True)])
         # an id new to the store gets one row, at its last version of the batch: a plain INSERT (one COPY
         # on PostgreSQL for a large batch); a known id's row is updated
         last = {row[0]: row for row in arts}
-        c.executemany(self.q.insert_artifacts, [(*row, "servable") for i, row in last.items() if i not in before])
+        self.driver.bulk_insert("artifacts", ARTIFACT_COLUMNS, [(*row, "servable") for i, row in last.items() if i not in before])
         c.executemany(self.q.upsert_artifacts, [row for i, row in last.items() if i in before])
         c.executemany(self.q.insert_edges, edges)
         # every version stays indexed, content and meta (issue 25): the content scan reads them all

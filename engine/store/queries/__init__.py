@@ -18,11 +18,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-__all__ = ["TABLES", "Queries"]
+__all__ = ["ARTIFACT_COLUMNS", "AUDIT_COLUMNS", "SHINGLE_COLUMNS", "TABLES", "VERSION_COLUMNS", "Queries"]
 
 TABLES = ("artifacts", "versions", "edges", "policies", "events", "plan_steps", "audit", "audit_head", "tombstones",
           "shingles")
 """The tables a copy reads and writes, in that order (parents before the rows that name them)."""
+
+# The columns the core's bulk inserts write (:meth:`~memsteward.store.driver.Driver.bulk_insert`: new
+# rows of one table, named the same in both dialects; the driver writes the statement, or the COPY)
+AUDIT_COLUMNS = ("seq", "at", "event_id", "action", "artifact_id", "detail", "hash")
+ARTIFACT_COLUMNS = ("id", "kind", "arch", "version", "state")
+VERSION_COLUMNS = ("id", "version", "content", "meta", "erased", "sha256")
+SHINGLE_COLUMNS = ("h", "id")
 
 
 @dataclass(frozen=True)
@@ -32,7 +39,6 @@ class Queries:
 
     # the audit chain (memsteward.store.audit)
     audit_tail: str
-    insert_audit: str
     insert_withdrawals_part: str | None  # SQLite: one part of a barrier's withdraw rows by INSERT … SELECT
     upsert_audit_head: str
     audit_head: str
@@ -77,7 +83,6 @@ class Queries:
     posting_limited: str
     delete_shingles: str
     insert_shingles: str
-    insert_shingles_new: str  # rows of ids that cannot have any yet: a plain INSERT (COPY)
     reindex_versions: str
     # leases (memsteward.store.leases)
     upsert_lease: str
@@ -109,10 +114,6 @@ class Queries:
     reseal_version: str
     retained_versions: str
     # import and the write path (memsteward.store.transfer, .writepath)
-    insert_artifacts: str
-    insert_versions_live: str
-    insert_versions_erased: str
-    insert_versions_new: str
     upsert_artifacts: str
     insert_edges: str
     edges_all: str

@@ -3,8 +3,8 @@
 A JSON array parameter is read as one array matched by an index (``column = ANY(…)``, :data:`_ANY`) or, where
 a statement needs each id, through :data:`_IDS`, one ``value`` column; both in collation "C" (ids compare and
 order as in SQLite); ``ON CONFLICT DO NOTHING`` where SQLite says ``INSERT OR IGNORE``; no join-order hints.
-A barrier's withdraw rows go in by one COPY (:class:`~memsteward.store.postgres.PgConnection`), so the dialect
-has no ``insert_withdrawals_part``.
+A barrier's withdraw rows go in by one COPY (:meth:`~memsteward.store.driver.PgDriver.bulk_insert`), so the
+dialect has no ``insert_withdrawals_part``.
 """
 
 from __future__ import annotations
@@ -22,8 +22,6 @@ _ANY = 'ANY(ARRAY(SELECT x COLLATE "C" FROM json_array_elements_text(%s::json) A
 
 POSTGRES = Queries(
     audit_tail='SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1',
-    insert_audit=('INSERT INTO audit(seq, at, event_id, action, artifact_id, detail, hash) VALUES '
-                  '(%s,%s,%s,%s,%s,%s,%s)'),
     insert_withdrawals_part=None,
     upsert_audit_head=('INSERT INTO audit_head(one, seq, hash, seal) VALUES (1, %s, %s, %s) ON CONFLICT(one) DO UPDATE '
                        'SET seq = excluded.seq, hash = excluded.hash, seal = excluded.seal'),
@@ -91,7 +89,6 @@ POSTGRES = Queries(
     posting_limited='SELECT id FROM shingles WHERE h = %s LIMIT %s',
     delete_shingles=('DELETE FROM shingles WHERE id = ' + _ANY),
     insert_shingles='INSERT INTO shingles(h, id) VALUES (%s, %s) ON CONFLICT DO NOTHING',
-    insert_shingles_new='INSERT INTO shingles(h, id) VALUES (%s, %s)',
     reindex_versions=('SELECT v.id, v.version, v.content, v.meta FROM versions v WHERE v.erased = 0 AND v.id = ' + _ANY
                       + ' ORDER BY v.id, v.version'),
     upsert_lease=('INSERT INTO event_lease(event_id, owner, host, pid, started, acquired, session) VALUES '
@@ -126,10 +123,6 @@ POSTGRES = Queries(
                      "'ms1:' ORDER BY id, version LIMIT %s"),
     reseal_version='UPDATE versions SET content = %s, meta = %s, sha256 = %s WHERE id = %s AND version = %s',
     retained_versions='SELECT id, version, content, meta FROM versions WHERE erased = 0 ORDER BY id, version',
-    insert_artifacts='INSERT INTO artifacts(id, kind, arch, version, state) VALUES (%s,%s,%s,%s,%s)',
-    insert_versions_live='INSERT INTO versions(id, version, content, meta, erased, sha256) VALUES (%s,%s,%s,%s,0,%s)',
-    insert_versions_erased='INSERT INTO versions(id, version, content, meta, erased) VALUES (%s,%s,NULL,%s,1)',
-    insert_versions_new='INSERT INTO versions(id, version, content, meta, sha256) VALUES (%s,%s,%s,%s,%s)',
     upsert_artifacts=("INSERT INTO artifacts(id, kind, arch, version, state) VALUES (%s,%s,%s,%s,'servable') ON "
                       "CONFLICT(id) DO UPDATE SET version = excluded.version, state = 'servable', staged_version = NULL"),
     insert_edges='INSERT INTO edges(src, dst, type) VALUES (%s,%s,%s) ON CONFLICT DO NOTHING',

@@ -21,7 +21,6 @@ _PLAIN = "erased = 0 AND substr(meta, 1, 4) != 'ms1:'"
 
 SQLITE = Queries(
     audit_tail="SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1",
-    insert_audit="INSERT INTO audit(seq, at, event_id, action, artifact_id, detail, hash) VALUES (?,?,?,?,?,?,?)",
     insert_withdrawals_part=(
         "INSERT INTO audit(seq, at, event_id, action, artifact_id, detail, hash) SELECT ? + j.key, "
         "?, ?, 'withdraw', j.value, '{}', CAST(substr(?, 64 * (j.key - ?) + 1, 64) AS TEXT) "
@@ -85,7 +84,6 @@ SQLITE = Queries(
     posting_limited="SELECT id FROM shingles WHERE h = ? LIMIT ?",
     delete_shingles="DELETE FROM shingles WHERE id IN (SELECT value FROM json_each(?))",
     insert_shingles="INSERT OR IGNORE INTO shingles(h, id) VALUES (?, ?)",
-    insert_shingles_new="INSERT INTO shingles(h, id) VALUES (?, ?)",
     reindex_versions=("SELECT v.id, v.version, v.content, v.meta FROM json_each(?) j JOIN versions v ON v.id = j.value "
                       "WHERE v.erased = 0 ORDER BY v.id, v.version"),
 
@@ -122,10 +120,6 @@ SQLITE = Queries(
     reseal_version="UPDATE versions SET content = ?, meta = ?, sha256 = ? WHERE id = ? AND version = ?",
     retained_versions="SELECT id, version, content, meta FROM versions WHERE erased = 0 ORDER BY id, version",
 
-    insert_artifacts="INSERT INTO artifacts(id, kind, arch, version, state) VALUES (?,?,?,?,?)",
-    insert_versions_live="INSERT INTO versions(id, version, content, meta, erased, sha256) VALUES (?,?,?,?,0,?)",
-    insert_versions_erased="INSERT INTO versions(id, version, content, meta, erased) VALUES (?,?,NULL,?,1)",
-    insert_versions_new="INSERT INTO versions(id, version, content, meta, sha256) VALUES (?,?,?,?,?)",
     upsert_artifacts=("INSERT INTO artifacts(id, kind, arch, version, state) VALUES (?,?,?,?,'servable') "
                       "ON CONFLICT(id) DO UPDATE SET version = excluded.version, state = 'servable', "
                       "staged_version = NULL"),
