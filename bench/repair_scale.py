@@ -323,6 +323,21 @@ def _barrier_parts(st: Any) -> tuple[dict[str, float], dict[str, float], Any]:
     return parts, cpu, done
 
 
+_SIDECARS = ("", ".keys")  # a SQLite store's file and its key file (memsteward.shred.keystores: ``<store>.keys``)
+
+
+def _copy_store(src: str, dst: str) -> None:
+    """A closed SQLite store copied file by file with its key file: a copy without its keys cannot be
+    opened ("key file not found")."""
+    for suffix in _SIDECARS:
+        shutil.copyfile(src + suffix, dst + suffix)
+
+
+def _remove_store(path: str) -> None:
+    for suffix in _SIDECARS:
+        os.remove(path + suffix)
+
+
 def barrier_worker(n_desc: int, repeats: int) -> dict[str, Any]:
     """The barrier over C(F) of one delete as ``execute`` runs it (``execute.barrier``: the plan's
     columns handed to ``Store.barrier``, all timed), its parts, and the floor: a bare UPDATE of the same ids."""
@@ -348,7 +363,7 @@ def barrier_worker(n_desc: int, repeats: int) -> dict[str, Any]:
         times, cpus, floors, breakdown, breakdown_cpu = [], [], [], [], []
         for k in range(repeats):
             copy = os.path.join(tmp, f"copy{k}.db")
-            shutil.copyfile(path, copy)
+            _copy_store(path, copy)
             st = Store(copy)
             gen = st.generation()
             parts, cpu, done = _barrier_parts(st)
@@ -361,8 +376,8 @@ def barrier_worker(n_desc: int, repeats: int) -> dict[str, Any]:
             breakdown_cpu.append(cpu)
             withdrawn = sum(1 for s, _ in st.states().values() if s == "withdrawn")
             st.close()
-            os.remove(copy)
-            shutil.copyfile(path, copy)
+            _remove_store(copy)
+            _copy_store(path, copy)
             st = Store(copy)
             t = time.perf_counter()
             st.conn.execute("BEGIN IMMEDIATE")
@@ -371,7 +386,7 @@ def barrier_worker(n_desc: int, repeats: int) -> dict[str, Any]:
             st.conn.execute("COMMIT")
             floors.append(time.perf_counter() - t)
             st.close()
-            os.remove(copy)
+            _remove_store(copy)
     plain_s = _median_time(lambda: canonical(doc), repeats)[0]  # the plain canonical JSON stored before v4
     with paused_gc():  # the document the barrier was handed before (built by the caller, never timed in its row)
         to_json_s, to_json_cpu_s, _ = _median_times(plan.to_json, repeats)
