@@ -16,11 +16,12 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
 import tempfile
 import time
 from typing import Any
 
-from .common import table, write_section
+from .common import machine, table, write_section
 
 NAME = "store_dryrun"
 SIZES = [20_000, 200_000, 2_000_000]
@@ -91,14 +92,28 @@ def measure(n: int, folder: str, repeats: int) -> dict[str, Any]:
     return {**row, "new_s": new_s, "old_s": old_s}
 
 
+def _commit() -> str:
+    """The commit measured, ``+dirty`` when the tracked files differ from it."""
+    commit = machine()["commit"]
+    try:
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                               text=True, cwd=os.path.dirname(os.path.abspath(__file__)), check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return commit
+    return commit + ("+dirty" if dirty else "")
+
+
 def run(sizes: list[int] = SIZES, repeats: int = 3, quick: bool = False) -> str:
     if quick:
         sizes, repeats = sizes[:2], 1
     rows = []
+    commit, load_start, t0 = _commit(), os.getloadavg(), time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="memsteward-dryrun-") as folder:
         for n in sizes:
             rows.append(measure(n, folder, repeats))
-            print(f"n={n}: copy_scope {rows[-1]['new_s']:.3f} s, whole copy {rows[-1]['old_s']:.3f} s", flush=True)
+            print(f"n={n}: build {rows[-1]['build_s']:.0f} s, copy_scope {rows[-1]['new_s']:.3f} s, "
+                  f"whole copy {rows[-1]['old_s']:.3f} s, load {os.getloadavg()[0]:.2f}", flush=True)
+    wall, load_end = time.perf_counter() - t0, os.getloadavg()
     base_new, base_old = rows[0]["new_s"], rows[0]["old_s"]
     body = table(["artifacts", "db MB", "|C(F)|", "dry run, copy of C(F) (s)", "× smallest",
                   "dry run, whole-store copy (s, before)", "× smallest"],
@@ -108,7 +123,11 @@ def run(sizes: list[int] = SIZES, repeats: int = 3, quick: bool = False) -> str:
             "`repair --dry-run` plans on the store and executes on an in-memory copy. Both copies timed in the "
             f"same run on the same SQLite file, median of {repeats} in-process calls (no start-up): the copy of what "
             "the event reads (`copy_scope`: C(F), its members' parents and their artifacts) against the whole-store "
-            "copy used before. Both give the same plan (asserted).\n\n" + body + "\n")
+            "copy used before. Both give the same plan (asserted).\n\n" + body + "\n\n"
+            f"Commit `{commit}`; the run took {wall / 60:.1f} min (building the stores included); 1-minute load "
+            f"{load_start[0]:.2f} at the start, {load_end[0]:.2f} at the end ({os.cpu_count()} cores). "
+            f"Command: `nice -n 5 python -m bench.store_dryrun --sizes {','.join(map(str, sizes))} "
+            f"--repeats {repeats}`.\n")
     write_section(NAME, text)
     return text
 
