@@ -107,7 +107,7 @@ def store_backend(request, monkeypatch):
         yield "sqlite"
         return
     from memsteward.store import Store
-    from memsteward.store.postgres import connect_postgres
+    from memsteward.store.pg_connect import connect_postgres
 
     schemas = _PgSchemas(pg_dsn())
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from ..errors import InputError
 from ..repair.artifacts import parse_store_document, read_json
 from .connection import is_postgres_url, redact
-from .postgres import connect_postgres
+from .pg_connect import connect_postgres
 from .sqlstore import SqlStore
 from .tenants import check_tenant, list_tenants, split_tenant, sqlite_tenant_path, with_tenant
 

@@ -103,7 +103,7 @@ def list_tenants(url: str) -> list[str]:
     if tenant is not None:
         raise InputError("list the tenants of the base store (without ?tenant=)", file=redact(url), field="tenant")
     if is_postgres_url(url):
-        from .postgres import pg_tenants
+        from .pg_connect import pg_tenants
 
         return pg_tenants(url)
     path = url[len("sqlite:///"):] if url.startswith("sqlite:///") else url
