@@ -17,6 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from store_import import import_document
+
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "engine" / "data" / "repair"
 CLI = str(Path(sys.executable).with_name("memsteward"))
@@ -38,9 +40,7 @@ main(["repair", "--policy", sys.argv[2], "--store", sys.argv[1], "--event", sys.
 
 def _store(tmp_path: Path) -> str:
     db = str(tmp_path / "m.db")
-    subprocess.run([CLI, "store", "import", "--store", db, str(DATA / "store.json")], check=True,
-                   capture_output=True, cwd=ROOT)
-    return db
+    return import_document(db, DATA / "store.json")
 
 
 def _physical_rows(db: str) -> list[dict]:

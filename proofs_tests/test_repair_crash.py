@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from store_import import import_document
 
 from memsteward.store import Store
 
@@ -54,9 +55,7 @@ def _checkpoints(event: str) -> int:
 
 def _fresh_db(store_at, name: str) -> str:
     db = store_at(name)
-    subprocess.run([MEMGOV, "store", "import", "--store", str(db), str(DATA / "store.json")],
-                   check=True, capture_output=True, cwd=ROOT)
-    return db
+    return import_document(db, DATA / "store.json")
 
 
 def _child(db: str, event: str, crash_at: int | None) -> subprocess.Popen:

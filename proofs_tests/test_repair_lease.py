@@ -17,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+from store_import import import_document
+
 from memsteward.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,8 +35,7 @@ def _has_open(pid: int, path: Path) -> bool:
 
 def _crashed_store(store_at) -> str:
     db = store_at("m")
-    subprocess.run([CLI, "store", "import", "--store", str(db), str(DATA / "store.json")], check=True,
-                   capture_output=True, cwd=ROOT)
+    import_document(db, DATA / "store.json")
     env = dict(os.environ)  # killed at checkpoint 6: after the barrier, while staging successors
     r = subprocess.run([sys.executable, "-m", "memsteward.testing.crash", "6", "repair", "--policy", "policies/default.yaml", "--store", str(db),
                         "--event", str(DATA / "event-delete.json")], capture_output=True, cwd=ROOT, env=env)

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from store_import import import_document
 
 from memsteward.api import apply_event, load_policy
 from memsteward.cli import repair_cmds
@@ -25,8 +26,7 @@ EXE = str(Path(sys.executable).parent / "memsteward")
 
 def _store(tmp_path: Path) -> Store:
     db = tmp_path / "s.db"
-    subprocess.run([EXE, "store", "import", "--store", str(db), str(DATA / "store.json")], check=True,
-                   capture_output=True)
+    import_document(db, DATA / "store.json")
     return Store.open(str(db))
 
 

@@ -10,6 +10,7 @@ import sqlite3
 import subprocess
 
 import pytest
+from store_import import import_document
 
 from memsteward.policy.loader import load_policy
 from memsteward.repair.attestation import attest
@@ -169,12 +170,7 @@ def _run_child(db: str, crash_at: int | None) -> int:
 
 
 def _fresh(store_at, name: str) -> str:
-    import sys
-    db = str(store_at(name))
-    memsteward = str(__import__("pathlib").Path(sys.executable).parent / "memsteward")
-    subprocess.run([memsteward, "store", "import", "--store", db, str(DATA / "store.json")], check=True,
-                   capture_output=True, cwd=ROOT)
-    return db
+    return import_document(str(store_at(name)), DATA / "store.json")
 
 
 def test_kill_between_key_destruction_and_publication_recovers(store_at):
