@@ -8,6 +8,7 @@ step is recorded in the store, so :func:`recover` can roll an interrupted event 
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import json
 import time
@@ -24,7 +25,7 @@ from ..store.connection import db_errors
 from .artifacts import SERVABLE_STATES, Artifact, Snapshot, artifact_field_problem
 from .candidates import Candidate
 from .events import Event, with_interfaces
-from .executors import Executor, LocalPool, Serialized, Shared, executor_from, prepare
+from .executors import Executor, LocalPool, Sequential, Serialized, Shared, executor_from, prepare
 from .operators import OperatorError, OperatorRegistry, RepairContext, Successor, operators_for
 from .oracles import OracleInput, OracleRegistry, validate
 from .plan import StepResult, TransitionPlan, compute_plan, event_scope, paused_gc
@@ -35,6 +36,7 @@ Progress = Callable[[int, int], None]  # (outcomes recorded, |S_ρ|), after ever
 
 T = TypeVar("T")
 MAX_DETAIL_CHARS = 300
+STEP_BATCH = 64  # candidates whose steps one transaction commits (sequential executor: RepairLog.defer_steps)
 
 
 class StepFailure(Exception):
@@ -413,6 +415,14 @@ def resume(store: RepairLog, event_id: int, policy: Policy, plan: TransitionPlan
                                    store.locator()))
     in_flight = 0
     deadline = time.monotonic() + policy.repair.event_deadline
+    # the steps run in this thread (sequential) are committed STEP_BATCH candidates at a time (RepairLog.defer_steps):
+    # a dependent reads its prerequisites' successors from ``successors``, never from the store, so nothing waits
+    # for a batch's commit but the publication; an interruption commits what is queued, a kill loses it (recover
+    # runs those candidates again)
+    batched = isinstance(executor, Sequential)
+    queued = 0
+    if batched:
+        store.defer_steps(True)
     try:
         while ready or in_flight:
             while ready and in_flight < session.capacity:
@@ -431,6 +441,7 @@ def resume(store: RepairLog, event_id: int, policy: Policy, plan: TransitionPlan
                 except StepFailure as exc:
                     status: StepStatus = "blocked" if missing and exc.stage != "deadline" else "failed"
                     results[i] = _fail(store, event_id, c, status, exc.detail, exc.stage)
+                    queued += 1
                     settle(i)
                     report(len(results), total)
                     continue
@@ -441,10 +452,22 @@ def resume(store: RepairLog, event_id: int, policy: Policy, plan: TransitionPlan
                 in_flight -= 1
                 if staged is not None:
                     successors[i] = staged
+                queued += 1
                 settle(i)
                 report(len(results), total)
+            if batched and queued >= STEP_BATCH:
+                store.flush_steps()
+                queued = 0
+        store.flush_steps()  # every outcome committed before the publication reads them
+    except BaseException:
+        if batched:  # interrupted (an error, Ctrl-C): the outcomes reached so far are kept, as step by step
+            with contextlib.suppress(BaseException):
+                store.flush_steps()
+        raise
     finally:
         session.close()
+        if batched:
+            store.defer_steps(False)
     return _publish(store, event_id, plan, [results[i] for i in plan.order])
 
 

@@ -224,6 +224,12 @@ class MemoryStore(MemoryReads):
             self._audit("stage", ident, event_id, {"version": version, "support": list(support), "forget": list(forget)})
         return version
 
+    def defer_steps(self, on: bool) -> None:
+        """Nothing to group: each step of the in-memory log commits at once (no lock is held for others)."""
+
+    def flush_steps(self) -> None:
+        """Nothing is queued (:meth:`defer_steps`)."""
+
     def record_step(self, event_id: int, ident: str, status: StepStatus, report: OracleReport) -> None:
         with self.transaction() as t:
             self._check_lease(event_id)

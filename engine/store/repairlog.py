@@ -192,10 +192,63 @@ class Transitions(Transfer):
         sql = self.q.record_step_version if column == "version" else self.q.record_step_report
         self.driver.write(sql, (event_id, seq, ident, mode, status, value))
 
+    _deferred: list[tuple[Any, ...]] | None = None
+    """The steps :meth:`stage` and :meth:`record_step` queued since :meth:`defer_steps` (None: each commits at once)."""
+
+    def defer_steps(self, on: bool) -> None:
+        """``on``: from now on :meth:`stage` and :meth:`record_step` queue their writes, and
+        :meth:`flush_steps` commits everything queued in ONE transaction (an event's many steps take
+        the store's write lock a few times, not twice per candidate). Off: the queue is dropped
+        uncommitted (a step that was never committed is run again by ``recover``)."""
+        self._deferred = [] if on else None
+
+    @retrying
+    def flush_steps(self) -> None:
+        """Commit the queued steps in one transaction, in the order they were made: each staged successor
+        (its version sealed first, all in one key-store commit outside the write lock) and each outcome,
+        with the same rows and chained audit rows as one transaction per step would write. Fenced: the
+        event's lease is checked first (a process that lost the event writes nothing)."""
+        queued = self._deferred
+        if not queued:
+            return
+        rows = [op[3] for op in queued if op[0] == "stage"]
+        sealed = {(r[0], r[1]): r2 for r, r2 in zip(rows, self.vault.seal(rows), strict=True)}
+        with self.transaction():
+            for event_id in sorted({op[1] for op in queued}):
+                self._check_lease(event_id)
+            # only the event writes versions of the ids its barrier holds: the versions read when the steps
+            # were queued are the ones they get (checked)
+            top = self._next_versions({r[0] for r in rows})
+            notes: list[tuple[str, int | None, str, str | None, str]] = []
+            for op in queued:
+                if op[0] == "stage":
+                    _, event_id, ident, (_, version, _, _), support, forget, digest_ = op
+                    if top.get(ident, 1) != version:
+                        raise InputError(f"{ident!r}: version {version} was taken while its successor was "
+                                         "queued; run `memsteward recover`", file=self.path)
+                    top[ident] = version + 1
+                    _, _, text, meta_text = sealed[(ident, version)]
+                    self.conn.execute(self.q.insert_version, (ident, version, text, meta_text, event_id, digest_))
+                    self.conn.execute(self.q.set_staged_version, (version, ident))
+                    self.conn.execute(self.q.set_state_staged, (ident,))
+                    self._record(event_id, ident, "staged", "version", version)
+                    notes.append((_now(), event_id, "stage", ident,
+                                  _dump({"version": version, "support": support, "forget": forget})))
+                else:
+                    _, event_id, ident, status, report = op
+                    self._record(event_id, ident, status, "report", _dump(report))
+                    if status != "validated":
+                        self.conn.execute(self.q.set_state_withdrawn, (ident,))
+                    notes.append((_now(), event_id, status, ident, _dump({"report": report} if status != "validated"
+                                                                          else {})))
+            self._append_audit(notes)
+        self._deferred = []
+
     @retrying
     def stage(self, event_id: int, ident: str, content: Any, meta: Mapping[str, Any],
               support: Sequence[Mapping[str, Any]] = (), forget: Sequence[Mapping[str, Any]] = ()) -> int:
-        """Stage one successor z_i (a new version, not servable) in one transaction.
+        """Stage one successor z_i (a new version, not servable) in one transaction (after
+        :meth:`defer_steps`: queued; the version it will have is returned).
 
         ``support`` (id, version) are the inputs it was built from and ``forget`` the invalidated
         versions it must not retain; both go into the hash-chained audit row (the attestation's evidence).
@@ -203,6 +256,9 @@ class Transitions(Transfer):
         # sealed before the transaction (the key store's commit outside the write lock): only this event
         # writes versions of the ids its barrier holds, so the version read now is the one it gets
         row = self._version_row(ident, content, meta)
+        if self._deferred is not None:
+            self._deferred.append(("stage", event_id, ident, row, list(support), list(forget), self.digest_of(content)))
+            return row[1]
         ahead = (row, self.vault.seal([row])[0])
         with self.transaction():
             self._check_lease(event_id)
@@ -215,7 +271,11 @@ class Transitions(Transfer):
 
     @retrying
     def record_step(self, event_id: int, ident: str, status: StepStatus, report: OracleReport) -> None:
-        """Record validated / failed / blocked; a failed or blocked successor stays withdrawn."""
+        """Record validated / failed / blocked; a failed or blocked successor stays withdrawn (after
+        :meth:`defer_steps`: queued)."""
+        if self._deferred is not None:
+            self._deferred.append(("step", event_id, ident, status, report))
+            return
         with self.transaction():
             self._check_lease(event_id)
             self._record(event_id, ident, status, "report", _dump(report))
