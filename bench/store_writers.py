@@ -5,8 +5,8 @@
   another process runs a delete; records/s over the event's wall time and every refusal counted,
   and the event's own wall time alone and with the writers. Two deletes: a 2,000-artifact cascade
   that is withdrawn and removed (summaries of the root only), and 200 summaries that are repaired
-  (each also derived from a retained note: staged and validated one transaction each, then
-  published). SQLite and PostgreSQL.
+  (each also derived from a retained note: staged and validated, 64 candidates per transaction,
+  then published). SQLite and PostgreSQL.
 * tenants (PostgreSQL) — W writer processes, each on its own tenant (its own schema in the same
   database) or all on one tenant; records/s over wall time; and correct events per second with
   each writer on its own tenant against all on one.
@@ -345,14 +345,14 @@ def run(quick: bool = False) -> None:
           f"**Writes during an event.** {writers} writers record their own artifacts (one `record` each, in a "
           f"tight loop, outside any cascade) on one store: alone for {alone:g} s, then while another process runs "
           f"a delete — of a root with {cascade:,} summaries removed with it, or with {repaired} summaries that are "
-          "repaired (each staged and validated in its own transactions, then published). Before this release "
+          "repaired (staged and validated, 64 candidates per transaction, then published). Before this release "
           "every one of those writes was refused while the event was unfinished. The event's own wall time is "
           "measured alone (same store, no writers) and with the writers.\n",
           table(["backend", "cascade", "records/s alone", "records/s during the event", "during / alone", "refused",
                  "event alone (s)", "event with writers (s)", "writers' CPU, cores (alone / during)"], rows_w), "",
           "Every write transaction of a store appends to its one audit chain, under the store's one write lock "
           "(SQLite's, PostgreSQL's advisory lock); writers in a tight loop keep it busy, and each transaction of "
-          "the event (barrier, each staged successor and step outcome, publication) takes its turn behind them, "
+          "the event (barrier, each batch of staged successors and step outcomes, publication) takes its turn behind them, "
           "so the event itself is slowed by the writers (last two columns). What a transaction does under the "
           "lock is kept short: a write seals its version (the key store's own durable commit) before it takes "
           "the lock, and on PostgreSQL a publication does its work (republish, erase, re-index) before it takes "

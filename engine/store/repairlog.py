@@ -1,7 +1,8 @@
 """The repair log (:class:`~memsteward.store.api.RepairLog`): an event's state changes, one transaction each.
 
 The barrier (MemoRepair §2.2, Alg. 1 line 2) records the event and its plan and withdraws all of
-C(F) at once; each staged successor and each step outcome is one commit; publication (Alg. 1
+C(F) at once; each staged successor and each step outcome is one commit (or a batch of them, one
+commit: :meth:`Transitions.defer_steps`); publication (Alg. 1
 line 8) republishes, erases and closes the event in one commit. A process killed at any point
 leaves the store at a transaction boundary where nothing of C(F) is servable unless published,
 and :meth:`Transitions.unfinished_event` lets ``memsteward recover`` roll the event forward.
