@@ -229,9 +229,9 @@ class Transitions(Transfer):
                                          "queued; run `memsteward recover`", file=self.path)
                     top[ident] = version + 1
                     _, _, text, meta_text = sealed[(ident, version)]
-                    self.conn.execute(self.q.insert_version, (ident, version, text, meta_text, event_id, digest_))
-                    self.conn.execute(self.q.set_staged_version, (version, ident))
-                    self.conn.execute(self.q.set_state_staged, (ident,))
+                    self.driver.write(self.q.insert_version, (ident, version, text, meta_text, event_id, digest_))
+                    self.driver.write(self.q.set_staged_version, (version, ident))
+                    self.driver.write(self.q.set_state_staged, (ident,))
                     self._record(event_id, ident, "staged", "version", version)
                     notes.append((_now(), event_id, "stage", ident,
                                   _dump({"version": version, "support": support, "forget": forget})))
@@ -239,7 +239,7 @@ class Transitions(Transfer):
                     _, event_id, ident, status, report = op
                     self._record(event_id, ident, status, "report", _dump(report))
                     if status != "validated":
-                        self.conn.execute(self.q.set_state_withdrawn, (ident,))
+                        self.driver.write(self.q.set_state_withdrawn, (ident,))
                     notes.append((_now(), event_id, status, ident, _dump({"report": report} if status != "validated"
                                                                           else {})))
             self._append_audit(notes)
