@@ -8,7 +8,7 @@ in the same run on the same SQLite file, for stores of 2·10^4 … 2·10^6 artif
 (:func:`bench.repair_traces.scale_batches`, the tool-agent shape): the median of ``repeats`` calls,
 in-process (no start-up). The ratio to the smallest store is what to compare.
 
-    python -m bench.store_dryrun [--sizes 20000,200000,2000000] [--repeats 3]
+    python -m bench.store_dryrun [--sizes 20000,200000,2000000] [--repeats 9]
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ def _commit() -> str:
     return commit + ("+dirty" if dirty else "")
 
 
-def run(sizes: list[int] = SIZES, repeats: int = 3, quick: bool = False) -> str:
+def run(sizes: list[int] = SIZES, repeats: int = 9, quick: bool = False) -> str:
     if quick:
         sizes, repeats = sizes[:2], 1
     rows = []
@@ -135,7 +135,7 @@ def run(sizes: list[int] = SIZES, repeats: int = 3, quick: bool = False) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default=",".join(map(str, SIZES)))
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=9)  # a small delete's dry run is ~10 ms: 3 calls are noise at load 9
     args = ap.parse_args()
     print(run([int(s) for s in args.sizes.split(",")], args.repeats))
 
