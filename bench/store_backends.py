@@ -32,7 +32,7 @@ import time
 import uuid
 from typing import Any
 
-from .common import table, write_section
+from .common import machine, table, write_section
 
 NAME = "store_backends"
 DSN = os.environ.get("MEMSTEWARD_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test")
@@ -161,7 +161,7 @@ def run(quick: bool = False) -> None:
     records, events = (20, 2) if quick else (200, 6)
     n_desc, repeats = (2_000, 1) if quick else (100_000, 2)
     rows_r, rows_e = [], []
-    load_start = os.getloadavg()
+    load_start, t0 = os.getloadavg(), time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="memsteward-backends-") as tmp:
         pair: dict[bool, list[float]] = {False: [], True: []}
         for _ in range(3):  # interleaved, so both see the same (shared, shifting) machine load
@@ -205,15 +205,16 @@ def run(quick: bool = False) -> None:
           table(["writers", "SQLite events/s", "PostgreSQL events/s", "PG / SQLite"], rows_e), "",
           table(["backend", "artifacts withdrawn", "barrier (s, median)"],
                 [[k, n, t] for k, (t, n) in bar.items()]), "",
-          "The PostgreSQL barrier sends its large plain INSERT batches (10^5 plan steps, 10^5 chained "
-          "`withdraw` audit rows) as COPY; the reference row is the same barrier with those rows as single-row "
-          "INSERTs in the same pipeline (1 repeat). Measured per statement at 10^5 (a separate profile): the "
+          "The PostgreSQL barrier writes its 10^5 chained `withdraw` audit rows by the driver's bulk insert "
+          "(`Driver.bulk_insert`: one COPY from `COPY_MIN` rows); the reference row is the same barrier with "
+          "`COPY_MIN` = ∞, those rows as an executemany of one INSERT in the same pipeline (1 repeat). Measured per statement at 10^5 (a separate profile): the "
           "set-based withdraw UPDATE takes ≈ 5 s on PostgreSQL (the planner estimates 100 rows for "
           "`json_array_elements_text` and picks 10^5 index probes; each updated row is a new tuple with index "
           "entries), the event row with its ≈ 30 MB plan ≈ 3 s, each COPY ≈ 1.5 s; the rest is the Python "
           "shared with SQLite (plan JSON, 10^5 chained hashes).\n",
           f"Machine load average (1 min) {load_start[0]:.1f} at the start, {load_end[0]:.1f} at the end "
-          f"({os.cpu_count()} cores, shared with other work).\n",
+          f"({os.cpu_count()} cores, shared with other work). Commit `{machine()['commit']}`; the run took "
+          f"{(time.perf_counter() - t0) / 60:.1f} min.\n",
           "Events are serialised by design on both backends (one unfinished event per store; on PostgreSQL "
           "the store's advisory lock orders every write), so more writers do not raise events/s; what "
           "PostgreSQL adds is that the writers may be on other hosts."]
