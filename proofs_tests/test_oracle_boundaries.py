@@ -113,3 +113,27 @@ def test_grounded_needs_a_sentence_and_names_words_only_the_forget_set_holds():
     assert grounding_problems("Alice visited Paris.", SUPPORT, ["Paris secret"], [], 0.5) == []
     assert grounding_problems("Alice visited Paris secretly.", SUPPORT, ["Alice secretly left"], [], 0.5) == [
         "1 word(s) only the forget set contains"]
+
+
+def test_the_schema_report_names_at_most_three_errors_and_takes_the_kind_s_own_schema():
+    from memsteward.policy.model import SchemaOracle
+    from memsteward.repair.artifacts import Artifact
+    from memsteward.repair.operators import RepairContext, Successor
+    from memsteward.repair.oracles import OracleInput, check_schema
+
+    spec = SchemaOracle.model_validate({"oracle": "schema", "schema": {"type": "object", "required": ["a"]},
+                                        "by_kind": {"summary": {"items": {"type": "integer"}}}})
+
+    def report(kind: str, content):
+        x = OracleInput(Artifact("n", kind, None, 1, content, {}), Successor(content, {}), RepairContext("delete"),
+                        None)  # type: ignore[arg-type]
+        return check_schema(spec, x)
+
+    four = report("summary", ["a", "b", "c", "d"])
+    assert not four.passed and four.detail == "; ".join(f"$[{k}]: expected integer" for k in range(3))
+    assert report("summary", [1, 2]).passed  # the kind's schema, not the default
+    assert report("record", {"b": 1}).detail == "$: missing 'a'"
+
+
+def test_characters_past_the_replacement_character_are_not_control_characters():
+    assert control_chars("\uffff") == 0 and control_chars("😀 ✓ é") == 0 and control_chars("\ufffd\ufffd") == 2
