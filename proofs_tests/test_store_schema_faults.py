@@ -176,6 +176,49 @@ def test_version_6_store_keeps_its_inline_policies_and_stores_new_ones_by_digest
     assert checked.returncode == 0 and json.loads(checked.stdout)["ok"], checked.stdout
 
 
+def _event_plans(loc: str) -> list[str]:
+    """The query plans of the unfinished-event lookups (``recover``'s and every write's), as text."""
+    from memsteward.store.queries.postgres import POSTGRES
+    from memsteward.store.queries.sqlite import SQLITE
+
+    pg = loc.startswith("postgresql://")
+    q = POSTGRES if pg else SQLITE
+    return [" ".join(str(c) for row in _sql(loc, ("EXPLAIN " if pg else "EXPLAIN QUERY PLAN ") + sql) for c in row)
+            for sql in (q.unfinished_event, q.live_event)]
+
+
+def test_version_7_store_gets_the_unfinished_events_index(store_at):
+    """Schema 8: the unfinished event is found through ``events_unfinished``, a partial index of the events not
+    yet done, not by a scan of every event. A version-7 store is refused until migrated, then has the index of a
+    fresh store, and both lookups use it; ``recover`` still finds an unfinished event (one left by a crash)."""
+    fresh = _imported(store_at("fresh"))
+    index = "SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema() AND indexname = 'events_unfinished'" \
+        if fresh.startswith("postgresql://") else "SELECT sql FROM sqlite_master WHERE name = 'events_unfinished'"
+    expected = _sql(fresh, index)
+    assert len(expected) == 1 and ("status <> 'done'" in str(expected) or "status != 'done'" in str(expected))
+    assert all("events_unfinished" in plan for plan in _event_plans(fresh)), _event_plans(fresh)
+    loc = _imported(store_at("v7"))
+    _sql(loc, "DROP INDEX events_unfinished", "UPDATE memsteward_schema SET version = 7")
+    assert not any("events_unfinished" in plan for plan in _event_plans(loc))
+    _one_line_exit_2(_run("recover", "--store", loc), "schema version 7")
+    r = _run("store", "migrate", "--store", loc, "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == {"store": loc, "from": 7, "to": SCHEMA_VERSION, "migrated": True}
+    assert [str(d).replace(_schema_of(loc), "S") for d in _sql(loc, index)] == \
+        [str(d).replace(_schema_of(fresh), "S") for d in expected]
+    assert all("events_unfinished" in plan for plan in _event_plans(loc)), _event_plans(loc)
+    crashed = _crash_run(6, "repair", "--policy", POLICY, "--store", loc, "--event", str(DATA / "event-delete.json"))
+    assert crashed.returncode < 0, crashed.stderr  # killed at checkpoint 6: after the barrier
+    assert [tuple(r) for r in _sql(loc, "SELECT count(*) FROM events WHERE status != 'done'")] == [(1,)]
+    r = _run("recover", "--store", loc)
+    assert r.returncode == 0, r.stderr
+    assert _sql(loc, "SELECT id FROM events WHERE status != 'done'") == []
+
+
+def _schema_of(loc: str) -> str:
+    return loc.rsplit("?schema=", 1)[1] if loc.startswith("postgresql://") else "\0"
+
+
 def test_newer_schema_and_foreign_tables_are_refused(store_at):
     loc = _imported(store_at("new"))
     _sql(loc, "UPDATE memsteward_schema SET version = 99")

@@ -37,10 +37,13 @@ __all__ = ["CORE_TABLES", "PG_MIGRATIONS", "SQLITE_MIGRATIONS", "Migration", "PG
 #      barrier's audit row pins); ``events.policy`` holds that digest, not the document (issue 25: a policy
 #      expanded per event grew the store by the policy's size with every event). The migration adds the
 #      table; events recorded before keep their policy inline (readers take either: LEFT JOIN on the digest).
+#   8  ``events_unfinished`` ON events(id) WHERE status != 'done': the unfinished event (``recover``, and every
+#      write's check for a running event) is found from this partial index, which holds only the events not yet
+#      published, instead of a scan of every event (in SQLite a scan that reads each event's plan to reach its status).
 # ANY change to a table or column of either schema (a new table included: `CREATE TABLE IF NOT EXISTS`
 # reaches new stores only) bumps SCHEMA_VERSION and appends one step to each backend's list; a store
 # of an older version is refused (exit 2, nothing changed) until `memsteward store migrate` ran.
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 CORE_TABLES = frozenset({"artifacts", "versions", "edges", "events", "audit"})  # what makes a database a store
 
 SQLITE_SCHEMA = """
@@ -81,6 +84,7 @@ CREATE INDEX IF NOT EXISTS shingles_id ON shingles(id);
 CREATE TABLE IF NOT EXISTS store_keys(one INTEGER PRIMARY KEY CHECK (one = 1), store_id TEXT NOT NULL,
   sealed INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS policies(digest TEXT PRIMARY KEY, policy TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS events_unfinished ON events(id) WHERE status != 'done';
 """
 
 # Same tables, same column order (``SELECT *`` compares across backends), PostgreSQL types.
@@ -126,6 +130,7 @@ CREATE INDEX IF NOT EXISTS shingles_id ON shingles(id);
 CREATE TABLE IF NOT EXISTS store_keys(one INTEGER PRIMARY KEY CHECK (one = 1), store_id TEXT NOT NULL,
   sealed INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS policies(digest TEXT COLLATE "C" PRIMARY KEY, policy TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS events_unfinished ON events(id) WHERE status != 'done';
 """
 PG_TABLES = frozenset({"memsteward_schema", "artifacts", "versions", "edges", "events", "plan_steps", "audit",
                        "audit_head", "tombstones", "event_lease", "shingles", "store_keys", "policies"})
@@ -227,14 +232,28 @@ def _pg_v6_to_v7(conn: Any) -> str:
     return 'CREATE TABLE IF NOT EXISTS policies(digest TEXT COLLATE "C" PRIMARY KEY, policy TEXT NOT NULL)'
 
 
+_UNFINISHED_INDEX = "CREATE INDEX IF NOT EXISTS events_unfinished ON events(id) WHERE status != 'done'"
+
+
+def _sqlite_v7_to_v8(conn: Any) -> str:
+    """The partial index of the unfinished events."""
+    return _UNFINISHED_INDEX + ";"
+
+
+def _pg_v7_to_v8(conn: Any) -> str:
+    """The partial index of the unfinished events."""
+    return _UNFINISHED_INDEX
+
+
 Migration = Callable[[Any], str]
 """One step: given the connection (it may read the store to decide), the SQL that takes a store one version up."""
 
 # MIGRATIONS[v - 1](conn) takes a store from version v to v + 1; the store runs every pending step and
 # the new version in ONE write transaction.
 SQLITE_MIGRATIONS: list[Migration] = [_sqlite_v1_to_v2, _sqlite_v2_to_v3, _sqlite_v3_to_v4, _sqlite_v4_to_v5,
-                                      _sqlite_v5_to_v6, _sqlite_v6_to_v7]
-PG_MIGRATIONS: list[Migration] = [_pg_v1_to_v2, _pg_v2_to_v3, _pg_v3_to_v4, _pg_v4_to_v5, _pg_v5_to_v6, _pg_v6_to_v7]
+                                      _sqlite_v5_to_v6, _sqlite_v6_to_v7, _sqlite_v7_to_v8]
+PG_MIGRATIONS: list[Migration] = [_pg_v1_to_v2, _pg_v2_to_v3, _pg_v3_to_v4, _pg_v4_to_v5, _pg_v5_to_v6, _pg_v6_to_v7,
+                                  _pg_v7_to_v8]
 assert len(SQLITE_MIGRATIONS) == len(PG_MIGRATIONS) == SCHEMA_VERSION - 1
 
 
