@@ -50,16 +50,17 @@ class AuditChain(Sealing):
     _held_rows: list[tuple[str, int | None, str, str | None, str]] | None = None  # a lock_late transaction's
 
     @contextmanager
-    def transaction(self, lock_late: bool = False, locked: Callable[[], None] | None = None) -> Iterator[Any]:
+    def transaction(self, lock_late: bool = False, durable: bool = True,
+                    locked: Callable[[], None] | None = None) -> Iterator[Any]:
         """:meth:`~memsteward.store.core.StoreCore.transaction`. ``lock_late``: on PostgreSQL the body runs
         without the store's write lock and the audit rows it appends are kept; at its end the lock is
         taken, ``locked()`` runs (what must be checked or written under the lock) and the rows are
         chained. For a body that reads and changes only rows no other writer may change meanwhile."""
         if not lock_late:
-            with super().transaction() as c:
+            with super().transaction(durable=durable) as c:
                 yield c
             return
-        with super().transaction(lock_late=True) as c:
+        with super().transaction(lock_late=True, durable=durable) as c:
             held: list[tuple[str, int | None, str, str | None, str]] = []
             self._held_rows = held
             try:

@@ -133,7 +133,7 @@ class StoreCore:
         self.driver.close()
 
     @contextmanager
-    def transaction(self, lock_late: bool = False) -> Iterator[Any]:
+    def transaction(self, lock_late: bool = False, durable: bool = True) -> Iterator[Any]:
         """One write transaction (SQLite: BEGIN IMMEDIATE; PostgreSQL: BEGIN and the store's advisory
         lock: :meth:`Driver.begin_write <memsteward.store.driver.Driver.begin_write>`), committed at the
         end, rolled back on any exception; yields the connection the statements run on.
@@ -141,8 +141,11 @@ class StoreCore:
         ``lock_late`` (PostgreSQL): the advisory lock is taken by :meth:`lock_writes`, which the
         transaction calls before it appends to the audit chain — for a transaction whose work before
         that point reads and changes only rows no other writer may change meanwhile (an event's
-        publication: the ids its barrier holds), so writers go on while it does that work."""
-        self.driver.begin_write(lock=not lock_late)  # BEGIN (+ the store's write lock), before anything is read
+        publication: the ids its barrier holds), so writers go on while it does that work.
+
+        ``durable`` False: the COMMIT does not wait for the disk, yet stays in order before every later
+        commit (:meth:`Driver.begin_write <memsteward.store.driver.Driver.begin_write>`)."""
+        self.driver.begin_write(lock=not lock_late, durable=durable)  # BEGIN (+ the store's write lock), before anything is read
         try:
             yield self.conn
         except BaseException:

@@ -55,8 +55,13 @@ class Driver(Protocol):
         transaction: no row may exist yet (a clash is an error, as a plain INSERT's), every constraint
         and trigger applies. The backend picks how (SQLite: executemany; PostgreSQL: COPY)."""
 
-    def begin_write(self, lock: bool = True) -> None:
-        """Open a write transaction; with ``lock``, holding the store's write lock before anything is read."""
+    def begin_write(self, lock: bool = True, durable: bool = True) -> None:
+        """Open a write transaction; with ``lock``, holding the store's write lock before anything is read.
+        ``durable`` False: its COMMIT returns without waiting for the disk (SQLite ``synchronous = NORMAL``,
+        PostgreSQL ``synchronous_commit = off``). It is still ordered: the log is one sequence, so the next
+        durable commit makes it durable too, and a power loss in between leaves the store as a crash
+        before it would (what ``recover`` rolls forward). Only for a transaction no one is told of before
+        a durable one follows (an event's barrier and steps, before its publication)."""
 
     def lock_write(self) -> None:
         """The store's write lock in the open write transaction, if not held yet."""
@@ -142,17 +147,38 @@ class SqliteDriver:
         """One executemany of a plain INSERT (SQLite's fastest path: one prepared statement, no round trips)."""
         self.conn.executemany(_sqlite_insert(table, tuple(columns)), rows)
 
-    def begin_write(self, lock: bool = True) -> None:
-        self.conn.execute("BEGIN IMMEDIATE")  # the database's write lock, taken before the first read
+    _relaxed = False  # the open transaction commits with synchronous = NORMAL
+
+    def begin_write(self, lock: bool = True, durable: bool = True) -> None:
+        if not durable and not self.in_memory:  # WAL: the commit appends its frames, the next sync covers them
+            self.conn.execute("PRAGMA synchronous = NORMAL")
+            self._relaxed = True
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")  # the database's write lock, taken before the first read
+        except BaseException:
+            self._restore()
+            raise
+
+    def _restore(self) -> None:
+        if self._relaxed:
+            self._relaxed = False
+            self.conn.execute("PRAGMA synchronous = FULL")
 
     def lock_write(self) -> None:
         """Held since BEGIN IMMEDIATE."""
 
     def commit(self) -> None:
-        self.conn.execute("COMMIT")
+        try:
+            self.conn.execute("COMMIT")
+        finally:
+            if not self.conn.in_transaction:
+                self._restore()
 
     def rollback(self) -> None:
-        self.conn.execute("ROLLBACK")
+        try:
+            self.conn.execute("ROLLBACK")
+        finally:
+            self._restore()
 
     def in_transaction(self) -> bool:
         return self.conn.in_transaction
@@ -239,8 +265,10 @@ class PgDriver:
         an executemany of one INSERT, kept in the pipeline), names quoted by psycopg's ``sql.Identifier``."""
         self.conn.bulk_insert(table, columns, list(rows))
 
-    def begin_write(self, lock: bool = True) -> None:
+    def begin_write(self, lock: bool = True, durable: bool = True) -> None:
         self.conn.begin_write(lock=lock)  # BEGIN and (lock) the store's advisory lock, queued until the first read
+        if not durable:
+            self.conn.relax_commit()
 
     def lock_write(self) -> None:
         self.conn.lock_write()

@@ -128,7 +128,9 @@ class Erasure(Leases):
         if residue:
             detail["key_residue"] = str(residue)
         detail["complete"] = not alive and self.sealed and detail["key_checkpoint"]
-        with self.transaction():
+        # not durable on its own: the keys' destruction and the publication already are, and this row, lost to a
+        # power cut, is written again by `recover` (the step is idempotent); SQLite's checkpoint below syncs it
+        with self.transaction(durable=False):
             self._check_lease(event_id)  # fencing: a process that took the step over writes its row alone
             if not self._holds_lease(event_id) and self._physical_row(event_id) is not None:
                 return self._physical_row(event_id) or detail

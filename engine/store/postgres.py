@@ -254,6 +254,15 @@ class PgConnection:
         if lock:
             self.lock_write()
 
+    _RELAX = "SET LOCAL synchronous_commit TO OFF"
+
+    def relax_commit(self) -> None:
+        """The open write transaction's COMMIT does not wait for the server's WAL flush (queued)."""
+        if self._queue is None:
+            self.raw.execute(self._RELAX)
+        else:
+            self._queue.append(_Stmt(self._RELAX, None))
+
     def lock_write(self) -> None:
         """The store's advisory lock in the open write transaction (queued with the next statement), once."""
         if self.locked:

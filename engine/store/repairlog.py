@@ -72,7 +72,11 @@ class Transitions(Transfer):
         barrier = list(plan_doc["barrier"])
         policy_text = _dump(policy_doc)
         ids_text = json.dumps(barrier)  # encoded once: the UPDATE and the withdraw rows read it
-        with self.transaction():
+        self._make_step_keys(plan_doc["order"])
+        # not durable (no fsync of its own): nothing is reported before the publication's durable commit, which
+        # makes it durable with it; lost to a power cut, the event had not begun (a version it stages was sealed
+        # by a key committed durably before this commit)
+        with self.transaction(durable=False):
             if self.unfinished_event() is not None:
                 raise StoreBusy("the store has an unfinished event; run `memsteward recover` first", file=self.path)
             if not self._planned_on_this(generation, unchanged):
@@ -103,6 +107,14 @@ class Transitions(Transfer):
             self._append_withdrawals(event_id, barrier, ids_text)  # one transaction, one time, one hashing pass
         self._plan_steps = (event_id, plan_doc["order"], plan_doc["modes"])  # committed: its steps' keys
         return event_id
+
+    def _make_step_keys(self, order: Sequence[str]) -> None:
+        """The keys of the versions the event's steps will stage, made in ONE durable key-store commit before
+        the barrier, not one per step: a step's seal (:meth:`stage`) then finds its key, an INSERT OR IGNORE
+        that changes nothing (no sync). Read outside the write lock: a version another writer takes first
+        (or a step that stages nothing) leaves an unused key, which protects nothing."""
+        if order:
+            self.vault.keys.create(sorted(self._next_versions(order).items()))
 
     def _next_versions(self, ids: Iterable[str]) -> dict[str, int]:
         """The version a new version of each id gets (inside the write transaction: no one else writes)."""
@@ -213,8 +225,8 @@ class Transitions(Transfer):
         if not queued:
             return
         rows = [op[3] for op in queued if op[0] == "stage"]
-        sealed = {(r[0], r[1]): r2 for r, r2 in zip(rows, self.vault.seal(rows), strict=True)}
-        with self.transaction():
+        sealed = {(r[0], r[1]): r2 for r, r2 in zip(rows, self.vault.seal(rows), strict=True)}  # keys durable first
+        with self.transaction(durable=False):  # made durable by the publication's commit (see _barrier)
             for event_id in sorted({op[1] for op in queued}):
                 self._check_lease(event_id)
             # only the event writes versions of the ids its barrier holds: the versions read when the steps
@@ -260,8 +272,8 @@ class Transitions(Transfer):
         if self._deferred is not None:
             self._deferred.append(("stage", event_id, ident, row, list(support), list(forget), self.digest_of(content)))
             return row[1]
-        ahead = (row, self.vault.seal([row])[0])
-        with self.transaction():
+        ahead = (row, self.vault.seal([row])[0])  # the key is durable before this commit is written
+        with self.transaction(durable=False):  # made durable by the publication's commit (see _barrier)
             self._check_lease(event_id)
             version = self._insert_version(event_id, ident, content, meta, ahead)
             self.driver.write(self.q.set_state_staged, (ident,))
@@ -277,7 +289,7 @@ class Transitions(Transfer):
         if self._deferred is not None:
             self._deferred.append(("step", event_id, ident, status, report))
             return
-        with self.transaction():
+        with self.transaction(durable=False):  # made durable by the publication's commit (see _barrier)
             self._check_lease(event_id)
             self._record(event_id, ident, status, "report", _dump(report))
             if status != "validated":
