@@ -1,8 +1,8 @@
 """Erasure by key destruction: what a delete costs beyond planning, as the store grows (issue 27).
 
-One on-disk store per backend grows through the sizes (SQLite: 2·10^4 → 2·10^6 artifacts by default;
-``MEMSTEWARD_BENCH_SHRED_MAX`` caps it, ``--quick``: 2·10^3 → 2·10^5; PostgreSQL, with
-``MEMSTEWARD_PG_DSN`` set: 2·10^4 and 2·10^5). Filler artifacts are records of 6–10 words, imported
+One on-disk store per backend grows through the sizes (2·10^4, 2·10^5, 10^6 and 2·10^6 artifacts by default;
+``MEMSTEWARD_BENCH_SHRED_MAX`` caps SQLite's, ``MEMSTEWARD_BENCH_SHRED_PG_MAX`` PostgreSQL's (with
+``MEMSTEWARD_PG_DSN`` set); ``--quick``: 2·10^3 → 2·10^5 and 2·10^3, 2·10^4). Filler artifacts are records of 6–10 words, imported
 in batches (sealed, indexed). At each size ``EVENTS`` small deletes run, each of a root record with
 a chain of derived summaries and caches (a cascade of 12 artifacts, erasure of 12 versions). Per
 delete: **plan** = :func:`compute_plan` alone; **delete** = :func:`run_event` whole; **beyond
@@ -12,8 +12,15 @@ erasure record); **erasure** = the key destruction and ``physical-erasure`` step
 other artifacts in a loop during every delete: its longest single read is reported. **delete CPU** is
 the deleting thread's CPU time in :func:`run_event` (``time.thread_time``: no waiting on fsync, not the
 reader's), and **fdatasync** the median latency of a 4 KB write + ``fdatasync`` beside the store just
-before that size's deletes, with the load average then: a delete commits about a dozen times, each
-waiting for one, so on a shared disk the wall times follow the fsync latency of the moment.
+before that size's deletes, with the load average then: a SQLite delete waits on 10 syncs (the key file's
+commits and checkpoint, the publication's commit, two WAL checkpoints: ``proofs_tests/test_delete_syncs.py``),
+so on a shared disk the wall times follow the fsync latency of the moment.
+
+**Planning at 10^6, encrypted against plaintext:** when the SQLite store holds 10^6 artifacts (``--quick``:
+its largest size), a plaintext twin holds the same fillers, imported batch by batch with the same artifacts
+but never sealed (the store marked unsealed, as before encryption at rest: plain digests and shingle hashes).
+The same small delete (the 12-artifact cascade, recorded in both) is planned in both, alternating, after one
+untimed plan each: the medians, their ratio, and the rows one plan of the encrypted store decrypts.
 
 Also: ``record_many`` of 10^4 records (batches of 1,000) on an encrypted store against the same
 store with sealing bypassed (same run, same machine; 3 rounds each, alternating, median); ``audit --deep``'s file pass
@@ -36,6 +43,8 @@ from typing import Any
 from .common import machine, peak_rss_mb, table, write_section
 
 EVENTS = 5
+PLAN_AT = 1_000_000  # the size at which planning is timed on the encrypted store and its plaintext twin
+PLAN_ROUNDS = 31
 WORDS = [f"w{k}" for k in range(4000)]
 
 
@@ -43,13 +52,65 @@ def _text(rng: random.Random, n: int) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(n))
 
 
-def _fill(store: Any, rng: random.Random, start: int, stop: int, batch: int = 50_000) -> None:
+def _fill(store: Any, rng: random.Random, start: int, stop: int, batch: int = 50_000, twin: Any = None) -> float:
+    """Import fillers f{start}… f{stop - 1} into ``store`` (and the same ones into ``twin``); the seconds
+    ``store``'s imports took."""
     from memsteward.repair.artifacts import Artifact, Snapshot
 
+    spent = 0.0
     for lo in range(start, stop, batch):
         arts = {f"f{k}": Artifact(f"f{k}", "record", None, 1, _text(rng, rng.randint(6, 10)), {}, "servable")
                 for k in range(lo, min(stop, lo + batch))}
+        t = time.perf_counter()
         store.import_snapshot(Snapshot(arts, ()))
+        spent += time.perf_counter() - t
+        if twin is not None:
+            twin.import_snapshot(Snapshot(arts, ()))
+    return spent
+
+
+def _plaintext_twin(path: str) -> Any:
+    """A SQLite store that never seals (as before encryption at rest): unsealed, its vault's seal a no-op."""
+    from memsteward.store.sqlstore import Store
+
+    twin = Store.open(path, create=True)
+    twin.conn.execute(twin.q.set_sealed, (0,))
+    twin.sealed = False
+    twin.vault.seal = lambda rows: list(rows)  # type: ignore[method-assign]
+    return twin
+
+
+def _plan_pair(store: Any, twin: Any, policy: Any, n: int) -> list[Any]:
+    """Median time to plan the same small delete in the encrypted ``store`` and its plaintext ``twin``
+    (alternating, after one untimed plan each), and the rows one plan of ``store`` decrypts."""
+    from memsteward.repair.events import parse_event
+    from memsteward.repair.plan import compute_plan
+
+    events = []
+    for s in (store, twin):
+        root = _cascade(s, random.Random(11), "plan")
+        events.append(parse_event({"type": "delete", "roots": [root]}, s))
+    opened: list[int] = []
+    real_open = store.vault.open
+
+    def counting(rows: Any, *a: Any, **k: Any) -> Any:
+        rows = list(rows)
+        opened.append(sum(1 for r in rows if r[2] is not None or r[3].startswith("ms1:")))
+        return real_open(rows, *a, **k)
+
+    store.vault.open = counting
+    compute_plan(policy, store, events[0], "mincut", "ortools")
+    store.vault.open = real_open
+    compute_plan(policy, twin, events[1], "mincut", "ortools")
+    times: list[list[float]] = [[], []]
+    for _ in range(PLAN_ROUNDS):
+        for k, s in enumerate((store, twin)):
+            t = time.perf_counter()
+            compute_plan(policy, s, events[k], "mincut", "ortools")
+            times[k].append(time.perf_counter() - t)
+    enc, plain = (statistics.median(x) for x in times)
+    return [f"{n:,}", f"{enc * 1e3:.2f}", f"{plain * 1e3:.2f}", f"{enc / plain:.2f}×", sum(opened),
+            f"{os.getloadavg()[0]:.1f}"]
 
 
 def _cascade(store: Any, rng: random.Random, tag: str) -> str:
@@ -147,22 +208,33 @@ def fsync_ms(directory: str, n: int = 15) -> float:
 
 def _sizes(quick: bool, backend: str) -> list[int]:
     if backend == "postgresql":
-        return [2_000, 20_000] if quick else [20_000, int(os.environ.get("MEMSTEWARD_BENCH_SHRED_PG_MAX", "200000"))]
+        top = int(os.environ.get("MEMSTEWARD_BENCH_SHRED_PG_MAX", "2000000"))
+        return [s for s in ([2_000, 20_000] if quick else [20_000, 200_000, 1_000_000, 2_000_000]) if s <= top]
     top = int(os.environ.get("MEMSTEWARD_BENCH_SHRED_MAX", "2000000"))
-    return [s for s in ([2_000, 20_000, 200_000] if quick else [20_000, 200_000, 2_000_000]) if s <= top]
+    return [s for s in ([2_000, 20_000, 200_000] if quick else [20_000, 200_000, 1_000_000, 2_000_000]) if s <= top]
 
 
-def _grow(location: str, backend: str, sizes: list[int], policy: Any) -> tuple[list[list[Any]], str | None]:
+def _grow(location: str, backend: str, sizes: list[int], policy: Any,
+          plan_at: int | None = None) -> tuple[list[list[Any]], str | None, list[list[Any]]]:
+    """The delete rows at each size, the SQLite file, and (``plan_at``: a size of ``sizes``, SQLite) the
+    planning row of the encrypted store against its plaintext twin at that size."""
     from memsteward.store.sqlstore import Store
 
     rng = random.Random(1)
     store = Store.open(location, create=True)
-    rows, have, files = [], 0, None
+    twin = _plaintext_twin(os.path.join(os.path.dirname(location), "plain.db")) if plan_at in sizes else None
+    rows, have, files, planned = [], 0, None, []
     for n in sizes:
-        t = time.perf_counter()
-        _fill(store, rng, have, n)
-        fill = time.perf_counter() - t
+        fill = _fill(store, rng, have, n, twin=twin if twin is not None and n <= (plan_at or 0) else None)
         have = n
+        if twin is not None and n == plan_at:
+            planned.append(_plan_pair(store, twin, policy, n))
+            print(f"[shred] planning encrypted vs plaintext at {n}: {planned[-1]}", file=sys.stderr, flush=True)
+            twin.close()
+            for suffix in ("", "-wal", "-shm", ".keys", ".keys-wal", ".keys-shm"):
+                if os.path.exists(twin.path + suffix):
+                    os.remove(twin.path + suffix)
+            twin = None
         sync = fsync_ms(os.path.dirname(location) if backend == "sqlite" else tempfile.gettempdir())
         r = _deletes(store, location, policy, n, rng)
         size = sum(os.path.getsize(p) for p in (store.path, store.path + "-wal") if os.path.exists(p)) \
@@ -174,7 +246,7 @@ def _grow(location: str, backend: str, sizes: list[int], policy: Any) -> tuple[l
         print(f"[shred] {backend} {n}: {rows[-1]}", file=sys.stderr, flush=True)
         files = store.path if backend == "sqlite" else None
     store.close()
-    return rows, files
+    return rows, files, planned
 
 
 def _record_many(tmp: str) -> list[list[Any]]:
@@ -221,7 +293,9 @@ def run(quick: bool = False) -> None:
     start = time.time()
     policy = load_policy("policies/default.yaml")
     tmp = tempfile.mkdtemp(prefix="shred-bench-")
-    rows, largest = _grow(os.path.join(tmp, "s.db"), "sqlite", _sizes(quick, "sqlite"), policy)
+    sizes = _sizes(quick, "sqlite")
+    plan_at = max((s for s in sizes if s <= PLAN_AT), default=None)
+    rows, largest, planned = _grow(os.path.join(tmp, "s.db"), "sqlite", sizes, policy, plan_at)
     dsn = os.environ.get("MEMSTEWARD_PG_DSN")
     if dsn:
         url = f"{dsn}{'&' if '?' in dsn else '?'}schema=shred_bench_{os.getpid()}"
@@ -243,6 +317,10 @@ def run(quick: bool = False) -> None:
                  "fill artifacts/s"], rows),
           "\n`record_many`, 10^4 records in batches of 1,000:\n",
           table(["store", "records/s (median)", "of unencrypted", "rounds"], rm)]
+    if planned:
+        md += [f"\nPlanning a small delete (the 12-artifact cascade) on SQLite, encrypted store against its plaintext twin "
+               f"(same fillers), medians of {PLAN_ROUNDS} alternating rounds:\n",
+               table(["artifacts", "encrypted ms", "plaintext ms", "ratio", "rows decrypted per plan", "load"], planned)]
     if deep:
         md += ["\n`audit --deep` file pass against `cat` on the largest SQLite store's files:\n",
                table(["MB", "cat s", "deep scan s", "ratio", "needles"], deep)]
