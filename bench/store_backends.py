@@ -200,18 +200,15 @@ def run(quick: bool = False) -> None:
           f"Reference in the same run, 1 writer, 3 interleaved runs each (median): PostgreSQL with one statement "
           f"per round trip (`PgConnection.PIPELINE = False`, ≈ 13 round trips a record) {unpipelined:.3g} "
           f"records/s; with queued writes {pipelined_1:.3g} records/s (×{pipelined_1 / unpipelined:.2f}). Queued "
-          "writes go out in one psycopg pipeline with the next read or COMMIT (BEGIN + lock + first read: 1 "
-          "round trip; 3 more reads; writes + audit head + COMMIT: 1), ≈ 5 round trips a record.\n",
+          "writes go out in one psycopg pipeline with the next read or COMMIT: 3 round trips a record (the "
+          "versions read to seal ahead; BEGIN + lock + the checks' reads; writes + audit head + COMMIT), counted "
+          "on psycopg's calls; the key store's commit is on its own connection.\n",
           table(["writers", "SQLite events/s", "PostgreSQL events/s", "PG / SQLite"], rows_e), "",
           table(["backend", "artifacts withdrawn", "barrier (s, median)"],
                 [[k, n, t] for k, (t, n) in bar.items()]), "",
           "The PostgreSQL barrier writes its 10^5 chained `withdraw` audit rows by the driver's bulk insert "
           "(`Driver.bulk_insert`: one COPY from `COPY_MIN` rows); the reference row is the same barrier with "
-          "`COPY_MIN` = ∞, those rows as an executemany of one INSERT in the same pipeline (1 repeat). Measured per statement at 10^5 (a separate profile): the "
-          "set-based withdraw UPDATE takes ≈ 5 s on PostgreSQL (the planner estimates 100 rows for "
-          "`json_array_elements_text` and picks 10^5 index probes; each updated row is a new tuple with index "
-          "entries), the event row with its ≈ 30 MB plan ≈ 3 s, each COPY ≈ 1.5 s; the rest is the Python "
-          "shared with SQLite (plan JSON, 10^5 chained hashes).\n",
+          "`COPY_MIN` = ∞, those rows as an executemany of one INSERT in the same pipeline (1 repeat).\n",
           f"Machine load average (1 min) {load_start[0]:.1f} at the start, {load_end[0]:.1f} at the end "
           f"({os.cpu_count()} cores, shared with other work). Commit `{machine()['commit']}`; the run took "
           f"{(time.perf_counter() - t0) / 60:.1f} min.\n",
