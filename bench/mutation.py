@@ -89,6 +89,7 @@ def _copy_tree(dest: Path) -> None:
         elif src.is_file():
             (dest / f).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / f)
+    dest.chmod(0o755)  # mkdtemp's 0700 would stop the tests that run a child as another user (read-only store)
     pkg = dest / "_import"
     pkg.mkdir()
     (pkg / "memsteward").symlink_to(dest / "engine", target_is_directory=True)
@@ -281,7 +282,8 @@ def _cached_map(map_file: Path | None, copies: list[Path], only_tests: list[str]
 
 
 def run(size: int, budget_s: float, seed: int, only: list[str], workers: int, limit: int | None,
-        only_tests: list[str], map_file: Path | None = None, partial: Path | None = None) -> dict:
+        only_tests: list[str], map_file: Path | None = None, partial: Path | None = None,
+        share: float | None = None) -> dict:
     """Copy the tree once per worker, map coverage once, draw the sample, run it on ``workers`` copies.
     With ``partial``, the results so far are rewritten there after every mutant (a long run can be
     read, and its survivors classified, while it runs)."""
@@ -294,6 +296,9 @@ def run(size: int, budget_s: float, seed: int, only: list[str], workers: int, li
         cov, durations, passed = _cached_map(map_file, copies, only_tests)
         out["coverage_s"] = round(time.monotonic() - start, 1)
         out["tests_mapped"], out["tests_passing"] = len(durations), len(passed)
+        out["test_seconds_mapped"] = round(sum(durations.values()), 1)
+        per_mutant = None if share is None else share * out["test_seconds_mapped"]
+        out["per_mutant_budget_s"] = per_mutant
         plan, out["modules"] = draw_sample(copies[0], size, seed, only)
         print(f"coverage mapped in {out['coverage_s']} s; {len(plan)} mutants sampled", flush=True)
         mutating = time.monotonic()
@@ -305,11 +310,14 @@ def run(size: int, budget_s: float, seed: int, only: list[str], workers: int, li
             if time.monotonic() - mutating > budget_s:
                 return None
             rel = str(Path(m.module_path).relative_to(copies[0]))
-            tests = sel.select_tests(cov.get(rel, {}).get(m.start_pos[0], []), durations, passed, limit)
+            covering = cov.get(rel, {}).get(m.start_pos[0], [])
+            tests = sel.select_tests(covering, durations, passed, limit, per_mutant)
             timeout = 60.0 + 3 * sum(durations.get(t, 10.0) for t in tests)
             c = free.get()
             try:
-                return _run_one(m, c, rel, tests, timeout)
+                row = _run_one(m, c, rel, tests, timeout)
+                row["tests_beyond_budget"] = len(sel.select_tests(covering, durations, passed, limit)) - len(tests)
+                return row
             finally:
                 free.put(c)
 
@@ -320,6 +328,8 @@ def run(size: int, budget_s: float, seed: int, only: list[str], workers: int, li
                     continue
                 out["mutants"].append(row)
                 diff = " / ".join(d.strip() for d in row.get("diff", [])) if row["outcome"] != "killed" else ""
+                if row["outcome"] == "survived" and row.get("tests_beyond_budget"):
+                    diff = f"[{row['tests_beyond_budget']} slower covering tests beyond the budget] " + diff
                 print(f"[{n + 1}/{len(plan)}] {row['module']}:{row['line']} {row['operator']}: {row['outcome']}"
                       f" ({row['seconds']}s){'  ' + diff[:200] if diff else ''}", flush=True)
                 if partial is not None:
@@ -375,7 +385,8 @@ def report(result: dict) -> str:
     for m in result["mutants"]:
         if m["outcome"] in ("survived", "not-covered"):
             diff = " / ".join(d.strip() for d in m.get("diff", []))[:160].replace("|", "\\|")
-            out.append(f"| `{m['module']}:{m['line']}` ({m['outcome']}) | {m['operator']} | `{diff}` |")
+            beyond = f" ({m['tests_beyond_budget']} covering tests beyond the budget)" if m.get("tests_beyond_budget") else ""
+            out.append(f"| `{m['module']}:{m['line']}` ({m['outcome']}{beyond}) | {m['operator']} | `{diff}` |")
     return "\n".join(out) + "\n"
 
 
@@ -387,6 +398,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--workers", type=int, default=2, help="parallel mutants, each in its own copy")
     ap.add_argument("--max-tests", type=int, default=0,
                     help="at most this many covering tests per mutant, fastest first (default 0: all of them)")
+    ap.add_argument("--max-share", type=float, default=0.15,
+                    help="run a mutant's covering tests, fastest first, until their map durations pass this share "
+                         "of the whole map's (default 0.15; 0: no budget, every covering test)")
     ap.add_argument("--no-postgresql", action="store_true",
                     help=f"map and run without {PG_ENV} (its PostgreSQL tests are skipped, so their kills are lost)")
     ap.add_argument("--only", action="append", default=[], help="substring of the modules to mutate")
@@ -401,13 +415,13 @@ def main(argv: list[str] | None = None) -> None:
         print(report(json.loads(Path(a.report).read_text())), end="")
         return
     if not 1 <= a.sample <= 20000 or not 0 < a.budget_minutes <= 24 * 60 or not 1 <= a.workers <= 16 \
-            or not 0 <= a.max_tests <= 10000:
-        ap.error("--sample 1..20000, --budget-minutes 0..1440, --workers 1..16, --max-tests 0..10000")
+            or not 0 <= a.max_tests <= 10000 or not 0 <= a.max_share <= 1:
+        ap.error("--sample 1..20000, --budget-minutes 0..1440, --workers 1..16, --max-tests 0..10000, --max-share 0..1")
     problem = postgresql_problem(os.environ, a.no_postgresql)
     if problem:
         ap.error(problem)
     result = run(a.sample, a.budget_minutes * 60, a.seed, a.only, a.workers, a.max_tests or None, a.map_only,
-                 Path(a.map) if a.map else None, Path(a.out + ".partial"))
+                 Path(a.map) if a.map else None, Path(a.out + ".partial"), a.max_share or None)
     result["score"] = score(result)
     Path(a.out).write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
     s = result["score"]

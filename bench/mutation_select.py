@@ -170,12 +170,21 @@ def coverage_map(data_files: Iterable[tuple[Path, Path]], modules: Iterable[str]
 
 
 def select_tests(covering: Iterable[str], durations: Mapping[str, float], passed: set[str],
-                 limit: int | None = None) -> list[str]:
+                 limit: int | None = None, budget: float | None = None) -> list[str]:
     """The passing tests that execute the mutated line, fastest first (a mutant runs them with ``-x``,
-    so a kill stops the run early), at most ``limit`` of them (every one by default: a test left out
-    is a kill lost)."""
-    ok = [t for t in covering if t in passed]
-    return sorted(ok, key=lambda t: (durations.get(t, 60.0), t))[:limit]
+    so a kill stops the run early): every one of them, or at most ``limit`` of them, or as many as
+    fit in ``budget`` seconds of the map's durations (the fastest is always taken)."""
+    ok = sorted((t for t in covering if t in passed), key=lambda t: (durations.get(t, 60.0), t))[:limit]
+    if budget is None:
+        return ok
+    out: list[str] = []
+    spent = 0.0
+    for t in ok:
+        spent += durations.get(t, 60.0)
+        if out and spent > budget:
+            break
+        out.append(t)
+    return out
 
 
 def read_outcomes(path: Path) -> tuple[dict[str, float], set[str]]:

@@ -403,3 +403,16 @@ def test_rule_analysis_work_is_limited_to_what_check_answers(tmp_path: Path, mon
     p.write_text(json.dumps(_kindless_rules(1000, 256)))
     code, findings = _check(p)
     assert code == 1 and [f["code"] for f in findings if f["severity"] == "error"] == ["limit"], findings
+
+
+def test_a_config_file_of_64_kib_is_read_and_one_byte_more_is_refused(tmp_path: Path):
+    from memsteward.errors import InputError
+
+    config = tmp_path / "config.toml"
+    head = '[endpoints]\nallowed_key_envs = ["CORP_*"]\n'
+    config.write_text(head + "#" * (64 * 1024 - len(head) - 1) + "\n")
+    assert config.stat().st_size == 64 * 1024
+    assert EndpointRules.from_environment({"MEMSTEWARD_CONFIG": str(config)}).key_env_allowed("CORP_X")
+    config.write_text(head + "#" * (64 * 1024 - len(head)) + "\n")
+    with pytest.raises(InputError):
+        EndpointRules.from_environment({"MEMSTEWARD_CONFIG": str(config)})

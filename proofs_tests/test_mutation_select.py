@@ -89,6 +89,14 @@ def test_every_passing_covering_test_is_selected_fastest_first():
     assert select_tests(covering, durations, set(covering), limit=5) == chosen[:5]
 
 
+def test_a_time_budget_takes_the_fastest_tests_that_fit_and_always_one():
+    durations = {"a": 1.0, "b": 2.0, "c": 3.0, "d": 50.0}
+    assert select_tests(list(durations), durations, set(durations), budget=6.0) == ["a", "b", "c"]
+    assert select_tests(list(durations), durations, set(durations), budget=5.9) == ["a", "b"]
+    assert select_tests(["d", "c"], durations, {"c", "d"}, budget=1.0) == ["c"]
+    assert select_tests(list(durations), durations, set(durations), budget=None) == ["a", "b", "c", "d"]
+
+
 def test_the_run_needs_postgresql_unless_told_otherwise():
     problem = postgresql_problem({}, without=False)
     assert problem is not None and "MEMSTEWARD_PG_DSN" in problem and "--no-postgresql" in problem
