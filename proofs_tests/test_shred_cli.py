@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from store_import import import_document
 
 from memsteward.errors import InputError
 from memsteward.shred.master import create_key_file
@@ -43,7 +44,7 @@ def _files(db: Path) -> bytes:
 
 def _store(tmp_path: Path) -> Path:
     db = tmp_path / "mem.db"
-    assert _run("store", "import", "--store", str(db), str(DATA / "store.json")).returncode == 0
+    import_document(db, DATA / "store.json")
     return db
 
 

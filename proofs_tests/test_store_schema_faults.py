@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from conftest import store_fingerprint
+from store_import import import_document
 
 from memsteward.store import Store
 from memsteward.store.schema import SCHEMA_VERSION
@@ -73,9 +74,7 @@ def _columns(loc: str, table: str) -> list[str]:
 
 
 def _imported(loc: str) -> str:
-    r = _run("store", "import", "--store", loc, str(DATA / "store.json"))
-    assert r.returncode == 0, r.stderr
-    return loc
+    return import_document(loc, DATA / "store.json")
 
 
 def _downgrade_to_v1(loc: str) -> None:
