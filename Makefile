@@ -84,10 +84,11 @@ bench: $(STAMP)
 	$(BIN)/python -m bench
 
 # Opt-in (never part of `make test`): mutation testing of the engine's core with cosmic-ray. One coverage
-# run maps each core line to the tests that execute it (child processes included); a seeded sample of
-# ~560 observable mutants then runs, each against only its covering tests, two at a time
-# (bench/mutation.py; raw results in bench/mutation.json, the account in bench/MUTATION.md). It needs
-# MEMSTEWARD_PG_DSN (the PostgreSQL tests are mapped and run too), or MUTATE_ARGS=--no-postgresql.
+# run, in one shard per worker, maps each core line to the tests that execute it (child processes
+# included); a seeded sample of ~560 observable mutants then runs, each against its covering tests,
+# fastest first up to a time budget (--max-share), two at a time (bench/mutation.py; raw results in
+# bench/mutation.json, the account and the command of the next full run in bench/MUTATION.md). It
+# needs MEMSTEWARD_PG_DSN (the PostgreSQL tests are mapped and run too), or MUTATE_ARGS=--no-postgresql.
 mutate: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[test,mutate]'
 	$(BIN)/python -m bench.mutation $(MUTATE_ARGS)

@@ -247,3 +247,14 @@ def test_the_scan_reads_meta_older_versions_and_withdrawn_artifacts():
         for version, erased, _ev in store.versions(ident):
             held = store.version_of(ident, version)
             assert erased or "orchid" not in json.dumps([held.content, dict(held.meta)]).lower(), (ident, version)
+
+
+def test_an_untracked_copy_is_attributed_to_the_root_it_shares_most_with_ties_by_id():
+    roots = {"r2": "alpha beta gamma delta epsilon", "r1": "alpha beta gamma delta zeta"}
+    # shares "alpha beta gamma" and "beta gamma delta" with both roots: a tie, the smaller id wins
+    assert lineage.untracked(roots, [("c", "alpha beta gamma delta")], 3, 2) == {"c": {"root": "r1", "shared": 2}}
+    # one more run of r2's: r2 now shares the most; a repeated run counts once
+    copy = "alpha beta gamma delta epsilon. alpha beta gamma"
+    assert lineage.untracked(roots, [("c", copy)], 3, 3) == {"c": {"root": "r2", "shared": 3}}
+    assert lineage.untracked(roots, [("c", copy)], 3, 4) == {}
+    assert lineage.untracked({"r": "too short"}, [("c", "too short")], 3, 1) == {}
