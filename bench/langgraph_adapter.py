@@ -182,9 +182,10 @@ def run(quick: bool = False) -> None:
             "interleaved op by op; provenance in a SQLite file; no vector index). "
             f"Load average {load_before:.1f} before and {load_after:.1f} after, on {os.cpu_count()} cores "
             f"(shared machine); fdatasync of a 4 KiB append: {fsync:.2f} ms (median). A governed put makes "
-            "two durable SQLite commits where the bare put makes one PostgreSQL commit: the key file's new data "
-            "key, committed on a worker while the record's checks run, and the provenance record, committed once "
-            "the key is durable; the wrapped put starts when the checks have passed and overlaps both.\n\n"
+            "one durable SQLite commit, the provenance record, where the bare put makes one PostgreSQL commit: "
+            "the version's data key comes from a pool made ahead in batches (one key-file commit per batch) and "
+            "the record names it; the wrapped put starts when the record's checks have passed and overlaps its "
+            "commit.\n\n"
             + table(["operation", "samples", "bare ms per op (median)", "governed ms per op (median)",
                      "ratio of medians", "ratio per round (median)", "ratio per round (range)"], over)
             + "\n\n`forget` of one user's namespace (one delete event over every item under the prefix; the "

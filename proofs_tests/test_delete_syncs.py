@@ -80,9 +80,11 @@ def test_a_delete_syncs_the_key_file_first_and_the_store_at_publication_only(tmp
     synced = _syncs(tmp_path)
     key = [k for k, f in enumerate(synced) if f.startswith("s.db.keys")]
     store = [k for k, f in enumerate(synced) if not f.startswith("s.db.keys")]
-    # the steps' keys (1 commit), the keys' destruction (1 commit) and the key file's WAL checkpoint
-    assert 3 <= len(key) <= 4, synced
+    # the steps' keys (1 commit), the keys' destruction (1 commit) and the key file's WAL checkpoint; the
+    # first of them restarts the key file's WAL after the previous delete's TRUNCATE checkpoint (one more
+    # sync, its header): the writes in between took pooled keys and did not touch the key file
+    assert 3 <= len(key) <= 5, synced
     # the publication's commit, then the two WAL checkpoints (store WAL and database each); nothing before
     assert len(store) <= 7, synced
-    assert len(synced) <= 11, synced  # was 26
+    assert len(synced) <= 12, synced  # was 26
     assert max(key) < min(store), f"a store sync before the keys were destroyed durably: {synced}"

@@ -241,7 +241,7 @@ def test_a_version_sealed_before_the_write_lock_is_sealed_again_if_another_write
 
     def racing(batch, *rest):  # noqa: ANN001, ANN002, ANN202 — the store's own method, a writer between it and the lock
         sealed = ahead(batch, *rest)  # at versions 2 and 3
-        if not raced:  # once: when this write's deferred key commit loses the race (KeyRace), it seals again
+        if not raced:  # once: the other writer takes version 2 between the seal and the lock
             raced.append(other.record({"id": "x", "kind": "record", "content": "from the other writer"}))  # version 2
         return sealed
     s._seal_ahead = racing

@@ -218,6 +218,32 @@ def _schema_of(loc: str) -> str:
     return loc.rsplit("?schema=", 1)[1] if loc.startswith("postgresql://") else "\0"
 
 
+def test_version_8_store_gets_the_pooled_key_column(store_at):
+    """Schema 9: ``versions.dek`` names the pooled key a write sealed its version under. A version-8 store
+    (no such column; every version under its own key) is refused until migrated; then its versions read,
+    new writes record their pooled key, and a delete destroys both kinds of key (audit passes)."""
+    loc = _imported(store_at("v8"))
+    fresh = _columns(loc, "versions")
+    _sql(loc, "ALTER TABLE versions DROP COLUMN dek", "UPDATE memsteward_schema SET version = 8")
+    _one_line_exit_2(_run("audit", "--store", loc, "--check"), "schema version 8")
+    r = _run("store", "migrate", "--store", loc, "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == {"store": loc, "from": 8, "to": SCHEMA_VERSION, "migrated": True}
+    assert _columns(loc, "versions") == fresh and fresh[-1] == "dek"
+    assert {d for (d,) in _sql(loc, "SELECT dek FROM versions")} == {None}
+    s = Store.open(loc)
+    s.record({"id": "p9", "kind": "record", "content": "a new memory after the migration"}, inputs=["p1"])
+    s.close()
+    (dek,) = _sql(loc, "SELECT dek FROM versions WHERE id = 'p9'")[0]
+    assert dek
+    r = _run("repair", "--policy", POLICY, "--store", loc, "--event", str(DATA / "event-delete.json"), "--json")
+    assert r.returncode == 0, r.stderr
+    assert ("p9", 1, 1) in {tuple(x) for x in _sql(loc, "SELECT id, version, erased FROM versions")}
+    for args in (("audit", "--store", loc, "--json"), ("audit", "--store", loc, "--check", "--json")):
+        checked = _run(*args)
+        assert checked.returncode == 0 and json.loads(checked.stdout)["ok"], checked.stdout + checked.stderr
+
+
 def test_newer_schema_and_foreign_tables_are_refused(store_at):
     loc = _imported(store_at("new"))
     _sql(loc, "UPDATE memsteward_schema SET version = 99")

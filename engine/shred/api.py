@@ -16,10 +16,10 @@ Contract (every implementation):
 * ``rotate(new)`` rewraps every DEK and the index key under a new master key, without touching data.
 * ``index_key()`` is the store's key for its content digests (:mod:`.digests`).
 
-Optional: ``create_deferred(refs)`` (the key file has it) returns fresh keys at once and the future of
-their durable commit, or None when it cannot (then ``create``); a store seals with the keys while the
-key store syncs, and commits the versions they seal only after the future is done
-(:meth:`memsteward.shred.vault.Vault.seal_deferred`).
+The write path does not call ``create`` per write: a store's :class:`~.vault.Vault` keeps a pool of
+keys made ahead with one ``create`` per batch, under random refs ``(key id, 0)`` only it knows, and
+a version's row names the pooled key it was sealed under (:mod:`.vault`). An implementation needs
+nothing for it: a pooled key is a ref like any other.
 
 A cloud KMS or Vault transit adapter implements the same five methods: ``create`` asks the KMS to
 generate a data key (or wraps a local one with ``encrypt``), keeps the *wrapped* key in any table,
@@ -47,11 +47,6 @@ that predate key stores (its schema version is newer than theirs)."""
 class KeyStoreError(InputError):
     """A key store that cannot be used: wrong master key, missing or unreadable key file, an
     unreachable key database, a newer format. Exit 2, and nothing was changed."""
-
-
-class KeyRace(Exception):
-    """A deferred key creation (``create_deferred``) found a key of one of its refs already made by
-    another writer; it committed nothing, and the write seals again with :meth:`KeyStore.create`."""
 
 
 @runtime_checkable

@@ -22,6 +22,7 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 PREFIX = "ms1:"
+TAGGED = PREFIX + "@"  # a sealed text under a pooled key: ``ms1:@<key id>:`` + base64 (base64 has no ``@``)
 NONCE = 12
 DEK_BYTES = 32
 
@@ -55,12 +56,23 @@ def open_bytes(key: bytes, blob: bytes, aad: bytes) -> bytes:
         raise Undecryptable("authentication failed") from None
 
 
+def key_tag(stored: str | None) -> str | None:
+    """The pooled key id a sealed text names (``ms1:@<id>:…``), or None: the key of its own version."""
+    if stored is None or not stored.startswith(TAGGED):
+        return None
+    end = stored.find(":", len(TAGGED))
+    return stored[len(TAGGED):end] if end > 0 else None
+
+
 def seal_rows(store_id: str, rows: Sequence[tuple[str, int, str | None, str]],
-              deks: Mapping[tuple[str, int], bytes]) -> list[tuple[str, int, str | None, str]]:
+              deks: Mapping[tuple[str, int], bytes],
+              tags: Mapping[tuple[str, int], str] | None = None) -> list[tuple[str, int, str | None, str]]:
     """(id, version, content, meta) rows with content (None stays None) and meta sealed under each
     version's DEK, as :func:`seal_text` with :func:`associated` would seal them one by one: one cipher
     object per row and the batch's nonces from one ``os.urandom`` call (a system call per nonce was a
-    third of the sealing time)."""
+    third of the sealing time). ``tags``: the pooled key id of a version whose DEK is a pooled key
+    (:meth:`memsteward.shred.vault.Vault.seal_pooled`), written after the prefix (``ms1:@<id>:``) so
+    a reader finds the key without another column."""
     s = store_id.encode("utf-8")
     head = b"%d:%s|" % (len(s), s)
     nonces = os.urandom(2 * NONCE * len(rows))
@@ -70,9 +82,10 @@ def seal_rows(store_id: str, rows: Sequence[tuple[str, int, str | None, str]],
         a = ident.encode("utf-8")
         base = head + b"%d:%s|%d|" % (len(a), a, int(version))
         n1, n2 = nonces[2 * NONCE * k:2 * NONCE * k + NONCE], nonces[2 * NONCE * k + NONCE:2 * NONCE * (k + 1)]
-        sealed_meta = PREFIX + b64(n2 + aead.encrypt(n2, meta.encode("utf-8"), base + b"meta")).decode("ascii")
+        tag = PREFIX if tags is None or (ident, version) not in tags else f"{TAGGED}{tags[(ident, version)]}:"
+        sealed_meta = tag + b64(n2 + aead.encrypt(n2, meta.encode("utf-8"), base + b"meta")).decode("ascii")
         sealed = None if content is None else \
-            PREFIX + b64(n1 + aead.encrypt(n1, content.encode("utf-8"), base + b"content")).decode("ascii")
+            tag + b64(n1 + aead.encrypt(n1, content.encode("utf-8"), base + b"content")).decode("ascii")
         out.append((ident, version, sealed, sealed_meta))
     return out
 
@@ -89,7 +102,8 @@ def is_sealed(stored: str | None) -> bool:
 def open_text(key: bytes, stored: str, aad: bytes) -> str:
     if not is_sealed(stored):
         raise Undecryptable("not a sealed value")
-    return open_bytes(key, base64.b64decode(stored[len(PREFIX):]), aad).decode("utf-8")
+    body = stored[stored.index(":", len(TAGGED)) + 1:] if stored.startswith(TAGGED) else stored[len(PREFIX):]
+    return open_bytes(key, base64.b64decode(body), aad).decode("utf-8")
 
 
 class Wrapper:

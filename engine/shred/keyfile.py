@@ -14,11 +14,9 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import threading
 from collections.abc import Collection
-from concurrent.futures import Future, ThreadPoolExecutor
 
-from .api import KEYFILE_FORMAT, KeyRace, KeyStoreError, VersionRef
+from .api import KEYFILE_FORMAT, KeyStoreError, VersionRef
 from .envelope import Undecryptable, Wrapper, new_dek
 from .master import MasterKey
 
@@ -29,20 +27,17 @@ CREATE TABLE IF NOT EXISTS deks(id TEXT NOT NULL, version INTEGER NOT NULL, wrap
   PRIMARY KEY (id, version)) WITHOUT ROWID;
 """
 _PART = 20_000  # refs per statement
-_WRITER_PRAGMAS = ("PRAGMA secure_delete = ON", "PRAGMA synchronous = FULL")
 
 
-def _insert_deks(c: sqlite3.Connection, rows: list[tuple[str, int, bytes]], exact: bool) -> int:
+def _insert_deks(c: sqlite3.Connection, rows: list[tuple[str, int, bytes]]) -> int:
     """Insert the new DEK rows in one committed transaction (a ref that has a key keeps it); the rows
-    inserted. ``exact``: roll back and raise :class:`KeyRace` unless every row was new."""
+    inserted."""
     before = c.total_changes
     c.execute("BEGIN IMMEDIATE")
     try:
         for start in range(0, len(rows), _PART):
             c.executemany("INSERT OR IGNORE INTO deks(id, version, wrapped) VALUES (?,?,?)", rows[start:start + _PART])
         made = c.total_changes - before
-        if exact and made != len(rows):
-            raise KeyRace("a key of one of the refs was created by another writer")
         c.execute("COMMIT")
     except BaseException:
         c.execute("ROLLBACK")
@@ -76,10 +71,6 @@ class FileKeyStore:
                 raise KeyStoreError("a new key file needs the store's id", file=path)
         self.path = path
         self.checkpointed = True  # whether the last destroy's WAL checkpoint completed
-        self._writer: sqlite3.Connection | None = None  # create_deferred's own connection, on its own thread
-        self._worker: ThreadPoolExecutor | None = None
-        self._pid = os.getpid()
-        self._start = threading.Lock()
         try:
             self.conn = sqlite3.connect(path, isolation_level=None, timeout=30.0, check_same_thread=False)
             self._setup(master, store_id, create)
@@ -114,30 +105,7 @@ class FileKeyStore:
         """A fresh DEK per new ref, committed (one transaction); existing refs keep theirs."""
         fresh, rows = self._wrapper.fresh(refs)
         # every ref new (the write path's case): the fresh keys; else read back the ones that existed
-        return fresh if _insert_deks(self.conn, rows, exact=False) == len(rows) else self.get(fresh)
-
-    def create_deferred(self, refs: Collection[VersionRef]) -> tuple[dict[VersionRef, bytes], Future[None]] | None:
-        """A fresh DEK per ref, returned at once, and the future of their commit (durable when it completes),
-        made on a worker thread over a connection of its own: a writer seals with the keys while the key
-        file syncs, and commits what they seal only once the future is done. None (use :meth:`create`)
-        for an in-memory key file or when a ref already has a key. The future raises :class:`KeyRace`,
-        having committed nothing, if another writer created a key of one of the refs meanwhile."""
-        if self.path == ":memory:" or not refs or self.get(refs):
-            return None
-        fresh, rows = self._wrapper.fresh(refs)
-        with self._start:
-            if self._worker is None or self._pid != os.getpid():  # none yet, or a forked child's (no thread)
-                self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memsteward-keyfile")
-                self._writer, self._pid = None, os.getpid()
-            worker = self._worker
-        return fresh, worker.submit(self._insert_new, rows)
-
-    def _insert_new(self, rows: list[tuple[str, int, bytes]]) -> None:
-        if self._writer is None:
-            self._writer = sqlite3.connect(self.path, isolation_level=None, timeout=30.0, check_same_thread=False)
-            for pragma in _WRITER_PRAGMAS:
-                self._writer.execute(pragma)
-        _insert_deks(self._writer, rows, exact=True)
+        return fresh if _insert_deks(self.conn, rows) == len(rows) else self.get(fresh)
 
     def get(self, refs: Collection[VersionRef]) -> dict[VersionRef, bytes]:
         """The live DEKs of ``refs`` (a destroyed one is absent)."""
@@ -217,8 +185,4 @@ class FileKeyStore:
         return [p for p in (self.path, self.path + "-wal", self.path + "-journal") if os.path.exists(p)]
 
     def close(self) -> None:
-        if self._worker is not None and self._pid == os.getpid():
-            self._worker.shutdown(wait=True)
-            if self._writer is not None:
-                self._writer.close()
         self.conn.close()

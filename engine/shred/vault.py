@@ -9,20 +9,44 @@ served as content.
 
 Erasure is :meth:`Vault.destroy`: the DEKs of the erased versions leave the key store, and every
 copy of their ciphertext, wherever it is, stays ciphertext.
+
+The write path seals with *pooled* keys (:meth:`Vault.seal_pooled`): DEKs made ahead in batches, one
+durable key-store commit per batch, under random key ids (ref ``(key id, 0)``: no artifact version is
+0) that only this handle knows, so a key is reserved to exactly one handle; a forked child drops the
+pool it inherited. The sealed text names its key (``ms1:@<key id>:``) and the store records the
+assignment in the version's row (``versions.dek``) in the write's own transaction, so a write waits
+for one durable commit, its own. A reserved key that sealed nothing stored (a crash, a refused write,
+the pool left at exit) encrypted nothing: it is harmless, and :meth:`Vault.close` destroys the rest of
+the pool. Erasure destroys a version's key by its ref (:func:`key_ref`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Sequence
-from concurrent.futures import Future
+import os
+import secrets
+import threading
+from collections.abc import Collection, Iterable, Sequence
 
 from ..errors import InputError
 from .api import KeyStore, VersionRef
 from .digests import content_mac, keyed_shingle_hash, shingle_key
-from .envelope import PREFIX, Undecryptable, associated, open_text, seal_rows
+from .envelope import PREFIX, Undecryptable, associated, key_tag, open_text, seal_rows
 
 Row = tuple[str, int, str | None, str]
 """(artifact id, version, content text or None, meta text) as a ``versions`` row stores them."""
+
+POOL_FIRST, POOL_MAX = 8, 256  # pooled keys made by the first refill; a refill doubles up to the max
+
+
+def key_ref(ident: str, version: int, dek: str | None) -> VersionRef:
+    """The key store ref of a version's DEK: its pooled key's ``(key id, 0)``, else ``(id, version)``."""
+    return (dek, 0) if dek else (ident, int(version))
+
+
+def row_key_ref(row: Row) -> VersionRef:
+    """:func:`key_ref` of a stored row, from the key id its sealed text names."""
+    i, v, c, m = row
+    return key_ref(i, v, key_tag(m) or key_tag(c))
 
 
 class Shredded(InputError):
@@ -37,6 +61,10 @@ class Vault:
         self.store_id = keys.store_id
         self._index = keys.index_key()
         self._shingles = shingle_key(self._index)
+        self._pool: list[tuple[str, bytes]] = []  # reserved keys (key id, DEK), durable, not yet used
+        self._pool_pid = os.getpid()
+        self._pool_next = POOL_FIRST
+        self._pool_lock = threading.Lock()
 
     # ------------------------------------------------------------------ digests
 
@@ -55,40 +83,49 @@ class Vault:
             return []
         return seal_rows(self.store_id, rows, self.keys.create([(i, v) for i, v, _, _ in rows]))
 
-    def seal_deferred(self, rows: Sequence[Row]) -> tuple[list[Row], Callable[[], None] | None]:
-        """The rows sealed under fresh DEKs whose commit to the key store may still be running, and the
-        wait for it (None: the keys are already durable, as :meth:`seal` made them). The caller must call
-        the wait, and see it return, before it commits anything these rows sealed: a committed version
-        always has its key. The wait raises :class:`~.api.KeyRace` when the keys could not be committed
-        because another writer made a key of one of the refs (seal again with :meth:`seal`)."""
-        if not rows:
-            return [], None
-        deferred = getattr(self.keys, "create_deferred", None)
-        made: tuple[dict[VersionRef, bytes], Future[None]] | None = \
-            deferred([(i, v) for i, v, _, _ in rows]) if deferred is not None else None
-        if made is None:
-            return self.seal(rows), None
-        deks, future = made
-        return seal_rows(self.store_id, rows, deks), future.result
+    def seal_pooled(self, rows: Sequence[Row]) -> list[Row]:
+        """The rows sealed under pooled keys, each naming its key (``ms1:@<key id>:``; the store records
+        it as the version's ``dek``). The keys are durable already: nothing to wait for before the
+        commit. A refill of the pool is one durable commit for a batch of keys."""
+        taken = self._take(len(rows))
+        refs = [(i, int(v)) for i, v, _, _ in rows]
+        return seal_rows(self.store_id, rows, {r: k for r, (_, k) in zip(refs, taken, strict=True)},
+                         {r: t for r, (t, _) in zip(refs, taken, strict=True)})
+
+    def _take(self, n: int) -> list[tuple[str, bytes]]:
+        with self._pool_lock:
+            if self._pool_pid != os.getpid():  # a forked child: the reserved keys stay its parent's
+                self._pool, self._pool_pid = [], os.getpid()
+            if len(self._pool) < n:
+                ids = [secrets.token_hex(16) for _ in range(max(n - len(self._pool), self._pool_next))]
+                self._pool_next = min(2 * self._pool_next, POOL_MAX)
+                made = self.keys.create([(k, 0) for k in ids])  # one durable commit for the batch
+                self._pool += [(k, made[(k, 0)]) for k in ids]
+            taken, self._pool = self._pool[:n], self._pool[n:]
+        return taken
 
     def open(self, rows: Iterable[Row], shredded_as_erased: bool = False) -> list[tuple[str | None, str]]:
         """(content text, meta text) of each row, opened; plaintext rows as they are. A sealed row whose
         DEK is destroyed raises :class:`Shredded`, or with ``shredded_as_erased`` reads as an erased
         version does (no content, empty meta): between the key destruction and the commit of a
         publication killed in between, ``recover`` reads the cascade it is about to erase."""
-        rows = list(rows)
-        sealed = {(i, int(v)) for i, v, c, m in rows if m.startswith(PREFIX) or (c is not None and c.startswith(PREFIX))}
-        deks = self.keys.get(sealed) if sealed else {}
+        rows = [(i, int(v), c, m) for i, v, c, m in rows]
+        refs = [row_key_ref(r) if r[3].startswith(PREFIX) or (r[2] is not None and r[2].startswith(PREFIX)) else None
+                for r in rows]
+        wanted = {ref for ref in refs if ref is not None}
+        deks = self.keys.get(wanted) if wanted else {}
         if shredded_as_erased:
-            rows = [(i, v, None, "{}") if (i, int(v)) in sealed and (i, int(v)) not in deks else (i, v, c, m)
-                    for i, v, c, m in rows]
-        return [(self._open(deks, i, int(v), "content", c), self._open(deks, i, int(v), "meta", m) or "{}")
-                for i, v, c, m in rows]
+            rows = [(i, v, None, "{}") if ref is not None and ref not in deks else (i, v, c, m)
+                    for (i, v, c, m), ref in zip(rows, refs, strict=True)]
+        out = []
+        for (i, v, c, m), ref in zip(rows, refs, strict=True):
+            dek = None if ref is None else deks.get(ref)
+            out.append((self._open(dek, i, v, "content", c), self._open(dek, i, v, "meta", m) or "{}"))
+        return out
 
-    def _open(self, deks: dict[VersionRef, bytes], ident: str, version: int, part: str, text: str | None) -> str | None:
+    def _open(self, dek: bytes | None, ident: str, version: int, part: str, text: str | None) -> str | None:
         if text is None or not text.startswith(PREFIX):
             return text
-        dek = deks.get((ident, version))
         if dek is None:
             raise Shredded(f"{ident!r} v{version}: its data key is destroyed (erased content is not readable)",
                            file=self.store_id, field=part)
@@ -101,10 +138,10 @@ class Vault:
     def decryptable(self, rows: Iterable[Row]) -> list[VersionRef]:
         """The sealed rows that still open under the current key store (an erased one must not)."""
         rows = [r for r in rows if r[2] is not None and r[2].startswith(PREFIX) or r[3].startswith(PREFIX)]
-        deks = self.keys.get({(i, int(v)) for i, v, _, _ in rows})
+        deks = self.keys.get({row_key_ref(r) for r in rows})
         out = []
         for i, v, c, m in rows:
-            dek = deks.get((i, int(v)))
+            dek = deks.get(row_key_ref((i, v, c, m)))
             if dek is None:
                 continue
             text, part = (c, "content") if c is not None and c.startswith(PREFIX) else (m, "meta")
@@ -118,14 +155,25 @@ class Vault:
     # ------------------------------------------------------------------ erasure
 
     def destroy(self, refs: Collection[VersionRef]) -> int:
+        """Destroy the DEKs of key refs (:func:`key_ref`)."""
         return self.keys.destroy(refs)
 
     def alive(self, refs: Collection[VersionRef]) -> set[VersionRef]:
-        """The refs whose DEK still exists."""
+        """The key refs (:func:`key_ref`) whose DEK still exists."""
         return set(self.keys.get(refs))
 
     def close(self) -> None:
-        self.keys.close()
+        """Destroy this handle's unused pooled keys (they sealed nothing), then close the key store."""
+        with self._pool_lock:
+            left = [(k, 0) for k, _ in self._pool] if self._pool_pid == os.getpid() else []
+            self._pool = []
+        try:
+            if left:
+                self.keys.destroy(left)
+        except Exception:  # noqa: BLE001 - best effort: a reserved key that sealed nothing protects nothing
+            pass
+        finally:
+            self.keys.close()
 
 
-__all__ = ["Row", "Shredded", "Vault"]
+__all__ = ["Row", "Shredded", "Vault", "key_ref", "row_key_ref"]

@@ -15,6 +15,8 @@ from typing import Any
 
 from ..errors import EventHeld
 from ..repair.auditchain import tombstone_commitment as commitment
+from ..shred.envelope import key_tag
+from ..shred.vault import key_ref
 from ..textnorm import text_digests
 from .api import ErasureReport
 from .core import _dump, _load, _now
@@ -40,7 +42,7 @@ class Erasure(Leases):
         Killed after the keys went and before the commit, the event is unfinished and ``recover``
         publishes it again: the destruction repeats as a no-op and the rows end as uninterrupted."""
         ids = sorted(targets)
-        rows: list[tuple[str, int, str | None, str | None]] = []
+        rows: list[tuple[str, int, str | None, str | None, str | None]] = []
         for start in range(0, len(ids), 500):
             chunk = ids[start:start + 500]
             rows += self.conn.execute(self.q.erasable_versions, (json.dumps(chunk),)).fetchall()
@@ -48,13 +50,18 @@ class Erasure(Leases):
         updates: list[tuple[str, str, int]] = []
         stones: list[tuple[str, str, int]] = []
         refs: list[tuple[str, int]] = []
+        keys: list[tuple[str, int]] = []  # the DEKs' key store refs (a pooled key's, or the version's own)
         rows = [r for r in rows if _within(r[1], targets[r[0]])]
         # the tombstoned versions' texts, opened in one key-store lookup (not one per version)
-        stoned = [(i, int(v), c, "{}") for i, v, c, _ in rows if i in tombstone and c is not None]
+        stoned = [(i, int(v), c, "{}") for i, v, c, _, _ in rows if i in tombstone and c is not None]
         texts = {(i, v): c for (i, v, _, _), (c, _) in zip(stoned, self.vault.open(stoned, shredded_as_erased=True))}
-        for ident, version, content, stored in rows:
+        for ident, version, content, stored, dek in rows:
             sha = stored if stored is not None else self.digest_of(self._open_content([(ident, version, content)])[0])
             refs.append((ident, int(version)))
+            keys.append(key_ref(ident, version, dek))
+            named = key_tag(content)  # the key the ciphertext names, should a row's column disagree with it
+            if named is not None and named != dek:
+                keys.append(key_ref(ident, version, named))
             erased[ident].append({"version": int(version), "sha256": sha})
             updates.append((sha, ident, version))
             if ident in tombstone and content is not None:
@@ -63,7 +70,7 @@ class Erasure(Leases):
                 if opened is not None:  # normalised digests (issue 25), keyed; gone if a crash took the key
                     stones += [(d, ident, event_id) for d in sorted(self._tomb_digests(text_digests(_load(opened)),
                                                                                       plain=False))]
-        self.vault.destroy(refs)
+        self.vault.destroy(keys)
         self.checkpoint()  # crash point: the keys are destroyed, the publication not yet committed
         self.conn.executemany(self.q.erase_version, updates)
         self.conn.executemany(self.q.insert_tombstones, stones)
@@ -113,10 +120,11 @@ class Erasure(Leases):
         if not self._take_physical(event_id):
             return self._physical_row(event_id) or {}
         refs = self.erased_refs(event_id) if refs is None else list(refs)
-        alive = self.vault.alive(refs)
+        keys = set(self.key_refs(refs).values())
+        alive = self.vault.alive(keys)
         if alive:
             self.vault.destroy(alive)
-            alive = self.vault.alive(refs)
+            alive = self.vault.alive(keys)
         detail: ErasureReport = {"versions": len(refs), "keys_destroyed": len(refs) - len(alive),
                                  "keys_alive": len(alive), "sealed": self.sealed,
                                  "key_store": str(getattr(self.vault.keys, "path", "?"))}

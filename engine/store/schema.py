@@ -40,10 +40,15 @@ __all__ = ["CORE_TABLES", "PG_MIGRATIONS", "SQLITE_MIGRATIONS", "Migration", "PG
 #   8  ``events_unfinished`` ON events(id) WHERE status != 'done': the unfinished event (``recover``, and every
 #      write's check for a running event) is found from this partial index, which holds only the events not yet
 #      published, instead of a scan of every event (in SQLite a scan that reads each event's plan to reach its status).
+#   9  ``versions.dek``: the id of the pooled data key a version was sealed under (memsteward.shred.vault:
+#      a write takes a key made ahead instead of committing a new one to the key store, so it waits for
+#      one durable commit, not two); NULL: the version's own key, ref (id, version), as before. The
+#      column stays when the version is erased: erasure destroys the key by it, and the audit checks it
+#      is gone. The migration adds the column (existing rows: NULL).
 # ANY change to a table or column of either schema (a new table included: `CREATE TABLE IF NOT EXISTS`
 # reaches new stores only) bumps SCHEMA_VERSION and appends one step to each backend's list; a store
 # of an older version is refused (exit 2, nothing changed) until `memsteward store migrate` ran.
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 CORE_TABLES = frozenset({"artifacts", "versions", "edges", "events", "audit"})  # what makes a database a store
 
 SQLITE_SCHEMA = """
@@ -52,7 +57,7 @@ CREATE TABLE IF NOT EXISTS artifacts(
   state TEXT NOT NULL, staged_version INTEGER);
 CREATE TABLE IF NOT EXISTS versions(
   id TEXT NOT NULL, version INTEGER NOT NULL, content TEXT, meta TEXT NOT NULL,
-  event_id INTEGER, erased INTEGER NOT NULL DEFAULT 0, sha256 TEXT, PRIMARY KEY(id, version));
+  event_id INTEGER, erased INTEGER NOT NULL DEFAULT 0, sha256 TEXT, dek TEXT, PRIMARY KEY(id, version));
 CREATE TABLE IF NOT EXISTS edges(
   src TEXT NOT NULL, dst TEXT NOT NULL, type TEXT NOT NULL, PRIMARY KEY(src, dst, type));
 CREATE TABLE IF NOT EXISTS events(
@@ -95,7 +100,8 @@ CREATE TABLE IF NOT EXISTS artifacts(
   state TEXT COLLATE "C" NOT NULL, staged_version BIGINT);
 CREATE TABLE IF NOT EXISTS versions(
   id TEXT COLLATE "C" NOT NULL, version BIGINT NOT NULL, content TEXT, meta TEXT NOT NULL,
-  event_id BIGINT, erased INTEGER NOT NULL DEFAULT 0, sha256 TEXT COLLATE "C", PRIMARY KEY(id, version));
+  event_id BIGINT, erased INTEGER NOT NULL DEFAULT 0, sha256 TEXT COLLATE "C", dek TEXT COLLATE "C",
+  PRIMARY KEY(id, version));
 CREATE TABLE IF NOT EXISTS edges(
   src TEXT COLLATE "C" NOT NULL, dst TEXT COLLATE "C" NOT NULL, type TEXT COLLATE "C" NOT NULL,
   PRIMARY KEY(src, dst, type));
@@ -245,15 +251,27 @@ def _pg_v7_to_v8(conn: Any) -> str:
     return _UNFINISHED_INDEX
 
 
+def _sqlite_v8_to_v9(conn: Any) -> str:
+    """The pooled key id of a version (NULL for every existing row: its own key); a store that has it is
+    left as it is (SQLite has no ADD COLUMN IF NOT EXISTS)."""
+    present = {r[1] for r in conn.execute("PRAGMA table_info(versions)")}
+    return "" if "dek" in present else "ALTER TABLE versions ADD COLUMN dek TEXT;"
+
+
+def _pg_v8_to_v9(conn: Any) -> str:
+    """The pooled key id of a version (NULL for every existing row: its own key)."""
+    return 'ALTER TABLE versions ADD COLUMN IF NOT EXISTS dek TEXT COLLATE "C"'
+
+
 Migration = Callable[[Any], str]
 """One step: given the connection (it may read the store to decide), the SQL that takes a store one version up."""
 
 # MIGRATIONS[v - 1](conn) takes a store from version v to v + 1; the store runs every pending step and
 # the new version in ONE write transaction.
 SQLITE_MIGRATIONS: list[Migration] = [_sqlite_v1_to_v2, _sqlite_v2_to_v3, _sqlite_v3_to_v4, _sqlite_v4_to_v5,
-                                      _sqlite_v5_to_v6, _sqlite_v6_to_v7, _sqlite_v7_to_v8]
+                                      _sqlite_v5_to_v6, _sqlite_v6_to_v7, _sqlite_v7_to_v8, _sqlite_v8_to_v9]
 PG_MIGRATIONS: list[Migration] = [_pg_v1_to_v2, _pg_v2_to_v3, _pg_v3_to_v4, _pg_v4_to_v5, _pg_v5_to_v6, _pg_v6_to_v7,
-                                  _pg_v7_to_v8]
+                                  _pg_v7_to_v8, _pg_v8_to_v9]
 assert len(SQLITE_MIGRATIONS) == len(PG_MIGRATIONS) == SCHEMA_VERSION - 1
 
 

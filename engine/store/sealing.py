@@ -9,6 +9,7 @@ Digests a sealed store keeps of content (tombstones, version rows, the lineage i
 from __future__ import annotations
 
 import hashlib
+import json
 import secrets
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 from ..repair.artifacts import Artifact
 from ..repair.writes import canonical_json
 from ..shred.keystores import open_keys
-from ..shred.vault import Vault
+from ..shred.vault import Vault, key_ref
 from .core import StoreCore, _load
 from .postgres import PgConnection
 
@@ -106,7 +107,20 @@ class Sealing(StoreCore):
 
     def keys_alive(self, refs: Sequence[tuple[str, int]]) -> list[tuple[str, int]]:
         """The (id, version) of ``refs`` whose data key is still in the key store (checked now, live)."""
-        return sorted(self.vault.alive(refs))
+        keys = self.key_refs(refs)
+        alive = self.vault.alive(set(keys.values()))
+        return sorted(r for r, k in keys.items() if k in alive)
+
+    def key_refs(self, refs: Iterable[tuple[str, int]]) -> dict[tuple[str, int], tuple[str, int]]:
+        """(id, version) → the key store ref of its DEK (:func:`memsteward.shred.vault.key_ref`): the
+        pooled key its row names (``versions.dek``, kept when the version is erased), else its own."""
+        wanted = {(str(i), int(v)) for i, v in refs}
+        ids = sorted({i for i, _ in wanted})
+        deks: dict[tuple[str, int], str] = {}
+        for start in range(0, len(ids), 500):
+            deks.update(((i, int(v)), d) for i, v, d in
+                        self.conn.execute(self.q.version_deks, (json.dumps(ids[start:start + 500]),)))
+        return {r: key_ref(r[0], r[1], deks.get(r)) for r in wanted}
 
     def _opened(self, rows: Iterable[Sequence[Any]], shredded_as_erased: bool = False) -> Iterator[Artifact]:
         """Rows (id, kind, arch, version, state, content, meta) as artifacts, their sealed fields opened

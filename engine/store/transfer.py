@@ -200,11 +200,11 @@ class Transfer(Erasure, LogHooks):
 
     def _resealed(self, dst: SqlStore, part: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
         """``versions`` rows (id, version, content, meta, …) opened here and sealed under ``dst``'s vault;
-        an erased row (no content) is copied as it is."""
+        an erased row (no content) is copied as it is (its ``dek`` names a key of this store's, destroyed)."""
         live = [r for r in part if r[2] is not None]
         opened = self.vault.open([(r[0], int(r[1]), r[2], r[3]) for r in live])
         sealed = iter(dst.vault.seal([(r[0], int(r[1]), c, m) for r, (c, m) in zip(live, opened, strict=True)]))
-        return [(*next(sealed), *r[4:]) if r[2] is not None else r for r in part]
+        return [(*next(sealed), *r[4:7], None) if r[2] is not None else r for r in part]  # its own key: no dek
 
     TABLES = COPIED_TABLES  # the tables copy_into copies, in order (memsteward.store.queries)
 

@@ -19,26 +19,17 @@ from ..errors import InputError, WriteRefused
 from ..repair.artifacts import SERVABLE_STATES, Artifact
 from ..repair.reingest import verdict as reingest_verdict
 from ..repair.writes import Write, canonical_json, prepare
-from ..shred.api import KeyRace
+from ..shred.envelope import key_tag
 from ..shred.vault import Row
 from .audit import tail_of
 from .connection import retrying
 from .live import LiveEvent, ordered_after, pending_tombstones, retry_busy, tombstone_hit
 from .planstore import read_fields
-from .queries import ARTIFACT_COLUMNS, VERSION_COLUMNS
+from .queries import ARTIFACT_COLUMNS, WRITTEN_VERSION_COLUMNS
 from .repairlog import Transitions
 from .transfer import FILLED
 
 __all__ = ["Writes", "tombstone_hit"]
-
-
-def _settle(wait: Callable[[], None] | None) -> None:
-    """Wait for a deferred key commit whose keys seal nothing that will be committed (its outcome is moot)."""
-    if wait is not None:
-        try:
-            wait()
-        except Exception:  # noqa: BLE001 - unused keys: committed or not, they protect nothing
-            pass
 
 
 class Writes(Transitions):
@@ -109,57 +100,41 @@ class Writes(Transitions):
     @retrying
     def _record_once(self, batch: Sequence[Write], reingest: str,
                      before_commit: Callable[[], None] | None = None) -> list[Artifact]:
-        """One attempt of :meth:`record_many`: one transaction."""
-        try:
-            return self._record_attempt(batch, reingest, before_commit, defer=True)
-        except KeyRace:  # another writer made a key of one of these versions: seal with the keys as stored
-            return self._record_attempt(batch, reingest, before_commit, defer=False)
-
-    def _record_attempt(self, batch: Sequence[Write], reingest: str, before_commit: Callable[[], None] | None,
-                        defer: bool) -> list[Artifact]:
-        """The transaction of :meth:`_record_once`. With ``defer``, the keys that seal the batch are
-        committed to the key store on its worker while the checks run and the adapter's write starts
-        (``before_commit``); the transaction waits for that commit before its own, so a committed version
-        always has its key (a crash in between leaves only unused keys, which protect nothing)."""
+        """One attempt of :meth:`record_many`: one transaction, the write's only durable commit. The
+        batch is sealed before it under pooled keys, durable already (:meth:`_seal_ahead`); the row of
+        each version names its key (``versions.dek``), committed with it. A crash before the COMMIT
+        leaves only reserved keys that sealed nothing stored, which protect nothing."""
         refused: WriteRefused | None = None
         out: list[Artifact] = []
-        ahead, keys_durable = self._seal_ahead(batch, defer)
+        ahead = self._seal_ahead(batch)
         with self.transaction():
             try:
                 out = self._apply_writes(batch, reingest, ahead)
             except WriteRefused as exc:
-                if exc.reason in ("fenced", "tombstone"):
-                    refused = exc  # committed below: the refusal's audit row, nothing else
-                else:
-                    _settle(keys_durable)
+                if exc.reason not in ("fenced", "tombstone"):
                     raise
-            except BaseException:
-                _settle(keys_durable)
-                raise
+                refused = exc  # committed below: the refusal's audit row, nothing else
             finally:
                 self._tail_hint = None
             if refused is None and before_commit is not None:
                 before_commit()
-            if keys_durable is not None:
-                keys_durable()  # the keys durable before this COMMIT (raises KeyRace: rolled back)
         if refused is not None:
             raise refused
         return out
 
-    def _seal_ahead(self, batch: Sequence[Write], defer: bool = False
-                    ) -> tuple[dict[tuple[str, int], tuple[Row, Row]], Callable[[], None] | None]:
+    def _seal_ahead(self, batch: Sequence[Write]) -> dict[tuple[str, int], tuple[Row, Row]]:
         """(id, version) → (plain row, sealed row) of the batch's versions, sealed before its
-        transaction at the versions they will get unless another writer records one of its ids first:
-        the key store's commit (a durable write of its own) is then not made while the store's write
-        lock is held. :meth:`_apply_writes` seals again any version that turned out otherwise; the keys
-        of a refused write seal nothing that is stored."""
+        transaction at the versions they will get unless another writer records one of its ids first,
+        under pooled keys (:meth:`memsteward.shred.vault.Vault.seal_pooled`): a refill of the pool, a
+        durable write of the key store's own, is then not made while the store's write lock is held.
+        :meth:`_apply_writes` seals again any version that turned out otherwise; the keys of a refused
+        write seal nothing that is stored."""
         top = dict(self.conn.execute(self.q.max_versions, (json.dumps(sorted({w.artifact.id for w in batch})),)).fetchall())
         rows = []
         for w in batch:
             top[w.artifact.id] = version = int(top.get(w.artifact.id) or 0) + 1
             rows.append((w.artifact.id, version, w.content_text, w.meta_text))
-        sealed, durable = self.vault.seal_deferred(rows) if defer else (self.vault.seal(rows), None)
-        return {(r[0], r[1]): (r, s) for r, s in zip(rows, sealed, strict=True)}, durable
+        return {(r[0], r[1]): (r, s) for r, s in zip(rows, self.vault.seal_pooled(rows), strict=True)}
 
     def _sealed(self, rows: Sequence[Row], ahead: Mapping[tuple[str, int], tuple[Row, Row]]) -> list[Row]:
         """``rows`` sealed: as :meth:`_seal_ahead` sealed them where it saw the same row, the rest now."""
@@ -260,8 +235,11 @@ class Writes(Transitions):
             manifest.update(canonical_json([a.id, version, keyed[w.digest], w.inputs]).encode("utf-8") + b"\n")
             out.append(Artifact(a.id, a.kind, a.arch, version, a.content, dict(a.meta), "servable"))
         c = self.conn
-        self.driver.bulk_insert("versions", VERSION_COLUMNS,
-                                [(*row, 0, d) for row, d in zip(self._sealed(versions, ahead or {}), digests, strict=True)])
+        # the pooled key a version was sealed under (named in its sealed meta) recorded with it: the assignment
+        # commits with the version, in this transaction
+        self.driver.bulk_insert("versions", WRITTEN_VERSION_COLUMNS,
+                                [(*row, 0, d, key_tag(row[3])) for row, d
+                                 in zip(self._sealed(versions, ahead or {}), digests, strict=True)])
         # an id new to the store gets one row, at its last version of the batch: a plain INSERT (one COPY
         # on PostgreSQL for a large batch); a known id's row is updated
         last = {row[0]: row for row in arts}

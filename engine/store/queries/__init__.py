@@ -18,7 +18,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-__all__ = ["ARTIFACT_COLUMNS", "AUDIT_COLUMNS", "SHINGLE_COLUMNS", "TABLES", "VERSION_COLUMNS", "Queries"]
+__all__ = ["ARTIFACT_COLUMNS", "AUDIT_COLUMNS", "SHINGLE_COLUMNS", "TABLES", "VERSION_COLUMNS",
+           "WRITTEN_VERSION_COLUMNS", "Queries"]
 
 TABLES = ("artifacts", "versions", "edges", "policies", "events", "plan_steps", "audit", "audit_head", "tombstones",
           "shingles")
@@ -29,6 +30,7 @@ TABLES = ("artifacts", "versions", "edges", "policies", "events", "plan_steps", 
 AUDIT_COLUMNS = ("seq", "at", "event_id", "action", "artifact_id", "detail", "hash")
 ARTIFACT_COLUMNS = ("id", "kind", "arch", "version", "state")
 VERSION_COLUMNS = ("id", "version", "content", "meta", "erased", "sha256")
+WRITTEN_VERSION_COLUMNS = (*VERSION_COLUMNS, "dek")  # the write path's: the pooled key each version names
 SHINGLE_COLUMNS = ("h", "id")
 
 
@@ -94,6 +96,7 @@ class Queries:
     delete_lease: str
     # erasure (memsteward.store.erasure)
     erasable_versions: str
+    version_deks: str  # (id, version, dek) of the ids' versions sealed under pooled keys
     erase_version: str
     insert_tombstones: str
     tombstones_of_digests: str

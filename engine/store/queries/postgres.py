@@ -101,8 +101,9 @@ POSTGRES = Queries(
     lease_check='SELECT owner, host, pid, acquired FROM event_lease WHERE event_id = %s',
     lease_owner='SELECT owner FROM event_lease WHERE event_id = %s',
     delete_lease='DELETE FROM event_lease WHERE event_id = %s',
-    erasable_versions=('SELECT id, version, content, sha256 FROM versions WHERE erased = 0 AND id = ' + _ANY
+    erasable_versions=('SELECT id, version, content, sha256, dek FROM versions WHERE erased = 0 AND id = ' + _ANY
                        + ' ORDER BY id, version'),
+    version_deks=('SELECT id, version, dek FROM versions WHERE dek IS NOT NULL AND id = ' + _ANY),
     erase_version=("UPDATE versions SET content = NULL, meta = '{}', erased = 1, sha256 = %s WHERE id = %s AND "
                    'version = %s'),
     insert_tombstones='INSERT INTO tombstones(digest, root, event_id) VALUES (%s,%s,%s) ON CONFLICT DO NOTHING',
@@ -176,7 +177,7 @@ POSTGRES = Queries(
     },
     insert_row={
         'artifacts': 'INSERT INTO artifacts VALUES (%s,%s,%s,%s,%s,%s)',
-        'versions': 'INSERT INTO versions VALUES (%s,%s,%s,%s,%s,%s,%s)',
+        'versions': 'INSERT INTO versions VALUES (%s,%s,%s,%s,%s,%s,%s,%s)',
         'edges': 'INSERT INTO edges VALUES (%s,%s,%s)',
         'policies': 'INSERT INTO policies VALUES (%s,%s)',
         'events': 'INSERT INTO events VALUES (%s,%s,%s,%s,%s,%s,%s)',

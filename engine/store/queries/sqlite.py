@@ -98,8 +98,10 @@ SQLITE = Queries(
     lease_owner="SELECT owner FROM event_lease WHERE event_id = ?",
     delete_lease="DELETE FROM event_lease WHERE event_id = ?",
 
-    erasable_versions=("SELECT id, version, content, sha256 FROM versions WHERE erased = 0 AND id IN "
+    erasable_versions=("SELECT id, version, content, sha256, dek FROM versions WHERE erased = 0 AND id IN "
                        "(SELECT value FROM json_each(?)) ORDER BY id, version"),
+    version_deks=("SELECT id, version, dek FROM versions WHERE dek IS NOT NULL AND id IN "
+                  "(SELECT value FROM json_each(?))"),
     erase_version="UPDATE versions SET content = NULL, meta = '{}', erased = 1, sha256 = ? WHERE id = ? AND version = ?",
     insert_tombstones="INSERT OR IGNORE INTO tombstones(digest, root, event_id) VALUES (?,?,?)",
     tombstones_of_digests="SELECT digest, root, event_id FROM tombstones WHERE digest IN (SELECT value FROM json_each(?))",
@@ -178,7 +180,7 @@ SQLITE = Queries(
     },
     insert_row={
         'artifacts': 'INSERT INTO artifacts VALUES (?,?,?,?,?,?)',
-        'versions': 'INSERT INTO versions VALUES (?,?,?,?,?,?,?)',
+        'versions': 'INSERT INTO versions VALUES (?,?,?,?,?,?,?,?)',
         'edges': 'INSERT INTO edges VALUES (?,?,?)',
         'policies': 'INSERT INTO policies VALUES (?,?)',
         'events': 'INSERT INTO events VALUES (?,?,?,?,?,?,?)',
