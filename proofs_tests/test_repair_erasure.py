@@ -222,13 +222,14 @@ def test_correction_evidence_names_the_version_the_replacement_got(store_at):
     assert support and all(x["version"] == root_version for x in support)
 
 
-def test_erasure_check_fails_when_a_derived_version_keeps_content(store_at):
+@pytest.mark.parametrize("erased", [0, 1])  # restored as live, or content back in a row still marked erased
+def test_erasure_check_fails_when_a_derived_version_keeps_content(store_at, erased):
     db = store_at("m")
     store = marker_store(db)
     run_event(store, load_policy("policies/default.yaml"),
               parse_event({"type": "delete", "roots": ["r-secret"]}, store.snapshot()))
     store.close()
-    _tamper(db, "UPDATE versions SET content = '\"restored\"', erased = 0 WHERE id = 'cache-home'")
+    _tamper(db, f"UPDATE versions SET content = '\"restored\"', erased = {erased} WHERE id = 'cache-home'")
     r = CliRunner().invoke(main, ["audit", "--store", db, "--json"])
     checks = {c["check"]: c for c in json.loads(r.stdout)["checks"]}
     assert r.exit_code == 1 and not checks["erasure"]["ok"] and "cache-home" in checks["erasure"]["detail"]

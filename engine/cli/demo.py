@@ -101,7 +101,7 @@ def shown_status(check: dict[str, Any]) -> str:
 def key_destruction(store: Any, event_id: int) -> str:
     """What the event's ``physical-erasure`` row recorded of the key destruction, and the erased versions'
     keys checked again now against the live key store."""
-    log = [r for r in store.audit_log() if r["event_id"] == event_id]
+    log = store.audit_log_of(event_id)
     row = next((r["detail"] for r in log if r["action"] == "physical-erasure"), None)
     if row is None:
         return "no key destruction recorded (run `memsteward recover`)"

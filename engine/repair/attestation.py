@@ -41,7 +41,7 @@ def attest(store: Reader, event_id: int | None = None, expect_head: str | None =
         raise InputError(f"no event {event_id} in the store" if event_id is not None else "the store has no events",
                          file=store.path, field="event")
     eid, plan, event = ev["id"], ev["plan"], ev["event"]
-    log = [r for r in store.audit_log() if r["event_id"] == eid]
+    log = store.audit_log_of(eid)
     states = store.states()
     # the cascade is read from the hash-chained withdraw rows, not from the (unchained) plan
     cascade = sorted(r["artifact_id"] for r in log if r["action"] == "withdraw")
@@ -149,19 +149,15 @@ def _erasures(store: Reader, plan: dict, cascade: list[str], republished: list[s
     tp = TransitionPlan.from_json(plan).replace(cascade=tuple(cascade))
     erase, scrub, _ = erasure_targets(tp, frozenset(republished))
     targets = {**scrub, **{r: None for r in erase}}
+    held = store.versions_held(list(targets))  # one query for the event (not two per artifact)
     out = []
     for ident in sorted(targets, key=lambda i: (i not in erase, i)):
         limit = targets[ident]
-        versions = [(v, e) for v, e, _ in store.versions(ident) if limit is None or v <= limit]
-        kept = [v for v, erased in versions if not erased or _content(store, ident, v) is not None]
+        versions = [(v, e, c) for v, e, c in held.get(ident, []) if limit is None or v <= limit]
+        kept = [v for v, erased, content in versions if not erased or content]
         out.append({"id": ident, "root": ident in erase or ident in tp.event.roots, "versions": len(versions),
                     "content_remaining": kept})
     return out
-
-
-def _content(store: Reader, ident: str, version: int) -> Any:
-    art = store.version_of(ident, version)
-    return None if art is None else art.content
 
 
 def _check(name: str, ok: bool, detail: str, looked: bool = True) -> dict[str, Any]:

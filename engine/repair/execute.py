@@ -373,10 +373,6 @@ def resume(store: RepairLog, event_id: int, policy: Policy, plan: TransitionPlan
     operators = operators or operators_for(policy)
     executor = executor_from(executor)
     store = Serialized(store)  # one lock for the coordinator and worker threads
-    snap = neighbourhood(store, plan.cascade)
-    parents_of: dict[str, list[str]] = {}
-    for src, dst in snap.influence_edges():
-        parents_of.setdefault(dst, []).append(src)
     by_id = {c.id: c for c in plan.candidates}
     affected = frozenset(plan.cascade)
     steps = store.steps(event_id)
@@ -388,6 +384,12 @@ def resume(store: RepairLog, event_id: int, policy: Policy, plan: TransitionPlan
             results[i] = StepResult(i, by_id[i].mode, st, version, tuple(report or ()))
             if st == "validated" and version is not None:
                 successors[i] = store.version_of(i, version)
+    # the candidates' contexts read the neighbourhood; with none left to run (a delete of roots only, as a
+    # forget of a namespace is, or a resumed event) it is not read: its contents cost ∝ |C(F)|
+    snap = neighbourhood(store, plan.cascade) if len(results) < len(plan.order) else Snapshot({}, ())
+    parents_of: dict[str, list[str]] = {}
+    for src, dst in snap.influence_edges():
+        parents_of.setdefault(dst, []).append(src)
     position = {i: k for k, i in enumerate(plan.order)}
     waiting: dict[str, int] = {}
     dependents: dict[str, list[str]] = {}

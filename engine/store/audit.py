@@ -197,6 +197,11 @@ class AuditChain(Sealing):
         return ({"seq": s, "at": at, "event_id": ev, "action": a, "artifact_id": art, "detail": json.loads(d)}
                 for s, at, ev, a, art, d in self._stream(self.q.audit_log))
 
+    def audit_log_of(self, event_id: int) -> list[dict[str, Any]]:
+        """:meth:`audit_log`'s rows of one event (the attestation's: the rest of the log is not decoded)."""
+        return [{"seq": s, "at": at, "event_id": ev, "action": a, "artifact_id": art, "detail": json.loads(d)}
+                for s, at, ev, a, art, d in self.conn.execute(self.q.audit_log_of_event, (event_id,))]
+
     def generation(self) -> int:
         """A counter that grows with every committed change (the last audit sequence number)."""
         (seq,) = self.conn.execute(self.q.generation).fetchone()

@@ -143,6 +143,14 @@ class MemoryReads(LogHooks):
     def versions(self, ident: str) -> list[tuple[int, bool, int | None]]:
         return [(v, bool(r[3]), r[2]) for (i, v), r in sorted(self.t.versions.items()) if i == ident]
 
+    def versions_held(self, ids: Collection[str]) -> dict[str, list[tuple[int, bool, bool]]]:
+        wanted = set(ids)
+        out: dict[str, list[tuple[int, bool, bool]]] = {}
+        for (i, v), r in sorted(self.t.versions.items()):
+            if i in wanted:
+                out.setdefault(i, []).append((v, bool(r[3]), r[0] is not None))
+        return out
+
     def is_erased(self, ident: str, version: int) -> bool:
         row = self.t.versions.get((ident, version))
         return bool(row and row[3])

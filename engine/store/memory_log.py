@@ -85,6 +85,10 @@ class MemoryStore(MemoryReads):
         return [{"seq": s, "at": at, "event_id": ev, "action": a, "artifact_id": art, "detail": json.loads(d)}
                 for s, at, ev, a, art, d, _h in self.t.audit]
 
+    def audit_log_of(self, event_id: int) -> list[dict[str, Any]]:
+        return [{"seq": s, "at": at, "event_id": ev, "action": a, "artifact_id": art, "detail": json.loads(d)}
+                for s, at, ev, a, art, d, _h in self.t.audit if ev == event_id]
+
     def audit_log_stream(self) -> Any:
         return iter(self.audit_log())
 

@@ -50,6 +50,7 @@ class Queries:
     audit_rows_from: str
     audit_rows: str
     audit_log: str
+    audit_log_of_event: str  # audit_log's rows of one event
     generation: str
     audit_changed_since: str
     erase_rows_of_event: str
@@ -68,6 +69,7 @@ class Queries:
     version_of: str
     states: str
     versions_of: str
+    versions_held: str  # (id, version, erased, content kept) of every version of a list of ids
     is_erased: str
     version_count: str
     servable: str

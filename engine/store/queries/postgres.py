@@ -40,6 +40,8 @@ POSTGRES = Queries(
                   '1'),
     pending_physical=("SELECT DISTINCT e.event_id FROM audit e WHERE e.action = 'erase' AND NOT EXISTS (SELECT 1 FROM "
                       "audit p WHERE p.action = 'physical-erasure' AND p.event_id = e.event_id) ORDER BY 1"),
+    audit_log_of_event=('SELECT seq, at, event_id, action, artifact_id, detail FROM audit WHERE event_id = %s '
+                        'ORDER BY seq'),
     dump_audit='SELECT seq, event_id, action, artifact_id FROM audit',
     current_all=('SELECT a.id, a.kind, a.arch, a.version, a.state, v.content, v.meta FROM artifacts a JOIN '
                  'versions v ON v.id = a.id AND v.version = a.version  ORDER BY a.id'),
@@ -65,6 +67,8 @@ POSTGRES = Queries(
                 'a.id WHERE a.id = %s AND v.version = %s'),
     states='SELECT id, state, version FROM artifacts',
     versions_of='SELECT version, erased, event_id FROM versions WHERE id = %s ORDER BY version',
+    versions_held=('SELECT id, version, erased, content IS NOT NULL FROM versions WHERE id = ' + _ANY
+                   + ' ORDER BY id, version'),
     is_erased='SELECT erased FROM versions WHERE id = %s AND version = %s',
     version_count='SELECT COUNT(*) FROM versions',
     servable=('SELECT id FROM artifacts WHERE id = ' + _ANY + " AND state IN ('servable', 'republished')"),

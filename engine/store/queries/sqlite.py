@@ -42,6 +42,7 @@ SQLITE = Queries(
     pending_physical=("SELECT DISTINCT e.event_id FROM audit e WHERE e.action = 'erase' AND NOT EXISTS "
                       "(SELECT 1 FROM audit p WHERE p.action = 'physical-erasure' AND p.event_id = e.event_id) "
                       "ORDER BY 1"),
+    audit_log_of_event="SELECT seq, at, event_id, action, artifact_id, detail FROM audit WHERE event_id = ? ORDER BY seq",
     dump_audit="SELECT seq, event_id, action, artifact_id FROM audit",
 
     current_all=_CURRENT + " ORDER BY a.id",
@@ -62,6 +63,8 @@ SQLITE = Queries(
                 "ON v.id = a.id WHERE a.id = ? AND v.version = ?"),
     states="SELECT id, state, version FROM artifacts",
     versions_of="SELECT version, erased, event_id FROM versions WHERE id = ? ORDER BY version",
+    versions_held=("SELECT id, version, erased, content IS NOT NULL FROM versions WHERE id IN "
+                   "(SELECT value FROM json_each(?)) ORDER BY id, version"),
     is_erased="SELECT erased FROM versions WHERE id = ? AND version = ?",
     version_count="SELECT COUNT(*) FROM versions",
     servable=("SELECT id FROM artifacts WHERE id IN (SELECT value FROM json_each(?)) "
