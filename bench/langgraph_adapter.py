@@ -169,8 +169,11 @@ def _forgets(items: int, summaries: int, fan_in: int, repeats: int) -> list[obje
 
 
 def run(quick: bool = False) -> None:
+    from .store_dryrun import _commit
+
     n, rounds, repeats = (40, 2, 1) if quick else (200, 7, 3)
     items, summaries = (200, 40) if quick else (1000, 200)
+    commit, t0 = _commit(), time.perf_counter()
     load_before = os.getloadavg()[0]
     fsync = _fsync_ms()
     over = _overhead(n, rounds)
@@ -197,6 +200,9 @@ def run(quick: bool = False) -> None:
                      "of which waiting for other sessions' older snapshots s (median)", "attested"], [forget])
             + "\n\n`attested`: `ok` of every run's attestation, whose `wrapped-wal-backups` check is `unverified` "
             "(PostgreSQL's WAL, archive, replicas and backups of the wrapped store are not read; docs/langgraph.md)."
-            " The apply executes the preview's plan when nothing was committed since the preview.\n")
+            " The apply executes the preview's plan when nothing was committed since the preview.\n\n"
+            f"Commit `{commit}`; the run took {(time.perf_counter() - t0) / 60:.1f} min. Command: "
+            f"`nice -n 5 .venv/bin/python -m bench langgraph_adapter{' --quick' if quick else ''}` "
+            "(PostgreSQL at `MEMSTEWARD_PG_DSN`, default the local test server).\n")
     write_section("langgraph_adapter", text)
     print(text)
