@@ -191,3 +191,30 @@ def test_a_kept_pooled_key_fails_the_attestation(backend, tmp_path, pg_schemas, 
     assert "is not destroyed" in checks["physical-erasure"]["detail"]
     assert store.keys_alive([("root", 1)]) == [("root", 1)]
     store.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_forked_child_never_takes_a_key_its_parent_reserved(tmp_path):
+    """A pre-fork server opens the store, then forks workers: the pool the child inherits stays the
+    parent's (the child makes its own keys), so no key ever seals versions of two processes."""
+    store = memsteward.open_store(str(tmp_path / "s.db"))
+    store.record({"id": "n1", "kind": "record", "content": "Alice lives in Paris"})  # fills the pool
+    vault = store.vault  # type: ignore[attr-defined]
+    reserved = {k for k, _ in vault._pool}
+    assert reserved
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its refill is answered without the inherited SQLite connection
+        try:
+            vault.keys.create = lambda refs: {r: b"\0" * 32 for r in refs}
+            taken = [k for k, _ in vault._take(3)]
+            os.write(write, json.dumps(taken).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as fh:
+        taken = json.loads(fh.read() or "[]")
+    os.waitpid(pid, 0)
+    assert len(taken) == 3 and not set(taken) & reserved, (taken, reserved)
+    assert {k for k, _ in vault._pool} == reserved  # the parent's pool is untouched
+    store.close()
