@@ -231,8 +231,8 @@ def test_recover_succeeds_while_the_endpoint_is_down(llm, tmp_path, fault):
     llm.always = fault
     db = _fresh_store(tmp_path)
     policy = _policy_file(tmp_path, llm.url, regen=True)
-    env = dict(os.environ)  # killed at checkpoint 4: the one after the barrier's COMMIT
-    child = subprocess.run([sys.executable, "-m", "memsteward.testing.crash", "4", "repair", "--policy", policy, "--store", db,
+    env = dict(os.environ)  # killed at checkpoint 3: right after the barrier's COMMIT (1 inside it, 2 before it)
+    child = subprocess.run([sys.executable, "-m", "memsteward.testing.crash", "3", "repair", "--policy", policy, "--store", db,
                             "--event", _event(tmp_path, ["p1"])], env=env, cwd=ROOT,
                            capture_output=True, text=True, timeout=120)
     assert child.returncode == -signal.SIGKILL, child.stderr
