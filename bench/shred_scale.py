@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -325,3 +326,4 @@ def run(quick: bool = False) -> None:
         md += ["\n`audit --deep` file pass against `cat` on the largest SQLite store's files:\n",
                table(["MB", "cat s", "deep scan s", "ratio", "needles"], deep)]
     write_section("shred_scale", "\n".join(md))
+    shutil.rmtree(tmp, ignore_errors=True)  # the stores (2.5 GB at 2·10^6)
