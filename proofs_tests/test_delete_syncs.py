@@ -2,13 +2,16 @@
 
 A delete of a 12-artifact cascade (a root, a chain of 5 summaries that are regenerated, 6 caches) waited on
 26 fsync/fdatasync calls: a durable commit for the barrier, for each step's key, staging and outcome, and
-the publication's. The barrier's and the steps' commits are now ordered but not synced on their own (the
-publication's sync covers them: the WAL is one sequence), the steps' keys are made in one durable key-file
-commit before the barrier, and the physical-erasure row is synced by the checkpoint that follows it.
+the publication's. The steps' commits are now ordered but not synced on their own (the publication's sync
+covers them: the WAL is one sequence; lost, `recover` runs them again), the steps' keys are made in one
+durable key-file commit before the barrier, and the physical-erasure row is synced by the checkpoint that
+follows it. The barrier keeps its sync: the publication destroys keys in the key file before its own commit,
+so the event must be on disk first, or a power cut could keep the keys' destruction and lose the event.
 
 Counted for real: the delete runs in a child process under ``strace -f -y`` (every fsync/fdatasync with the
-file it syncs), between two marker ``openat`` calls. The key file's syncs (the steps' keys, the keys'
-destruction, its checkpoint) all come before the store's first: the keys are destroyed durably before the
+file it syncs), between two marker ``openat`` calls. In order: the key file's (the steps' keys), the
+store's (the barrier), the key file's (the keys' destruction, its checkpoint), the store's (the publication,
+its checkpoints): the event is durable before a key goes, and the keys are gone durably before the
 publication is. That a kill -9 at any point still recovers to the uninterrupted state is the crash suite's
 (test_repair_crash, test_shred_erasure).
 """
@@ -76,7 +79,7 @@ def _syncs(tmp_path: Path) -> list[str]:
 
 
 @pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed: the syncs cannot be counted")
-def test_a_delete_syncs_the_key_file_first_and_the_store_at_publication_only(tmp_path):
+def test_a_delete_syncs_the_event_before_destroying_keys_and_the_store_at_publication(tmp_path):
     synced = _syncs(tmp_path)
     key = [k for k, f in enumerate(synced) if f.startswith("s.db.keys")]
     store = [k for k, f in enumerate(synced) if not f.startswith("s.db.keys")]
@@ -84,7 +87,13 @@ def test_a_delete_syncs_the_key_file_first_and_the_store_at_publication_only(tmp
     # first of them restarts the key file's WAL after the previous delete's TRUNCATE checkpoint (one more
     # sync, its header): the writes in between took pooled keys and did not touch the key file
     assert 3 <= len(key) <= 5, synced
-    # the publication's commit, then the two WAL checkpoints (store WAL and database each); nothing before
-    assert len(store) <= 7, synced
-    assert len(synced) <= 12, synced  # was 26
-    assert max(key) < min(store), f"a store sync before the keys were destroyed durably: {synced}"
+    # the barrier's commit; then the publication's, then the two WAL checkpoints (store WAL and database each)
+    assert len(store) <= 8, synced
+    assert len(synced) <= 13, synced  # was 26
+    barrier = min(store)
+    assert min(key) < barrier, f"the steps' keys are not durable before the barrier: {synced}"
+    assert barrier < max(key), f"the event is not durable before the keys' destruction: {synced}"
+    published = [k for k in store if k > max(key)]
+    assert published, f"no store sync after the keys' destruction (the publication): {synced}"
+    assert not [k for k in store if barrier < k < max(key)], \
+        f"a store sync between the barrier and the keys' destruction (a step synced on its own): {synced}"

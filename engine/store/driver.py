@@ -61,7 +61,7 @@ class Driver(Protocol):
         PostgreSQL ``synchronous_commit = off``). It is still ordered: the log is one sequence, so the next
         durable commit makes it durable too, and a power loss in between leaves the store as a crash
         before it would (what ``recover`` rolls forward). Only for a transaction no one is told of before
-        a durable one follows (an event's barrier and steps, before its publication)."""
+        a durable one follows (an event's steps, between its durable barrier and its publication)."""
 
     def lock_write(self) -> None:
         """The store's write lock in the open write transaction, if not held yet."""

@@ -73,10 +73,10 @@ class Transitions(Transfer):
         policy_text = _dump(policy_doc)
         ids_text = json.dumps(barrier)  # encoded once: the UPDATE and the withdraw rows read it
         self._make_step_keys(plan_doc["order"])
-        # not durable (no fsync of its own): nothing is reported before the publication's durable commit, which
-        # makes it durable with it; lost to a power cut, the event had not begun (a version it stages was sealed
-        # by a key committed durably before this commit)
-        with self.transaction(durable=False):
+        # durable (synced): the publication destroys keys in the key store, a file of its own, before its own
+        # commit; the event must be on disk before any key goes, or a power cut could keep the keys' destruction
+        # and lose the event that `recover` finishes (its steps need no sync: lost, `recover` runs them again)
+        with self.transaction():
             if self.unfinished_event() is not None:
                 raise StoreBusy("the store has an unfinished event; run `memsteward recover` first", file=self.path)
             if not self._planned_on_this(generation, unchanged):
@@ -226,7 +226,7 @@ class Transitions(Transfer):
             return
         rows = [op[3] for op in queued if op[0] == "stage"]
         sealed = {(r[0], r[1]): r2 for r, r2 in zip(rows, self.vault.seal(rows), strict=True)}  # keys durable first
-        with self.transaction(durable=False):  # made durable by the publication's commit (see _barrier)
+        with self.transaction(durable=False):  # made durable by the publication's commit; lost, recover reruns it
             for event_id in sorted({op[1] for op in queued}):
                 self._check_lease(event_id)
             # only the event writes versions of the ids its barrier holds: the versions read when the steps
@@ -273,7 +273,7 @@ class Transitions(Transfer):
             self._deferred.append(("stage", event_id, ident, row, list(support), list(forget), self.digest_of(content)))
             return row[1]
         ahead = (row, self.vault.seal([row])[0])  # the key is durable before this commit is written
-        with self.transaction(durable=False):  # made durable by the publication's commit (see _barrier)
+        with self.transaction(durable=False):  # made durable by the publication's commit; lost, recover reruns it
             self._check_lease(event_id)
             version = self._insert_version(event_id, ident, content, meta, ahead)
             self.driver.write(self.q.set_state_staged, (ident,))
@@ -289,7 +289,7 @@ class Transitions(Transfer):
         if self._deferred is not None:
             self._deferred.append(("step", event_id, ident, status, report))
             return
-        with self.transaction(durable=False):  # made durable by the publication's commit (see _barrier)
+        with self.transaction(durable=False):  # made durable by the publication's commit; lost, recover reruns it
             self._check_lease(event_id)
             self._record(event_id, ident, status, "report", _dump(report))
             if status != "validated":
