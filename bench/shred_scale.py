@@ -12,8 +12,8 @@ erasure record); **erasure** = the key destruction and ``physical-erasure`` step
 other artifacts in a loop during every delete: its longest single read is reported. **delete CPU** is
 the deleting thread's CPU time in :func:`run_event` (``time.thread_time``: no waiting on fsync, not the
 reader's), and **fdatasync** the median latency of a 4 KB write + ``fdatasync`` beside the store just
-before that size's deletes, with the load average then: a SQLite delete waits on 10 syncs (the key file's
-commits and checkpoint, the publication's commit, two WAL checkpoints: ``proofs_tests/test_delete_syncs.py``),
+before that size's deletes, with the load average then: a SQLite delete waits on 11 syncs (the key file's
+commits and checkpoint, the barrier's and the publication's commits, two WAL checkpoints: ``proofs_tests/test_delete_syncs.py``),
 so on a shared disk the wall times follow the fsync latency of the moment.
 
 **Planning at 10^6, encrypted against plaintext:** when the SQLite store holds 10^6 artifacts (``--quick``:
