@@ -208,7 +208,10 @@ def run(quick: bool = False) -> None:
                 [[k, n, t] for k, (t, n) in bar.items()]), "",
           "The PostgreSQL barrier writes its 10^5 chained `withdraw` audit rows by the driver's bulk insert "
           "(`Driver.bulk_insert`: one COPY from `COPY_MIN` rows); the reference row is the same barrier with "
-          "`COPY_MIN` = ∞, those rows as an executemany of one INSERT in the same pipeline (1 repeat).\n",
+          "`COPY_MIN` = ∞, those rows as an executemany of one INSERT in the same pipeline (1 repeat). The time "
+          "is `barrier()`'s whole call: since 2026-12-02 it ends by making the keys of the steps' versions "
+          "(here 10^5) in one key-file commit, after the withdrawal has committed (a further 1.4-2.8 s at 10^5 in A/B runs at load 2-4: "
+          "before, each batch of steps made its own keys later in the event).\n",
           f"Machine load average (1 min) {load_start[0]:.1f} at the start, {load_end[0]:.1f} at the end "
           f"({os.cpu_count()} cores, shared with other work). Commit `{machine()['commit']}`; the run took "
           f"{(time.perf_counter() - t0) / 60:.1f} min.\n",

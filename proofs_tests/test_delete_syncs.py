@@ -4,16 +4,16 @@ A delete of a 12-artifact cascade (a root, a chain of 5 summaries that are regen
 26 fsync/fdatasync calls: a durable commit for the barrier, for each step's key, staging and outcome, and
 the publication's. The steps' commits are now ordered but not synced on their own (the publication's sync
 covers them: the WAL is one sequence; lost, `recover` runs them again), the steps' keys are made in one
-durable key-file commit before the barrier, and the physical-erasure row is synced by the checkpoint that
-follows it. The barrier keeps its sync: the publication destroys keys in the key file before its own commit,
+durable key-file commit right after the barrier, and the physical-erasure row is synced by the checkpoint
+that follows it. The barrier keeps its sync: the publication destroys keys in the key file before its own commit,
 so the event must be on disk first, or a power cut could keep the keys' destruction and lose the event.
 
 Counted for real: the delete runs in a child process under ``strace -f -y`` (every fsync/fdatasync with the
-file it syncs), between two marker ``openat`` calls. In order: the key file's (the steps' keys), the
-store's (the barrier), the key file's (the keys' destruction, its checkpoint), the store's (the publication,
-its checkpoints): the event is durable before a key goes, and the keys are gone durably before the
-publication is. That a kill -9 at any point still recovers to the uninterrupted state is the crash suite's
-(test_repair_crash, test_shred_erasure).
+file it syncs), between two marker ``openat`` calls. In order: the store's (the barrier), the key file's (the
+steps' keys, the keys' destruction, its checkpoint), the store's (the publication, its checkpoints): the
+event is durable before a key goes, and the keys are gone durably before the publication is. That a kill -9
+at any point still recovers to the uninterrupted state is the crash suite's (test_repair_crash,
+test_shred_erasure).
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ def test_a_delete_syncs_the_event_before_destroying_keys_and_the_store_at_public
     assert len(store) <= 8, synced
     assert len(synced) <= 13, synced  # was 26
     barrier = min(store)
-    assert min(key) < barrier, f"the steps' keys are not durable before the barrier: {synced}"
+    assert barrier < min(key), f"a key-file sync before the barrier (C(F) withdrawn later than it could be): {synced}"
     assert barrier < max(key), f"the event is not durable before the keys' destruction: {synced}"
     published = [k for k in store if k > max(key)]
     assert published, f"no store sync after the keys' destruction (the publication): {synced}"

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from ..errors import InputError, StoreBusy
 from ..repair.artifacts import Artifact
 from ..repair.events import STORED_VERSION, referenced
+from ..shred.api import KeyStoreError
 from . import audit
 from .api import BarrierSpec, EventRecord, OracleReport, Provenance, PublishSpec, StepRecord, StepStatus
 from .connection import retrying
@@ -72,7 +73,6 @@ class Transitions(Transfer):
         barrier = list(plan_doc["barrier"])
         policy_text = _dump(policy_doc)
         ids_text = json.dumps(barrier)  # encoded once: the UPDATE and the withdraw rows read it
-        self._make_step_keys(plan_doc["order"])
         # durable (synced): the publication destroys keys in the key store, a file of its own, before its own
         # commit; the event must be on disk before any key goes, or a power cut could keep the keys' destruction
         # and lose the event that `recover` finishes (its steps need no sync: lost, `recover` runs them again)
@@ -106,15 +106,23 @@ class Transitions(Transfer):
                                 "withdrawn": len(barrier)})
             self._append_withdrawals(event_id, barrier, ids_text)  # one transaction, one time, one hashing pass
         self._plan_steps = (event_id, plan_doc["order"], plan_doc["modes"])  # committed: its steps' keys
+        # after the barrier, not before it: C(F) is withdrawn first (making 10^5 steps' keys took 2-3 s, which
+        # delayed the withdrawal), and the keys are still durable before any step stages a version under one
+        self._make_step_keys(plan_doc["order"])
         return event_id
 
     def _make_step_keys(self, order: Sequence[str]) -> None:
-        """The keys of the versions the event's steps will stage, made in ONE durable key-store commit before
-        the barrier, not one per step: a step's seal (:meth:`stage`) then finds its key, an INSERT OR IGNORE
-        that changes nothing (no sync). Read outside the write lock: a version another writer takes first
-        (or a step that stages nothing) leaves an unused key, which protects nothing."""
-        if order:
+        """The keys of the versions the event's steps will stage, made in ONE durable key-store commit right
+        after the barrier, not one per step: a step's seal (:meth:`stage`) then finds its key, an INSERT OR
+        IGNORE that changes nothing (no sync). Best effort: a key store that fails here fails again, with
+        the same error, at the first step's seal (which makes its own key), where the event's run handles
+        an interruption; an unused key (a step that stages nothing) protects nothing."""
+        if not order:
+            return
+        try:
             self.vault.keys.create(sorted(self._next_versions(order).items()))
+        except KeyStoreError:
+            pass
 
     def _next_versions(self, ids: Iterable[str]) -> dict[str, int]:
         """The version a new version of each id gets (inside the write transaction: no one else writes)."""
