@@ -335,11 +335,52 @@ def run(size: int, budget_s: float, seed: int, only: list[str], workers: int, li
                 if partial is not None:
                     partial.write_text(json.dumps({**out, "seconds": round(time.monotonic() - start, 1)},
                                                   indent=1, ensure_ascii=False) + "\n")
+            _second_pass(pool, out, plan, copies, free, cov, durations, passed, limit, per_mutant,
+                         mutating + budget_s, partial, start)
     finally:
         for c in copies:
             shutil.rmtree(c, ignore_errors=True)
     out["seconds"] = round(time.monotonic() - start, 1)
     return out
+
+
+def _second_pass(pool: ThreadPoolExecutor, out: dict, plan: list, copies: list[Path], free: queue.Queue[Path],
+                 cov: dict, durations: dict[str, float], passed: set[str], limit: int | None,
+                 per_mutant: float | None, deadline: float, partial: Path | None, start: float) -> None:
+    """Survivors whose slower covering tests were left out by ``--max-share`` run those tests now,
+    fastest first, while the run's wall-clock budget lasts: a kill there is a kill by the mutant's
+    covering tests, marked ``second_pass``; a survivor still standing ran every covering test."""
+    by_place = {(str(Path(m.module_path).relative_to(copies[0])), m.start_pos[0], m.operator_name.split("/")[-1],
+                 m.occurrence): m for m in plan}
+    todo = [r for r in out["mutants"] if r["outcome"] == "survived" and r.get("tests_beyond_budget")]
+    todo.sort(key=lambda r: sum(durations.get(t, 60.0) for t in
+                                sel.beyond_budget(cov.get(r["module"], {}).get(r["line"], []), durations, passed,
+                                                  limit, per_mutant)))
+    if todo:
+        print(f"second pass: {len(todo)} survivors run their covering tests beyond the budget", flush=True)
+
+    def again(row: dict) -> None:
+        if time.monotonic() > deadline:
+            return
+        rest = sel.beyond_budget(cov.get(row["module"], {}).get(row["line"], []), durations, passed, limit, per_mutant)
+        c = free.get()
+        try:
+            m = by_place[(row["module"], row["line"], row["operator"], row["occurrence"])]
+            timeout = 60.0 + 3 * sum(durations.get(t, 10.0) for t in rest)
+            second = _run_one(m, c, row["module"], rest, timeout)
+        finally:
+            free.put(c)
+        row["second_pass"] = {"tests": len(rest), "seconds": second.get("seconds", 0.0), "outcome": second["outcome"]}
+        if second["outcome"] == "killed":
+            row["outcome"], row["killed_by"] = "killed", second.get("killed_by", "test run failed")
+        row["tests_beyond_budget"] = 0
+        print(f"[second pass] {row['module']}:{row['line']} {row['operator']}: {second['outcome']}"
+              f" ({second.get('seconds', 0.0)}s, {len(rest)} tests)", flush=True)
+
+    list(pool.map(again, todo))
+    if partial is not None:
+        partial.write_text(json.dumps({**out, "seconds": round(time.monotonic() - start, 1)},
+                                      indent=1, ensure_ascii=False) + "\n")
 
 
 def _diff_lines(diff: str) -> list[str]:
@@ -386,6 +427,8 @@ def report(result: dict) -> str:
         if m["outcome"] in ("survived", "not-covered"):
             diff = " / ".join(d.strip() for d in m.get("diff", []))[:160].replace("|", "\\|")
             beyond = f" ({m['tests_beyond_budget']} covering tests beyond the budget)" if m.get("tests_beyond_budget") else ""
+            if m.get("second_pass"):
+                beyond = f" (its {m['second_pass']['tests']} slower covering tests run in the second pass)"
             out.append(f"| `{m['module']}:{m['line']}` ({m['outcome']}{beyond}) | {m['operator']} | `{diff}` |")
     return "\n".join(out) + "\n"
 

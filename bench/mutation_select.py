@@ -187,6 +187,14 @@ def select_tests(covering: Iterable[str], durations: Mapping[str, float], passed
     return out
 
 
+def beyond_budget(covering: Iterable[str], durations: Mapping[str, float], passed: set[str],
+                  limit: int | None, budget: float | None) -> list[str]:
+    """The covering tests :func:`select_tests` left out under ``budget``, fastest first: what a
+    survivor of the first pass runs in the second, while the run's wall-clock budget lasts."""
+    every = select_tests(covering, durations, passed, limit)
+    return every[len(select_tests(covering, durations, passed, limit, budget)):]
+
+
 def read_outcomes(path: Path) -> tuple[dict[str, float], set[str]]:
     """The per-test durations and the set of passing node ids the plugin wrote (bench/mutation_plugin.py)."""
     rows = json.loads(path.read_text())

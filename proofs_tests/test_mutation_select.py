@@ -12,7 +12,7 @@ from pathlib import Path
 from coverage import CoverageData
 
 from bench.mutation import _shards, postgresql_problem
-from bench.mutation_select import coverage_map, import_time_lines, select_tests
+from bench.mutation_select import beyond_budget, coverage_map, import_time_lines, select_tests
 
 SOURCE = '''\
 A = 3
@@ -95,6 +95,18 @@ def test_a_time_budget_takes_the_fastest_tests_that_fit_and_always_one():
     assert select_tests(list(durations), durations, set(durations), budget=5.9) == ["a", "b"]
     assert select_tests(["d", "c"], durations, {"c", "d"}, budget=1.0) == ["c"]
     assert select_tests(list(durations), durations, set(durations), budget=None) == ["a", "b", "c", "d"]
+
+
+def test_the_second_pass_runs_exactly_the_covering_tests_the_budget_left_out():
+    durations = {"a": 1.0, "b": 2.0, "c": 3.0, "d": 50.0, "e": 0.5}
+    passing = set(durations) - {"e"}
+    assert beyond_budget(list(durations), durations, passing, None, 6.0) == ["d"]
+    assert beyond_budget(list(durations), durations, passing, None, 5.9) == ["c", "d"]
+    assert beyond_budget(list(durations), durations, passing, None, None) == []
+    assert beyond_budget(list(durations), durations, passing, 3, 1.0) == ["b", "c"]
+    first = select_tests(list(durations), durations, passing, None, 2.5)
+    assert first + beyond_budget(list(durations), durations, passing, None, 2.5) == \
+        select_tests(list(durations), durations, passing)
 
 
 def test_the_run_needs_postgresql_unless_told_otherwise():
