@@ -105,6 +105,11 @@ def g(x: float) -> dict:
     (d("regen", ["grounded"], g(0.75)), d("regen", ["grounded", "schema"], g(0.5), {"oracle": "schema"}), "changed"),
     (d("regen", ["grounded", "schema"], g(0.75), {"oracle": "schema"}), d("regen", ["grounded"], g(0.5)), "looser"),
     (d("regen", ["grounded", "schema"], g(0.5), {"oracle": "schema"}), d("regen", ["grounded"], g(0.75)), "changed"),
+    # incomparable oracle sets are changed even when the one shared setting moves one way
+    (d("regen", ["grounded", "schema"], g(0.5), {"oracle": "schema"}),
+     d("regen", ["grounded", "replay"], g(0.75), {"oracle": "replay"}), "changed"),
+    (d("regen", ["grounded", "schema"], g(0.75), {"oracle": "schema"}),
+     d("regen", ["grounded", "replay"], g(0.5), {"oracle": "replay"}), "changed"),
     # an unordered setting (a schema) is changed on its own
     (d("regen", ["schema"], {"oracle": "schema", "schema": {"type": "object"}}),
      d("regen", ["schema"], {"oracle": "schema", "schema": {"type": "string"}}), "changed"),
@@ -265,3 +270,14 @@ def test_compare_orders_stricter_then_looser_then_changed_and_skips_empty_pins()
         ("stricter", "skill", "prompt", 2, 3), ("stricter", "summary", None, 1, 3),
         ("looser", "record", None, 3, 1), ("changed", "skill", "chain", 2, 2)]
     assert compare(old, old) == []
+
+
+def test_compare_orders_the_architectures_of_one_kind_by_name_not_by_declaration():
+    """Within one verdict and kind, differences come by architecture name (then event): a skill
+    declared with ``[prompt, neural, chain]`` is reported chain, neural, prompt."""
+    kinds = {"record": {}, "skill": {"architectures": ["prompt", "neural", "chain"]}}
+    old = policy([{"when": {"kind": "skill"}, "mode": "regen"}, {"when": {}, "mode": "remove"}], kinds=kinds)
+    new = policy([{"when": {}, "mode": "remove"}], kinds=kinds)
+    found = compare(old, new)
+    assert [(f.verdict, f.cell.kind, f.cell.arch) for f in found] == [
+        ("stricter", "skill", "chain"), ("stricter", "skill", "neural"), ("stricter", "skill", "prompt")]
