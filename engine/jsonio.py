@@ -127,6 +127,8 @@ def tree_problem(doc: Any, max_depth: int = MAX_DEPTH) -> tuple[str, str] | None
     Checks nesting depth, string encodability (lone surrogates) of keys and values, integer
     bounds and float finiteness — so values built in Python are held to what parsing enforces.
     """
+    if type(doc) is str:  # the common content: one string, no walk
+        return None if _encodable(doc) else ("", "string holds a lone surrogate (not valid Unicode)")
     stack: list[tuple[Any, str, int]] = [(doc, "", 0)]
     while stack:
         value, where, depth = stack.pop()

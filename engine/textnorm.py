@@ -82,13 +82,10 @@ def text_digests(*values: Any) -> set[str]:
     strings of at least :data:`MIN_TOMBSTONE_CHARS` normalised characters."""
     out: set[str] = set()
     for value in values:
-        whole = text_of(value)
-        if whole:
-            out.add(digest_of(whole))
-        for s in strings_of(value):
-            n = normalise(s)
-            if len(n) >= MIN_TOMBSTONE_CHARS:
-                out.add(digest_of(n))
+        normal = [n for n in map(normalise, strings_of(value)) if n]  # each string normalised once
+        if normal:
+            out.add(digest_of(" ".join(normal)))  # text_of(value)
+        out.update(digest_of(n) for n in normal if len(n) >= MIN_TOMBSTONE_CHARS)
     return out
 
 

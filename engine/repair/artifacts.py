@@ -172,8 +172,9 @@ def is_kind_name(kind: Any) -> TypeGuard[str]:
     return isinstance(kind, str) and len(kind) <= MAX_KIND_CHARS and _KIND.fullmatch(kind) is not None
 
 
-def parse_artifact(obj: Any, where: str, file: str, text: str = "") -> Artifact:
-    """Validate one artifact object of the exchange format."""
+def parse_artifact(obj: Any, where: str, file: str, text: str = "", sized: bool = True) -> Artifact:
+    """Validate one artifact object of the exchange format (``sized`` False: the caller checks the
+    size against :data:`MAX_CONTENT_BYTES` itself, on the JSON text it makes anyway)."""
     def fail(msg: str, fld: str = "", value: Any = None) -> InputError:
         return InputError(msg, file=file, line=line_of(text, value) if value is not None else None,
                           field=f"{where}.{fld}" if fld else where)
@@ -208,7 +209,7 @@ def parse_artifact(obj: Any, where: str, file: str, text: str = "") -> Artifact:
     if problem is not None:
         fld, msg = problem
         raise fail(f"artifact {ident!r}: {msg}", fld, ident)
-    size = json_size(obj.get("content")) + json_size(meta)
+    size = json_size(obj.get("content")) + json_size(meta) if sized else 0
     if size > MAX_CONTENT_BYTES:  # one cap for every write path: put, import, replacements
         raise fail(f"artifact {ident!r} is {size} bytes of JSON, over the {MAX_CONTENT_BYTES}-byte limit",
                    "content", ident)

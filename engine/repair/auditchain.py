@@ -55,7 +55,7 @@ def seal(key: bytes, seq: int, head_hash: str, binding: Binding) -> str:
     tenant (fields joined by NUL, which neither a hex id, a tenant name nor a hash can hold)."""
     store_id, tenant = binding
     msg = "\0".join(("memsteward-audit-head/2", store_id, tenant or "", str(seq), head_hash))
-    return SEAL_V2 + hmac.new(key, msg.encode("utf-8"), hashlib.sha256).hexdigest()
+    return SEAL_V2 + hmac.digest(key, msg.encode("utf-8"), "sha256").hex()
 
 
 def legacy_seal(key: bytes, seq: int, head_hash: str) -> str:

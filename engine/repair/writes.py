@@ -107,17 +107,17 @@ def prepare(artifact: Artifact | Mapping[str, Any], inputs: Sequence[str] | None
             raise InputError(f"'{bad[0]}' is assigned by the store, not by a write", file=file,
                              field=f"{where}{bad[0]}")
         art = parse_artifact(artifact if isinstance(artifact, dict) else dict(artifact),
-                             where.rstrip(".") or "artifact", file)
+                             where.rstrip(".") or "artifact", file, sized=False)
     elif isinstance(artifact, Artifact):
         art = parse_artifact({"id": artifact.id, "kind": artifact.kind, "arch": artifact.arch,
                               "content": artifact.content, "meta": dict(artifact.meta)},
-                             where.rstrip(".") or "artifact", file)
+                             where.rstrip(".") or "artifact", file, sized=False)
     else:
         raise InputError(f"an artifact is an Artifact or an object, not {type(artifact).__name__}", file=file,
                          field=where.rstrip(".") or "artifact")
     canonical = _json_text(art.content, "content", art.id, file, where + "content")
     meta_text = _json_text(art.meta, "meta", art.id, file, where + "meta")
-    size = len(canonical.encode("utf-8")) + len(meta_text.encode("utf-8"))
+    size = len(canonical.encode("utf-8")) + len(meta_text.encode("utf-8"))  # (parse_artifact left it to here)
     if size > MAX_CONTENT_BYTES:
         raise InputError(f"artifact {art.id!r} is {size} bytes of JSON, over the {MAX_CONTENT_BYTES}-byte limit",
                          file=file, field=f"{where}content")

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from collections.abc import Callable
 
 
 def content_mac(index_key: bytes, canonical: str) -> str:
     """HMAC-SHA256(index key, canonical JSON of a content), hex: the tombstone digest."""
-    return hmac.new(index_key, canonical.encode("utf-8"), hashlib.sha256).hexdigest()
+    return hmac.digest(index_key, canonical.encode("utf-8"), "sha256").hex()  # one C call (hmac.new: pure Python)
 
 
 def shingle_key(index_key: bytes) -> bytes:
@@ -27,3 +28,15 @@ def shingle_key(index_key: bytes) -> bytes:
 def keyed_shingle_hash(key: bytes, text: str) -> int:
     """Keyed BLAKE2b-64 of a trigram's text, as a signed 64-bit integer."""
     return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8, key=key).digest(), "big", signed=True)
+
+
+def shingle_hasher(key: bytes) -> Callable[[str], int]:
+    """:func:`keyed_shingle_hash` under ``key`` as a function of the text alone: the keyed state (the key
+    block hashed) is made once and copied per call, half the time of keying each hash anew."""
+    keyed = hashlib.blake2b(digest_size=8, key=key)
+
+    def h(text: str) -> int:
+        state = keyed.copy()
+        state.update(text.encode("utf-8"))
+        return int.from_bytes(state.digest(), "big", signed=True)
+    return h

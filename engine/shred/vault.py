@@ -29,7 +29,7 @@ from collections.abc import Collection, Iterable, Sequence
 
 from ..errors import InputError
 from .api import KeyStore, VersionRef
-from .digests import content_mac, keyed_shingle_hash, shingle_key
+from .digests import content_mac, shingle_hasher, shingle_key
 from .envelope import PREFIX, Undecryptable, associated, key_tag, open_text, seal_rows
 
 Row = tuple[str, int, str | None, str]
@@ -60,7 +60,7 @@ class Vault:
         self.keys = keys
         self.store_id = keys.store_id
         self._index = keys.index_key()
-        self._shingles = shingle_key(self._index)
+        self._shingle_hash = shingle_hasher(shingle_key(self._index))
         self._pool: list[tuple[str, bytes]] = []  # reserved keys (key id, DEK), durable, not yet used
         self._pool_pid = os.getpid()
         self._pool_next = POOL_FIRST
@@ -73,7 +73,7 @@ class Vault:
         return content_mac(self._index, canonical)
 
     def shingle_hash(self, text: str) -> int:
-        return keyed_shingle_hash(self._shingles, text)
+        return self._shingle_hash(text)
 
     # ------------------------------------------------------------------ sealing
 

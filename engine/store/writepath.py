@@ -243,9 +243,14 @@ class Writes(Transitions):
         # an id new to the store gets one row, at its last version of the batch: a plain INSERT (one COPY
         # on PostgreSQL for a large batch); a known id's row is updated
         last = {row[0]: row for row in arts}
-        self.driver.bulk_insert("artifacts", ARTIFACT_COLUMNS, [(*row, "servable") for i, row in last.items() if i not in before])
-        c.executemany(self.q.upsert_artifacts, [row for i, row in last.items() if i in before])
-        c.executemany(self.q.insert_edges, edges)
+        fresh = [(*row, "servable") for i, row in last.items() if i not in before]
+        updated = [row for i, row in last.items() if i in before]
+        if fresh:  # (an empty executemany still prepares its statement)
+            self.driver.bulk_insert("artifacts", ARTIFACT_COLUMNS, fresh)
+        if updated:
+            c.executemany(self.q.upsert_artifacts, updated)
+        if edges:
+            c.executemany(self.q.insert_edges, edges)
         # every version stays indexed, content and meta (issue 25): the content scan reads them all
         texts: dict[str, list[list[Any]]] = {}  # an id written twice in the batch: both versions indexed
         for a in out:

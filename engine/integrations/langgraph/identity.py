@@ -19,7 +19,6 @@ kept label must allow (the key lives apart from the store: ``MEMSTEWARD_ID_KEY``
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import json
 import os
@@ -81,7 +80,7 @@ class ItemIds:
 
 def _h(secret: bytes, parts: list[str]) -> str:
     msg = json.dumps(parts, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    return hmac.new(secret, msg, hashlib.sha256).hexdigest()[:16]
+    return hmac.digest(secret, msg, "sha256").hex()[:16]
 
 
 @lru_cache(maxsize=CACHED)

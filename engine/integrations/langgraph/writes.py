@@ -157,6 +157,8 @@ class WritePath(EventSync):
         if not isinstance(raw, list) or len(raw) > MAX_SOURCES:
             raise InputError(f"'{field}' must be a list of at most {MAX_SOURCES} [namespace, key] pairs",
                              file="<langgraph put>", field=field)
+        if not raw:  # a first-hand write: no sources to look up
+            return []
         pairs: list[Address] = []
         for k, pair in enumerate(raw):
             if not (isinstance(pair, (list, tuple)) and len(pair) == 2 and isinstance(pair[1], str)
