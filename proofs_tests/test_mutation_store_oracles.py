@@ -1,0 +1,131 @@
+"""The oracles' reports (repair/oracles.py): each check's verdict and its detail text, passing and failing.
+
+Written for issue 33's targeted mutation runs (bench/mutation-targeted-store.md): the pure checks'
+bounds are pinned in test_oracle_boundaries.py; here every ``check_*`` function's Report is compared
+whole (oracle name, verdict, detail) on inputs worked by hand, and ``validate`` on the all-must-pass rule.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from memsteward.repair.artifacts import Artifact
+from memsteward.repair.operators import OperatorError, RepairContext, Successor
+from memsteward.repair.oracles import (
+    ORACLES,
+    OracleInput,
+    Report,
+    check_embedding,
+    check_grounded,
+    check_replay,
+    check_sandbox,
+    check_schema,
+    check_task_regression,
+    validate,
+)
+
+
+def _x(content, kind="summary", meta=None, inputs=(), forget=(), interface=None, operator=None):
+    ctx = RepairContext("delete", inputs=tuple(inputs), forget=tuple(forget), interface=interface or {})
+    return OracleInput(Artifact("s", kind, None, 1, content, meta or {}), Successor(content, {}), ctx,
+                       operator)  # type: ignore[arg-type]
+
+
+def _art(ident, content):
+    return Artifact(ident, "record", None, 1, content, {})
+
+
+INTERFACE = {"tools": {"search": {"params": {"q": "string"}, "required": ["q"]}}}
+
+
+def test_sandbox_reports_how_many_calls_type_check_or_the_first_three_errors():
+    two = {"calls": [{"tool": "search", "args": {"q": "a"}}, {"tool": "search", "args": {"q": "b"}}]}
+    assert check_sandbox(SimpleNamespace(allow_extra_args=False), _x(two, "skill", interface=INTERFACE)) == \
+        Report("sandbox", True, "2 calls type-check")
+    bad = {"calls": [{"tool": "x"}, {"tool": "y"}, {"tool": "search", "args": {}}, {"tool": "z"}]}
+    assert check_sandbox(SimpleNamespace(allow_extra_args=False), _x(bad, "skill", interface=INTERFACE)) == \
+        Report("sandbox", False, "call 0: unknown tool 'x'; call 1: unknown tool 'y'; call 2: search misses required 'q'")
+    for content in ("not a chain", {"calls": []}, {"other": 1}):
+        assert check_sandbox(SimpleNamespace(allow_extra_args=True), _x(content, "skill", interface=INTERFACE)) == \
+            Report("sandbox", False, "no calls")
+
+
+def test_task_regression_counts_policy_and_artifact_probes():
+    spec = SimpleNamespace(probes=[SimpleNamespace(query="where does alice live", expect="paris")], min_pass=1.0)
+    text = "Alice lives in Paris. Bob likes chess."
+    meta = {"probes": [{"query": "what does bob like", "expect": "CHESS"}, {"query": 1, "expect": "x"},
+                       {"query": "q"}, "not a probe", {"query": "who plays", "expect": "tennis"}]}
+    assert check_task_regression(spec, _x(text, meta=meta)) == Report("task_regression", False, "2/3 probes pass")
+    spec.min_pass = 2 / 3
+    assert check_task_regression(spec, _x(text, meta=meta)).passed
+    assert check_task_regression(spec, _x(text)) == Report("task_regression", True, "1/1 probes pass")
+    none = SimpleNamespace(probes=[], min_pass=1.0)
+    assert check_task_regression(none, _x(text, meta={"probes": None})) == Report("task_regression", True, "no probes")
+
+
+def test_replay_reports_agreement_or_the_first_failing_run():
+    runs = []
+
+    def op(artifact, ctx):
+        runs.append(1)
+        if len(runs) == 2:
+            raise OperatorError("boom")
+        return Successor({"v": 1.0}, {})
+
+    spec = SimpleNamespace(runs=3, tolerance=0.0)
+    assert check_replay(spec, _x({"v": 1.0}, operator=op)) == Report("replay", False, "replay 2 failed: boom")
+    runs.clear()
+    spec.runs = 1
+    assert check_replay(spec, _x({"v": 1.0}, operator=op)) == Report("replay", True, "1 replays agree")
+    assert check_replay(SimpleNamespace(runs=1, tolerance=0.0), _x({"v": 2.0}, operator=lambda a, c: Successor({"v": 2.5}, {}))) == \
+        Report("replay", False, "replay 1 differs from the staged successor")
+    assert check_replay(SimpleNamespace(runs=0, tolerance=0.0), _x(1, operator=op)) == Report("replay", True, "0 replays agree")
+
+
+def test_grounded_reports_its_sentences_or_its_problems():
+    support = [_art("in", "Alice lives in Paris. Alice likes green tea.")]
+    spec = SimpleNamespace(min_support=1.0)
+    assert check_grounded(spec, _x("Alice lives in Paris. Alice likes tea.", inputs=support)) == \
+        Report("grounded", True, "2 sentence(s) grounded in retained support")
+    assert check_grounded(spec, _x({"t": "x"}, inputs=support)) == Report("grounded", False, "successor is not text")
+    report = check_grounded(spec, _x("Alice lives in Paris. Bob sails boats.", inputs=support))
+    assert report == Report("grounded", False, "1 of 2 sentence(s) not grounded in retained support (sentence 2)")
+    forget = [_art("gone", "Alice lives in Lyon")]
+    report = check_grounded(spec, _x("Alice lives in Lyon.", inputs=support, forget=forget))
+    assert not report.passed and report.detail.endswith("1 word(s) only the forget set contains")
+
+
+def test_schema_takes_the_kind_s_schema_and_else_the_default():
+    spec = SimpleNamespace(by_kind={"summary": {"type": "string"}}, schema_={"type": "object"})
+    assert check_schema(spec, _x("text")) == Report("schema", True, "")
+    assert check_schema(spec, _x({"a": 1})) == Report("schema", False, "$: expected string")
+    assert check_schema(spec, _x({"a": 1}, kind="profile")) == Report("schema", True, "")
+    assert check_schema(spec, _x("text", kind="profile")) == Report("schema", False, "$: expected object")
+
+
+def test_embedding_needs_a_reembedding_operator():
+    assert check_embedding(SimpleNamespace(tolerance=0.0), _x("t", operator=None)) == Report(
+        "embedding", False, "no re-embedding operator built this successor (declare 'embed' on the kind)")
+
+
+def test_validate_passes_only_when_every_assigned_oracle_passes_and_reports_each_in_order():
+    seen = []
+
+    def fixed(passed):
+        def check(spec, x):
+            seen.append(spec.oracle)
+            return Report(spec.oracle, passed, "")
+        return check
+
+    registry = {**ORACLES, "yes": fixed(True), "no": fixed(False)}
+    specs = [SimpleNamespace(oracle=o) for o in ("yes", "no", "yes")]
+    ok, reports = validate(specs, _x("t"), registry)
+    assert (ok, [r.oracle for r in reports], [r.passed for r in reports]) == (False, ["yes", "no", "yes"], [True, False, True])
+    assert seen == ["yes", "no", "yes"]   # every oracle runs: the report lists them all
+    assert validate([SimpleNamespace(oracle="yes")] * 2, _x("t"), registry)[0] is True
+    assert validate([], _x("t"), registry) == (True, [])
+    with pytest.raises(KeyError):
+        validate([SimpleNamespace(oracle="yes")], _x("t"))   # the default registry has no "yes"
+    assert Report("o", True, "d").as_dict() == {"oracle": "o", "passed": True, "detail": "d"}
