@@ -1,0 +1,593 @@
+"""Systematic tests of ``memsteward.repair.execute`` (issue 33): each function's branches with
+values worked by hand from its docstring — what publication erases for every event kind, the
+root successors Δ supplies, how a candidate's exceptions become step failures, which successors
+are storable, how migrate interfaces merge, what a candidate's context holds, and the statuses
+and details the executed steps record (a failed prerequisite blocks, a passed deadline fails).
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import pytest
+
+from memsteward.errors import InputError, StoreError
+from memsteward.policy.loader import load_policy
+from memsteward.repair import execute as ex
+from memsteward.repair.artifacts import Artifact, Snapshot
+from memsteward.repair.candidates import Candidate
+from memsteward.repair.closure import Selection
+from memsteward.repair.events import Event
+from memsteward.repair.operators import OperatorError, Successor
+from memsteward.repair.plan import TransitionPlan
+
+
+def plan_of(event: Event, cascade: tuple[str, ...], roots: dict[str, str], base: dict[str, int],
+            candidates: tuple[Candidate, ...] = ()) -> TransitionPlan:
+    return TransitionPlan(event=event, selector="mincut", tradeoff=0.3, budget=None, cascade=cascade,
+                          descendants=tuple(i for i in cascade if i not in event.roots), barrier=cascade,
+                          modes={}, candidates=candidates, requirements=(),
+                          selection=Selection(frozenset(), Fraction(0), "mincut/networkx", True),
+                          order=(), base_versions=base, roots=roots)
+
+
+# --------------------------------------------------------------------------- erasure_targets
+
+
+def test_a_delete_erases_its_roots_and_every_unrepublished_version_of_the_cascade():
+    ev = Event("delete", ("r1", "r2"))
+    plan = plan_of(ev, ("a", "b", "c", "r1", "r2"), {"r1": "erased", "r2": "erased"},
+                   {"a": 3, "b": 2, "c": 1, "r1": 1, "r2": 4})
+    erase, scrub, tomb = ex.erasure_targets(plan, frozenset({"a"}))
+    assert erase == ["r1", "r2"]
+    assert scrub == {"a": 3, "b": None, "c": None}  # a republished: its versions up to the base; others: all
+    assert tomb == ["r1", "r2"]
+    erase, scrub, tomb = ex.erasure_targets(plan, frozenset())
+    assert scrub == {"a": None, "b": None, "c": None}
+
+
+def test_a_privacy_correction_erases_what_was_built_from_the_old_content_and_keeps_the_replacement():
+    ev = Event("correct", ("r1", "r2"), (Artifact("r1", "record"),), privacy=True)
+    plan = plan_of(ev, ("a", "b", "r1", "r2"), {"r1": "replaced", "r2": "withdrawn"},
+                   {"a": 2, "b": 5, "r1": 7, "r2": 1})
+    erase, scrub, tomb = ex.erasure_targets(plan, frozenset({"b"}))
+    assert erase == []  # nothing is erased outright: r1 is replaced, r2 withdrawn
+    assert scrub == {"a": None, "b": 5, "r1": 7, "r2": None}
+    assert tomb == ["r1", "r2"]
+
+
+@pytest.mark.parametrize("event", [
+    Event("correct", ("r1",), (Artifact("r1", "record"),)),
+    Event("migrate", ("r1",), interfaces={"r1": {"tools": {}}}),
+    Event("migrate", ("r1",), interfaces={"r1": {"tools": {}}}, privacy=True),
+])
+def test_a_plain_correction_and_a_migration_erase_nothing(event):
+    action = "replaced" if event.type == "correct" else "interface-updated"
+    plan = plan_of(event, ("a", "r1"), {"r1": action}, {"a": 1, "r1": 1})
+    assert ex.erasure_targets(plan, frozenset()) == ([], {}, [])
+    assert ex.erasure_targets(plan, frozenset({"a"})) == ([], {}, [])
+
+
+# --------------------------------------------------------------------------- root successors
+
+
+def test_root_successors_are_the_replacements_or_the_migrated_interfaces():
+    snap = Snapshot({"r": Artifact("r", "record", None, 4, {"old": 1}, {"m": 1}),
+                     "s": Artifact("s", "record", "x", 2, "c", {})}, ())
+    rep = Artifact("r", "record", None, 1, {"new": 1})
+    assert ex.root_successors(Event("correct", ("r",), (rep,)), snap) == {"r": rep}
+    assert ex.root_successors(Event("correct", ("r", "s"), (rep,)), snap) == {"r": rep}
+    got = ex.root_successors(Event("migrate", ("r", "s"), interfaces={"r": {"tools": {"t": {}}}}), snap)
+    assert got == {"r": Artifact("r", "record", None, 1, {"tools": {"t": {}}}, {"m": 1})}
+    assert got["r"].meta is not snap.artifacts["r"].meta  # a copy of the metadata
+    assert ex.root_successors(Event("delete", ("r",)), snap) == {}
+
+
+# --------------------------------------------------------------------------- guarded, _checked
+
+
+def test_guarded_turns_a_candidates_exceptions_into_step_failures_and_lets_store_errors_through():
+    assert ex.guarded("operator", lambda: 42) == 42
+    with pytest.raises(ex.StepFailure) as err:
+        ex.guarded("operator", lambda: (_ for _ in ()).throw(OperatorError("no support")))
+    assert (err.value.detail, err.value.stage) == ("no support", "operator")
+    with pytest.raises(ex.StepFailure) as err:
+        ex.guarded("oracle", lambda: {}["missing"])
+    assert (err.value.detail, err.value.stage) == ("oracle raised KeyError: 'missing'", "oracle")
+    long = "x" * 1000
+    with pytest.raises(ex.StepFailure) as err:
+        ex.guarded("context", lambda: (_ for _ in ()).throw(OperatorError(long)))
+    assert err.value.detail == "x" * ex.MAX_DETAIL_CHARS
+    with pytest.raises(ex.StepFailure) as err:
+        ex.guarded("context", lambda: (_ for _ in ()).throw(ValueError(long)))
+    assert err.value.detail == "context raised " + ("ValueError: " + long)[:ex.MAX_DETAIL_CHARS]
+    with pytest.raises(ex.StepFailure) as err:
+        ex.guarded("operator", lambda: (_ for _ in ()).throw(OperatorError("bell\x07 and\x1b[2J")))
+    assert "\x07" not in err.value.detail and "\x1b" not in err.value.detail
+    for exc in (StoreError("disk"), ex.StepFailure("inner", "oracle")):
+        with pytest.raises(type(exc)):
+            ex.guarded("operator", lambda exc=exc: (_ for _ in ()).throw(exc))
+    import sqlite3
+    with pytest.raises(sqlite3.OperationalError):
+        ex.guarded("operator", lambda: (_ for _ in ()).throw(sqlite3.OperationalError("locked")))
+
+
+@pytest.mark.parametrize("content,meta,problem", [
+    ("text", {}, None),
+    ({"a": [1, 2.5, None, True]}, {"k": "v"}, None),
+    ({"a": {1, 2}}, {}, "successor content is not JSON"),
+    ("ok", {"f": object()}, "successor meta is not JSON"),
+    ({"a": math.nan}, {}, "successor content is not JSON"),
+    ("ok", {"v": math.inf}, "successor meta is not JSON"),
+    ({"big": 2**80}, {}, "successor content"),
+    ("ok", {"s": "\ud800"}, "successor meta"),
+])
+def test_checked_accepts_only_storable_json(content, meta, problem):
+    s = Successor(content, meta)
+    if problem is None:
+        assert ex._checked(s) is s
+        return
+    with pytest.raises(OperatorError) as err:
+        ex._checked(s)
+    assert str(err.value).startswith(problem)
+    assert "  " not in str(err.value)
+
+
+def test_checked_names_the_field_of_a_value_too_deep():
+    deep: dict = {}
+    cur = deep
+    for _ in range(200):
+        cur["d"] = {}
+        cur = cur["d"]
+    with pytest.raises(OperatorError, match="successor content .*nests deeper"):
+        ex._checked(Successor(deep, {}))
+
+
+# --------------------------------------------------------------------------- interfaces and contexts
+
+
+def test_interface_merges_the_migrated_roots_and_interface_shaped_parents_in_parent_order():
+    ev = Event("migrate", ("r1", "r2"), interfaces={"r1": {"tools": {"a": 1}, "renames": {"x": "y"}},
+                                                     "r2": {"tools": {"a": 2, "b": 3}, "arg_renames": {"p": "q"}}})
+    avail = {"spec": Artifact("spec", "record", content={"tools": {"c": 4}, "renames": {"x": "z"}}),
+             "text": Artifact("text", "record", content={"text": "not an interface"}),
+             "plain": Artifact("plain", "record", content="a string")}
+    got = ex._interface(["r1", "spec", "text", "plain", "r2", "absent"], ev, avail)
+    assert got == {"tools": {"a": 2, "b": 3, "c": 4}, "renames": {"x": "z"}, "arg_renames": {"p": "q"}}
+    assert ex._interface([], ev, avail) == {"tools": {}, "renames": {}, "arg_renames": {}}
+    # outside a migration the event's interfaces are not read; stored interfaces still are
+    other = Event("delete", ("r1",), interfaces={"r1": {"tools": {"a": 1}}})
+    assert ex._interface(["r1", "spec"], other, avail) == {"tools": {"c": 4}, "renames": {"x": "z"}, "arg_renames": {}}
+    # a migrated root's stored content is not read when the event gives its interface
+    avail["r1"] = Artifact("r1", "record", content={"tools": {"old": 0}})
+    assert ex._interface(["r1"], ev, avail)["tools"] == {"a": 1}
+
+
+def test_policy_document_lists_plugins_only_when_the_policy_names_some():
+    policy = load_policy("policies/default.yaml")
+    doc = ex.policy_document(policy)
+    assert ex.PLUGINS_KEY not in doc
+    assert ex.policy_of_document(doc) == policy
+    assert ex.policy_of_document({**doc, ex.PLUGINS_KEY: [{"name": "x"}]}) == policy
+
+
+def test_check_inputs_names_the_bad_replacement_interface_or_stored_artifact():
+    from memsteward.store import Store
+
+    store = Store()
+    try:
+        snap = Snapshot({"r": Artifact("r", "record", content={"text": "a."}),
+                         "s": Artifact("s", "summary", content="x"),
+                         "p": Artifact("p", "record", content={"text": "p."})}, ())
+        store.import_snapshot(snap)
+        ok = plan_of(Event("delete", ("r",)), ("r", "s"), {"r": "erased"}, {"r": 1, "s": 1})
+        ex.check_inputs(store, ok)
+        bad_rep = Event("correct", ("r",), (Artifact("r", "record", content={"t": "\ud800"}),))
+        with pytest.raises(InputError) as err:
+            ex.check_inputs(store, plan_of(bad_rep, ("r",), {"r": "replaced"}, {"r": 1}))
+        assert err.value.field.startswith("replacements[0].") and "replacement 'r'" in str(err.value)
+        bad_iface = Event("migrate", ("r",), interfaces={"r": {"tools": "not a mapping"}})
+        with pytest.raises(InputError) as err:
+            ex.check_inputs(store, plan_of(bad_iface, ("r",), {"r": "interface-updated"}, {"r": 1}))
+        assert "migrate interface of 'r'" in str(err.value) and err.value.field.startswith("interface.r")
+    finally:
+        store.close()
+
+
+def test_check_inputs_reads_every_touched_stored_artifact_but_the_roots_and_the_erased():
+    from memsteward.repair.artifacts import Edge
+    from memsteward.store import Store
+
+    bad = {"goal": 5, "calls": []}  # a chain's goal must be a string: no operator can read it
+
+    def case(**states: str) -> tuple[Store, TransitionPlan]:
+        arts = {"r": Artifact("r", "record", None, 1, {"text": "r."}),
+                "s": Artifact("s", "skill", "chain", 1, bad, {}, states.get("s", "servable")),
+                "p": Artifact("p", "skill", "chain", 1, bad, {}, states.get("p", "servable")),
+                "q": Artifact("q", "record", None, 1, {"text": "q."})}
+        store = Store()
+        store.import_snapshot(Snapshot(arts, (Edge("r", "s"), Edge("p", "s"), Edge("q", "s"))))
+        return store, plan_of(Event("delete", ("r",)), ("r", "s"), {"r": "erased"}, {"r": 1, "s": 1})
+
+    store, plan = case()
+    try:  # the member s and the outside parent p are both bad: the first by id is named
+        with pytest.raises(InputError) as err:
+            ex.check_inputs(store, plan)
+        assert str(err.value).startswith("stored artifact 'p' has a field no operator can read: ")
+        assert err.value.field == "p.content.goal" and err.value.file == store.path
+    finally:
+        store.close()
+    store, plan = case(p="erased")
+    try:  # p erased: not read; s (a member) still is
+        with pytest.raises(InputError) as err:
+            ex.check_inputs(store, plan)
+        assert err.value.field == "s.content.goal"
+    finally:
+        store.close()
+    store, plan = case(p="erased", s="erased")
+    try:
+        ex.check_inputs(store, plan)  # both erased: nothing to read
+    finally:
+        store.close()
+    store, plan = case(p="withdrawn", s="republished")
+    try:  # any other state is read
+        with pytest.raises(InputError):
+            ex.check_inputs(store, plan)
+    finally:
+        store.close()
+    store, _ = case(p="erased")
+    try:  # the root's own stored content is never read (erased or replaced by the event)
+        ex.check_inputs(store, plan_of(Event("delete", ("s",)), ("s",), {"s": "erased"}, {"s": 1}))
+    finally:
+        store.close()
+
+
+# --------------------------------------------------------------------------- resume, end to end
+
+POLICY_TEXT = """version: 1
+name: chain-of-summaries
+kinds:
+  record: {}
+  summary: {}
+support: {min_retained: 1, min_fraction: 0.0}
+modes:
+  - when: {kind: summary, support: sufficient}
+    mode: regen
+  - when: {}
+    mode: remove
+selection: {tradeoff: 0.0}
+validation:
+  - mode: regen
+    oracles:
+      - oracle: schema
+        schema: {type: string, minLength: 1}
+"""
+
+
+class Scripted:
+    """A regen operator that records each context it is given and does what ``plan`` says per id:
+    "ok" (a summary of its inputs' ids), "raise", "nan" (a successor no store can hold), "empty"
+    (a successor the schema oracle refuses)."""
+
+    name = "scripted-regen"
+    checks_content = False
+
+    def __init__(self, plan: dict[str, str]) -> None:
+        self.plan = plan
+        self.seen: dict[str, object] = {}
+
+    def check(self, artifact: Artifact) -> str | None:
+        return None
+
+    def __call__(self, artifact: Artifact, ctx) -> Successor:
+        self.seen[artifact.id] = ctx
+        what = self.plan.get(artifact.id, "ok")
+        if what == "raise":
+            raise RuntimeError(f"boom {artifact.id}")
+        if what == "nan":
+            return Successor({"x": math.nan}, {})
+        if what == "empty":
+            return Successor("", {})
+        return Successor("from " + ",".join(a.id for a in ctx.inputs), {"by": "scripted"})
+
+
+def _chain(tmp_path, deadline: str | None = None, merge: bool = False):
+    """r → a → b → c (summaries), each also fed by the record k; a delete of r repairs a, b, c.
+    With ``merge``, m is derived from a, b and k (two prerequisites)."""
+    from memsteward.policy.loader import load_policy_source
+    from memsteward.repair.artifacts import Edge
+    from memsteward.store import Store
+
+    text = POLICY_TEXT + (f"repair:\n  event_deadline: {deadline}\n" if deadline else "")
+    path = tmp_path / "p.yaml"
+    path.write_text(text)
+    policy = load_policy_source(str(path)).policy
+    arts = {"r": Artifact("r", "record", None, 1, {"text": "old."}), "k": Artifact("k", "record", None, 1, {"text": "k."}),
+            "a": Artifact("a", "summary", None, 1, "a."), "b": Artifact("b", "summary", None, 1, "b."),
+            "c": Artifact("c", "summary", None, 1, "c.")}
+    edges = (Edge("r", "a"), Edge("k", "a"), Edge("a", "b"), Edge("k", "b"), Edge("b", "c"), Edge("k", "c"))
+    if merge:
+        arts["m"] = Artifact("m", "summary", None, 1, "m.")
+        edges += (Edge("a", "m"), Edge("b", "m"), Edge("k", "m"))
+    store = Store()
+    store.import_snapshot(Snapshot(arts, edges))
+    return policy, store
+
+
+def _registry(op: Scripted):
+    from memsteward.repair.operators import OperatorRegistry
+
+    reg = OperatorRegistry()
+    reg.register("regen", op, kind="summary")
+    return reg
+
+
+def _steps(plan: TransitionPlan) -> dict[str, tuple[str, str, str]]:
+    return {s.id: (s.status, s.reports[0]["oracle"] if s.reports else "", s.error) for s in plan.executed}
+
+
+def test_every_candidate_republished_in_order_with_its_context_and_progress(tmp_path):
+    policy, store = _chain(tmp_path)
+    op = Scripted({})
+    seen: list[tuple[int, int]] = []
+    try:
+        plan = ex.run_event(store, policy, Event("delete", ("r",)), operators=_registry(op),
+                            progress=lambda done, total: seen.append((done, total)))
+        assert plan.order == ("a", "b", "c") and plan.republished == ("a", "b", "c")
+        assert [s.status for s in plan.executed] == ["republished"] * 3
+        assert seen == [(0, 3), (1, 3), (2, 3), (3, 3)]
+        assert plan.withdrawn == ("r",) and plan.status == "done"
+        ctx_a, ctx_b = op.seen["a"], op.seen["b"]
+        assert [x.id for x in ctx_a.inputs] == ["k"] and [x.id for x in ctx_a.forget] == ["r"]
+        assert ctx_a.forget[0].content == {"text": "old."}
+        assert [x.id for x in ctx_b.inputs] == ["a", "k"] and [x.id for x in ctx_b.reference] == ["k"]
+        assert ctx_b.inputs[0].content == "from k" and ctx_b.inputs[0].state == "staged"
+        assert ctx_b.forget == () and ctx_b.previous.id == "b" and ctx_b.previous_valid is True
+        assert ctx_a.event_type == "delete" and ctx_a.interface == {"tools": {}, "renames": {}, "arg_renames": {}}
+        cur = store.artifacts_of(["a", "b", "c"])
+        assert cur["c"].content == "from b,k" and cur["c"].state == "republished" and cur["c"].version == 2
+        assert cur["c"].meta == {"by": "scripted"}
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("what,stage,detail", [
+    ("raise", "operator", "operator raised RuntimeError: boom a"),
+    ("nan", "operator", "successor content is not JSON"),
+    ("empty", "schema", None),
+])
+def test_a_failed_candidate_blocks_its_dependents_by_name(tmp_path, what, stage, detail):
+    policy, store = _chain(tmp_path)
+    try:
+        plan = ex.run_event(store, policy, Event("delete", ("r",)), operators=_registry(Scripted({"a": what})))
+        steps = _steps(plan)
+        assert steps["a"][0] == "failed" and steps["a"][1] == stage
+        if detail:
+            assert steps["a"][2].startswith(detail)
+        assert steps["b"] == ("blocked", "prerequisites", "prerequisite a not validated")
+        assert steps["c"] == ("blocked", "prerequisites", "prerequisite b not validated")
+        assert plan.republished == () and set(plan.withdrawn) == {"a", "b", "c", "r"}
+        states = store.states()
+        assert all(states[i][0] == "withdrawn" for i in "abc")
+    finally:
+        store.close()
+
+
+def test_a_failure_in_the_middle_keeps_what_came_before(tmp_path):
+    policy, store = _chain(tmp_path)
+    try:
+        plan = ex.run_event(store, policy, Event("delete", ("r",)), operators=_registry(Scripted({"b": "raise"})))
+        assert _steps(plan)["a"][0] == "republished"
+        assert _steps(plan)["b"][:2] == ("failed", "operator")
+        assert _steps(plan)["c"] == ("blocked", "prerequisites", "prerequisite b not validated")
+        assert plan.republished == ("a",) and plan.withdrawn == ("b", "c", "r")
+    finally:
+        store.close()
+
+
+def test_a_passed_deadline_fails_every_candidate_even_a_blocked_one(tmp_path):
+    policy, store = _chain(tmp_path, "1.0e-9")
+    try:
+        plan = ex.run_event(store, policy, Event("delete", ("r",)), operators=_registry(Scripted({})))
+        steps = _steps(plan)
+        assert {i: s[:2] for i, s in steps.items()} == {i: ("failed", "deadline") for i in "abc"}
+        assert "repair.event_deadline = 1e-09 s" in steps["b"][2]
+    finally:
+        store.close()
+
+
+def test_a_correction_gives_its_replacement_at_the_version_the_barrier_stored(tmp_path):
+    policy, store = _chain(tmp_path)
+    op = Scripted({})
+    try:
+        rep = Artifact("r", "record", None, 1, {"text": "new."})
+        plan = ex.run_event(store, policy, Event("correct", ("r",), (rep,)), operators=_registry(op))
+        ctx_a = op.seen["a"]
+        assert [x.id for x in ctx_a.inputs] == ["k", "r"] and ctx_a.forget == ()
+        r_in = ctx_a.inputs[1]
+        assert r_in.content == {"text": "new."} and r_in.version == 2  # the barrier's version, not Δ's 1
+        assert plan.roots == {"r": "replaced"} and plan.withdrawn == ("r",)  # roots are always listed
+        assert plan.republished == ("a", "b", "c")
+    finally:
+        store.close()
+
+
+def test_no_action_changes_nothing_and_a_dry_run_leaves_the_store_as_it_was(tmp_path):
+    policy, store = _chain(tmp_path)
+    try:
+        before = store.states()
+        plan = ex.run_event(store, policy, Event("delete", ("r",)), "no_action", operators=_registry(Scripted({})))
+        assert (plan.status, plan.withdrawn, plan.republished, plan.executed) == ("done", (), (), ())
+        assert store.states() == before
+        dry = ex.dry_run(store, policy, Event("delete", ("r",)), operators=_registry(Scripted({})))
+        assert dry.republished == ("a", "b", "c") and store.states() == before
+        assert ex.dry_run(store, policy, Event("delete", ("r",)), "no_action").withdrawn == ()
+    finally:
+        store.close()
+
+
+class Interrupting(Scripted):
+    """Stops the run (as Ctrl-C does) when it reaches ``stop``."""
+
+    def __init__(self, stop: str) -> None:
+        super().__init__({})
+        self.stop = stop
+
+    def __call__(self, artifact: Artifact, ctx) -> Successor:
+        if artifact.id == self.stop:
+            raise KeyboardInterrupt
+        return super().__call__(artifact, ctx)
+
+
+def test_recover_finishes_an_interrupted_event_from_the_steps_it_recorded(tmp_path):
+    policy, store = _chain(tmp_path)
+    try:
+        assert ex.recover(store) is None  # nothing to do
+        with pytest.raises(KeyboardInterrupt):
+            ex.run_event(store, policy, Event("delete", ("r",)), operators=_registry(Interrupting("b")))
+        assert store.unfinished_event() is not None
+        with pytest.raises(InputError, match="run `memsteward recover` first"):
+            ex.run_event(store, policy, Event("delete", ("k",)), operators=_registry(Scripted({})))
+        with pytest.raises(InputError, match="run `memsteward recover` first"):
+            ex.dry_run(store, policy, Event("delete", ("k",)))
+        op = Scripted({})
+        seen: list[tuple[int, int]] = []
+        plan = ex.recover(store, _registry(op), progress=lambda d, t: seen.append((d, t)))
+        assert plan is not None and plan.republished == ("a", "b", "c") and plan.status == "done"
+        assert set(op.seen) == {"b", "c"}  # a's outcome was recorded before the interruption: not run again
+        assert seen == [(1, 3), (2, 3), (3, 3)]
+        assert [x.id for x in op.seen["b"].inputs] == ["a", "k"]  # a's staged successor, read back from the store
+        assert op.seen["b"].inputs[0].content == "from k"
+        assert store.unfinished_event() is None and ex.recover(store) is None
+    finally:
+        store.close()
+
+
+def test_scope_unchanged_sees_new_versions_and_new_members_but_not_writes_elsewhere(tmp_path):
+    from memsteward.repair.artifacts import Edge
+    from memsteward.repair.plan import compute_plan
+
+    policy, store = _chain(tmp_path)
+    try:
+        snap = store.snapshot()
+        plan = compute_plan(policy, snap, Event("delete", ("r",)))
+        check = ex.scope_unchanged(policy, plan)
+        assert check(snap) is True
+        arts = dict(snap.artifacts)
+        elsewhere = Snapshot({**arts, "z": Artifact("z", "record", None, 1, {"text": "z."})},
+                             snap.edges + (Edge("k", "z"),))
+        assert check(elsewhere) is True  # a write outside C(F)
+        newer = Snapshot({**arts, "b": arts["b"]._replace(version=2)}, snap.edges)
+        assert check(newer) is False  # a new version of a member
+        grown = Snapshot({**arts, "d": Artifact("d", "summary", None, 1, "d.")}, snap.edges + (Edge("c", "d"),))
+        assert check(grown) is False  # a new derivation from a member
+        parent = Snapshot({**arts, "z": Artifact("z", "record", None, 1, {"text": "z."})},
+                          snap.edges + (Edge("z", "b"),))
+        assert check(parent) is True  # a new influence parent outside C(F): same members, same versions
+    finally:
+        store.close()
+
+
+def test_a_plan_whose_scope_changed_is_refused_at_the_barrier_and_planned_again(tmp_path):
+    from memsteward.errors import StoreBusy
+    from memsteward.repair.plan import compute_plan
+
+    policy, store = _chain(tmp_path)
+    try:
+        generation = store.generation()
+        plan = compute_plan(policy, store, Event("delete", ("r",)))
+        store.record({"id": "d", "kind": "summary", "content": "d."}, ["k"])  # an agent write outside C(F)
+        ok = ex.execute(store, policy, plan, _registry(Scripted({})), None, generation)  # a write outside C(F)
+        assert ok.republished == ("a", "b", "c")
+        policy2, store2 = _chain(tmp_path)
+        try:
+            generation = store2.generation()
+            plan = compute_plan(policy2, store2, Event("delete", ("r",)))
+            store2.record({"id": "d", "kind": "summary", "content": "d."}, ["c"])  # a derivation from a member
+            with pytest.raises(StoreBusy):
+                ex.execute(store2, policy2, plan, _registry(Scripted({})), None, generation)
+            assert store2.unfinished_event() is None  # nothing withdrawn
+            again = ex.run_event(store2, policy2, Event("delete", ("r",)), operators=_registry(Scripted({})))
+            assert again.cascade == ("a", "b", "c", "d", "r")
+        finally:
+            store2.close()
+    finally:
+        store.close()
+
+
+def test_a_recovered_candidate_whose_operator_is_gone_fails_and_blocks_its_dependents(tmp_path):
+    from memsteward.repair.operators import OperatorRegistry
+
+    policy, store = _chain(tmp_path)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            ex.run_event(store, policy, Event("delete", ("r",)), operators=_registry(Interrupting("b")))
+        plan = ex.recover(store, OperatorRegistry())
+        assert plan is not None
+        steps = _steps(plan)
+        assert steps["a"][0] == "republished"
+        assert steps["b"] == ("failed", "operator", "no operator for this candidate")
+        assert steps["c"] == ("blocked", "prerequisites", "prerequisite b not validated")
+    finally:
+        store.close()
+
+
+def _ray_started() -> bool:
+    import sys
+
+    ray = sys.modules.get("ray")
+    return ray is not None and ray.is_initialized()
+
+
+def test_the_ray_executor_is_refused_for_an_in_memory_store_before_anything_is_written(tmp_path):
+    policy, store = _chain(tmp_path)
+    try:
+        assert store.locator() is None
+        before = store.states()
+        with pytest.raises(InputError, match="the ray executor needs a store its workers can open") as err:
+            ex.run_event(store, policy, Event("delete", ("r",)), executor="ray")
+        assert err.value.field == "executor"
+        assert store.states() == before and store.unfinished_event() is None
+        assert not _ray_started()
+        assert ex.recover(store, executor="ray") is None  # nothing to finish: no refusal
+        with pytest.raises(KeyboardInterrupt):
+            ex.run_event(store, policy, Event("delete", ("r",)), operators=_registry(Interrupting("b")))
+        with pytest.raises(InputError, match="the ray executor needs a store its workers can open"):
+            ex.recover(store, _registry(Scripted({})), executor="ray")
+        assert store.unfinished_event() is not None
+        assert not _ray_started()  # refused before the executor was reached (no Ray instance joined or started)
+        assert ex.recover(store, _registry(Scripted({}))).republished == ("a", "b", "c")
+    finally:
+        store.close()
+
+
+def test_a_candidate_missing_two_prerequisites_names_the_first(tmp_path):
+    policy, store = _chain(tmp_path, merge=True)
+    try:
+        plan = ex.run_event(store, policy, Event("delete", ("r",)), operators=_registry(Scripted({"a": "raise"})))
+        assert plan.candidate("m").prerequisites == ("a", "b")
+        steps = _steps(plan)
+        assert steps["m"] == ("blocked", "prerequisites", "prerequisite a not validated")
+        assert steps["b"] == ("blocked", "prerequisites", "prerequisite a not validated")
+    finally:
+        store.close()
+
+
+def test_an_oracle_that_raises_fails_its_candidate_and_the_event_completes(tmp_path):
+    from memsteward.repair.oracles import ORACLES
+
+    def broken(spec, x):
+        raise RuntimeError("oracle bug")
+
+    policy, store = _chain(tmp_path, merge=True)
+    try:
+        plan = ex.run_event(store, policy, Event("delete", ("r",)), operators=_registry(Scripted({})),
+                            oracles={**ORACLES, "schema": broken})
+        steps = _steps(plan)
+        assert steps["a"] == ("failed", "oracle", "oracle raised RuntimeError: oracle bug")
+        assert steps["b"][:2] == steps["c"][:2] == steps["m"][:2] == ("blocked", "prerequisites")
+        assert plan.status == "done" and store.unfinished_event() is None
+        assert store.version_of("a", 2) is not None  # the successor was staged before its oracle ran
+    finally:
+        store.close()
