@@ -49,6 +49,8 @@ BROKEN = [
     ("G5 crash loses the barrier", lambda: g5_barrier.prove(3, 6, variant="broken-crash-loses-barrier")),
     ("G5 a write reads a withdrawn input", lambda: g5_barrier.prove(3, 6, variant="broken-write-reads-withdrawn")),
     ("G5 a write since planning left out", lambda: g5_barrier.prove(3, 6, variant="broken-stale-plan")),
+    ("G5 a write between the scope check and the barrier left out",
+     lambda: g5_barrier.prove(3, 6, variant="broken-unchecked-gap")),
     ("G6 erase the roots only", lambda: g6_erasure.prove(4, variant="broken-roots-only")),
     ("G6 no content scan", lambda: g6_erasure.prove(4, variant="broken-no-scan")),
     ("G6 a DEK kept for one erased version", lambda: g6_erasure.prove(4, variant="broken-kept-dek")),
@@ -65,7 +67,7 @@ def test_broken_rule_is_refuted_with_counterexample(name, result):
 def test_g5_counterexample_is_a_readable_trace():
     r = g5_barrier.prove(3, 8, variant="broken-publish-before-validation")
     trace = r.counterexample["trace"]
-    assert trace[0] == "barrier" and any(step.startswith("publish(") for step in trace)
+    assert trace[:2] == ["check", "barrier"] and any(step.startswith("publish(") for step in trace)
     assert "validate_ok" not in " ".join(trace)
 
 

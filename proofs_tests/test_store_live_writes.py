@@ -202,6 +202,55 @@ def test_writes_between_planning_and_barrier_void_the_plan_only_inside_its_scope
         s.close()
 
 
+_GAP_WRITES = [
+    ([{"id": "y1", "kind": "record", "content": "Dave fact"}], [], True),                   # outside C(F)
+    ([{"id": "y2", "kind": "summary", "content": "from m1"}], ["m1"], True),                # derived outside C(F)
+    ([{"id": "y3", "kind": "summary", "content": "from s1"}], ["s1"], False),               # a new child of a member
+    ([{"id": "s2", "kind": "summary", "content": "s2, revised"}], [], False),               # a member's new version
+    ([{"id": "m1", "kind": "record", "content": f"{ROOT_TEXT}, said Bob"}], [], False),     # a copy, as a new version
+    ([{"id": "y4", "kind": "record", "content": "Erin fact"},                               # a batch (its audit row
+      {"id": "y5", "kind": "summary", "content": "from s0", "inputs": ["s0"]}], None, False),  # names no artifact)
+    ([{"id": "y6", "kind": "record", "content": "Erin fact"},
+      {"id": "y7", "kind": "record", "content": "Fay fact"}], None, True),
+]
+
+
+@pytest.mark.parametrize(("writes", "inputs", "holds"), _GAP_WRITES)
+def test_writes_between_the_scope_check_and_the_write_lock_are_checked_under_it(store_at, writes, inputs, holds):
+    """The barrier reads the plan's scope again before it takes the store's write lock (writers go on
+    meanwhile) and, under the lock, checks only the agent writes committed since: one between the two
+    that changed the scope voids the plan as one before the check would; one outside it does not."""
+    url = store_at("gap")
+    _seed(url, chain=3)
+    policy = load_policy_source(POLICY).policy
+    s, other = Store.open(url), Store.open(url)
+    try:
+        generation = s.generation()
+        plan = compute_plan(policy, s, parse_event({"type": "delete", "roots": ["n1"]}, s))
+        s.record({"id": "x0", "kind": "record", "content": "Carol fact"})  # since planning: the scope is read again
+        checked, seen = s._scope_checked, []
+
+        def then_write(*args):  # noqa: ANN002, ANN202 — the store's own check, a writer right after it
+            seen.append(checked(*args))
+            if inputs is None:
+                other.record_many(writes)
+            else:
+                other.record(writes[0], inputs=inputs)
+            return seen[-1]
+        s._scope_checked = then_write
+        if holds:
+            barrier(s, policy, plan, generation)
+            assert recover(s) is not None and s.states()["n1"][0] == "erased"
+        else:
+            with pytest.raises(InputError, match="changed while the event was being planned"):
+                barrier(s, policy, plan, generation)
+            assert s.unfinished_event() is None
+        assert seen == [generation + 1]  # checked at the snapshot after x0, before the gap's write
+    finally:
+        s.close()
+        other.close()
+
+
 def test_a_busy_write_waits_for_publication_in_this_process(tmp_path):
     url = str(tmp_path / "one.db")
     _seed(url, chain=3)

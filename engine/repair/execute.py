@@ -12,7 +12,7 @@ import contextlib
 import heapq
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -189,7 +189,7 @@ def barrier(store: RepairLog, policy: Policy, plan: TransitionPlan, generation: 
     with paused_gc():
         return store.barrier(BarrierSpec(plan.to_columns(), policy_document(policy),
                                          root_successors(plan.event, roots), generation,
-                                         scope_unchanged(policy, plan, operators)))
+                                         scope_unchanged(policy, plan, operators), writes_unchanged(policy, plan)))
 
 
 def scope_unchanged(policy: Policy, plan: TransitionPlan,
@@ -205,6 +205,28 @@ def scope_unchanged(policy: Policy, plan: TransitionPlan,
         versions = {i: a.version for i, a in scope.artifacts.items() if i in scope.cascade}
         return versions == {i: plan.base_versions.get(i) for i in scope.cascade}
     return unchanged
+
+
+def writes_unchanged(policy: Policy, plan: TransitionPlan) -> Callable[[Provenance, Mapping[str, Any], Collection[str]], bool]:
+    """Whether agent writes — ``written`` (id → the text of every version it holds) naming ``inputs`` —
+    left ``plan``'s scope as :func:`scope_unchanged` last found it, without reading the scope again:
+    none of them is a member of C(F) (a new version) or names one as an input (a new derivation), and,
+    where planning scans content, none is an untracked copy of a root's content (the scan's test,
+    :func:`~memsteward.repair.lineage.untracked`, on exactly these artifacts: planning's candidates
+    are a superset it filters with the same test, so a copy planning would find is found here)."""
+    cascade, ev, lin = frozenset(plan.cascade), plan.event, policy.lineage
+    scans = lin.content_scan and (ev.type == "delete" or (ev.type == "correct" and ev.privacy))
+
+    def unchanged_by(source: Provenance, written: Mapping[str, Any], inputs: Collection[str]) -> bool:
+        if not cascade.isdisjoint(written) or not cascade.isdisjoint(inputs):
+            return False
+        if not scans or not written:
+            return True
+        from .lineage import untracked
+
+        roots = {r: a.content for r, a in source.artifacts_of(ev.roots).items()}
+        return not untracked(roots, sorted(written.items()), lin.shingle_words, lin.min_shared)
+    return unchanged_by
 
 
 def recover(store: RepairLog, operators: OperatorRegistry | None = None,

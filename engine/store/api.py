@@ -75,15 +75,20 @@ class BarrierSpec:
     columns, :meth:`~memsteward.repair.plan.TransitionPlan.to_columns`), the policy document, the
     roots' staged replacements, and the store generation at planning time (None: not checked).
 
-    ``unchanged`` (None: any change voids the plan) tells, read inside the barrier's transaction,
-    whether the plan still holds for the store as it is: when only agent writes happened since
-    ``generation``, the barrier goes on if it answers True (the write rule, :mod:`~memsteward.store.live`)."""
+    ``unchanged`` (None: any change voids the plan) tells whether the plan still holds for the store
+    as it is: when only agent writes happened since ``generation``, the barrier goes on if it answers
+    True (the write rule, :mod:`~memsteward.store.live`). It reads the whole scope, so the barrier asks
+    it before taking the store's write lock, in one read snapshot; under the lock it asks only
+    ``unchanged_by`` about the agent writes committed since that snapshot: their ids (each → the text of
+    every version it holds, as the content scan reads it) and the inputs they named; None there, or a
+    write it cannot name (a batch), and ``unchanged`` is asked again under the lock."""
 
     plan: Mapping[str, Any]
     policy: Mapping[str, Any]
     staged_roots: Mapping[str, Artifact] = field(default_factory=dict)
     generation: int | None = None
     unchanged: Callable[[Provenance], bool] | None = None
+    unchanged_by: Callable[[Provenance, Mapping[str, Any], Collection[str]], bool] | None = None
 
     @property
     def barrier(self) -> list[str]:

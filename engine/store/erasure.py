@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..errors import EventHeld
 from ..repair.auditchain import tombstone_commitment as commitment
@@ -22,7 +22,22 @@ from .api import ErasureReport
 from .core import _dump, _load, _now
 from .leases import Leases, _alive
 
-__all__ = ["Erasure"]
+__all__ = ["Erasing", "Erasure"]
+
+
+class Erasing(NamedTuple):
+    """A publication's erasure, made ready before its transaction (:meth:`Erasure._erasure_of`): the
+    generation it was read at, the targeted ids, the erased (id, version) refs, the versions' UPDATE
+    rows, the tombstone rows, each id's erased versions and the ``erase`` rows' details (a tombstoned
+    root's is made in the transaction, with its tombstones' commitment)."""
+
+    generation: int
+    ids: list[str]
+    refs: list[tuple[str, int]]
+    updates: list[tuple[str, str, int]]
+    stones: list[tuple[str, str, int]]
+    erased: dict[str, list[dict[str, Any]]]
+    details: dict[str, str]
 
 
 def _within(version: int, limit: int | None) -> bool:
@@ -33,14 +48,15 @@ def _within(version: int, limit: int | None) -> bool:
 class Erasure(Leases):
     """Nulling erased versions and the physical-erasure step."""
 
-    def _erase_versions(self, event_id: int, targets: Mapping[str, int | None],
-                        tombstone: frozenset[str]) -> list[tuple[str, int]]:
-        """Erase the targeted versions inside the caller's (publication's) transaction, by crypto-shredding:
-        destroy their DEKs in the key store (committed there at once: cost ∝ the versions erased), then
-        null their ciphertext and metadata, keeping id, version and the content's digest (stored with
-        the version, so no erased content is decrypted here); one chained ``erase`` row per artifact.
-        Killed after the keys went and before the commit, the event is unfinished and ``recover``
-        publishes it again: the destruction repeats as a no-op and the rows end as uninterrupted."""
+    def _erasure_of(self, event_id: int, targets: Mapping[str, int | None], tombstone: frozenset[str]) -> Erasing:
+        """What erasing the targeted versions writes, read and made ready before the publication takes the
+        store's write lock, and their DEKs destroyed in the key store (committed there at once: cost ∝ the
+        versions erased). Only the event writes versions of the ids its barrier holds (the write rule,
+        :mod:`memsteward.store.live`), so the rows read here are the rows the publication erases;
+        :meth:`_erase_versions` reads them again if anything but agent writes committed since
+        (``Erasing.generation``). The erased contents' digests are stored with the versions: no erased
+        content is decrypted but a tombstoned root's (its normalised digests, opened before its key goes)."""
+        generation = self.generation()
         ids = sorted(targets)
         rows: list[tuple[str, int, str | None, str | None, str | None]] = []
         for start in range(0, len(ids), 500):
@@ -72,12 +88,26 @@ class Erasure(Leases):
                                                                                       plain=False))]
         self.vault.destroy(keys)
         self.checkpoint()  # crash point: the keys are destroyed, the publication not yet committed
-        self.conn.executemany(self.q.erase_version, updates)
-        self.conn.executemany(self.q.insert_tombstones, stones)
-        pinned = self._tombstone_commitments(event_id, sorted({s[1] for s in stones}), {s[0] for s in stones})
-        self._append_audit([(_now(), event_id, "erase", i, _dump({"versions": erased[i], **pinned.get(i, {})}))
-                            for i in ids if erased[i]])
-        return refs
+        roots = {s[1] for s in stones}  # their erase rows chain the tombstones' commitment, read when written
+        details = {i: _dump({"versions": erased[i]}) for i in ids if erased[i] and i not in roots}
+        return Erasing(generation, ids, refs, updates, stones, erased, details)
+
+    def _erase_versions(self, event_id: int, targets: Mapping[str, int | None], tombstone: frozenset[str],
+                        ready: Erasing | None = None) -> list[tuple[str, int]]:
+        """Erase the targeted versions inside the caller's (publication's) transaction, by crypto-shredding:
+        their DEKs are destroyed (``ready``, made by :meth:`_erasure_of` before the transaction, else now),
+        then their ciphertext and metadata nulled, keeping id, version and the content's digest; one
+        chained ``erase`` row per artifact. Killed after the keys went and before the commit, the event is
+        unfinished and ``recover`` publishes it again: the destruction repeats as a no-op and the rows
+        end as uninterrupted."""
+        if ready is None or self.conn.execute(self.q.audit_changed_since, (ready.generation,)).fetchone() is not None:
+            ready = self._erasure_of(event_id, targets, tombstone)
+        self.conn.executemany(self.q.erase_version, ready.updates)
+        self.conn.executemany(self.q.insert_tombstones, ready.stones)
+        pinned = self._tombstone_commitments(event_id, sorted({s[1] for s in ready.stones}), {s[0] for s in ready.stones})
+        self._append_audit([(_now(), event_id, "erase", i, ready.details.get(i) or _dump(
+            {"versions": ready.erased[i], **pinned.get(i, {})})) for i in ready.ids if ready.erased[i]])
+        return ready.refs
 
     def _tombstone_commitments(self, event_id: int, roots: Sequence[str],
                                digests: Collection[str]) -> dict[str, dict[str, Any]]:

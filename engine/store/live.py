@@ -14,7 +14,9 @@ unless it has to:
 
 A write between planning and the barrier does not void the plan unless it changed the plan's scope
 (:class:`~memsteward.store.api.BarrierSpec` ``unchanged``): a new version of a member of C(F), a new
-derivation from one, a new untracked copy of a root's content.
+derivation from one, a new untracked copy of a root's content. The barrier reads the scope again
+before it takes the store's write lock, and under the lock checks only the writes committed since
+(``unchanged_by``: their ids, inputs and texts), so writers are not held up while the scope is read.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ and :meth:`Transitions.unfinished_event` lets ``memsteward recover`` roll the ev
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from ..errors import InputError, StoreBusy
@@ -50,26 +50,56 @@ class Transitions(Transfer):
 
         ``spec.generation`` is :meth:`generation` at planning time: if another process changed the
         store since (beyond agent writes that leave the plan's scope as it was: ``spec.unchanged``),
-        or left an event unfinished, nothing is written (InputError).
+        or left an event unfinished, nothing is written (StoreBusy). The scope is read again before the
+        store's write lock is taken (:meth:`_scope_checked`); under the lock only the agent writes
+        committed since are checked (:meth:`_planned_on_this`).
         """
         from ..repair.plan import paused_gc  # imported by every caller already (execute.py)
 
+        checked = self._scope_checked(spec.generation, spec.unchanged)
         with paused_gc():  # 10^5 rows of new objects, none cyclic: no collector passes over the heap
-            return self._barrier(spec.plan, spec.policy, spec.staged_roots, spec.generation, spec.unchanged)
+            return self._barrier(spec.plan, spec.policy, spec.staged_roots, checked, spec.unchanged, spec.unchanged_by)
 
-    def _planned_on_this(self, generation: int | None, unchanged: Callable[[Provenance], bool] | None) -> bool:
-        """Whether a plan computed at ``generation`` still holds (inside the barrier's transaction):
-        nothing changed since, or only agent writes (``record``/``refuse`` audit rows) that left
-        its scope as it was (``unchanged``)."""
-        if generation is None or self.generation() == generation:
+    def _scope_checked(self, generation: int | None, unchanged: Callable[[Provenance], bool] | None) -> int | None:
+        """The generation at which a plan computed at ``generation`` was found to still hold, read in one
+        snapshot and without the store's write lock (writers go on while the scope is read again): the
+        same generation when nothing changed since, else the snapshot's when only agent writes that left
+        the scope as it was (``unchanged``) happened in between (else StoreBusy). None: not checked."""
+        if generation is None:
+            return None
+        with self.read_snapshot():
+            now = self.generation()
+            if not self._planned_on_this(generation, now, unchanged, None):
+                raise StoreBusy("the store changed while the event was being planned; run it again", file=self.path)
+        return now
+
+    AGENT_WRITES_CHECKED = 1_000  # agent writes since the scope check that the barrier checks one by one
+
+    def _planned_on_this(self, generation: int | None, now: int, unchanged: Callable[[Provenance], bool] | None,
+                         unchanged_by: Callable[[Provenance, Mapping[str, Any], Collection[str]], bool] | None) -> bool:
+        """Whether a plan found to hold at ``generation`` still holds at generation ``now``: nothing
+        changed since, or only agent writes (``record``/``refuse`` audit rows) that left its scope as it
+        was — asked of ``unchanged_by`` with just those writes (their ids and inputs, from their audit
+        rows) where it is given and every write names its artifact, else of ``unchanged`` (the scope
+        read again)."""
+        if generation is None or now == generation:
             return True
         if unchanged is None or self.conn.execute(self.q.audit_changed_since, (generation,)).fetchone() is not None:
             return False
-        return unchanged(self)
+        if unchanged_by is not None:
+            rows = self.conn.execute(self.q.audit_since, (generation, self.AGENT_WRITES_CHECKED + 1)).fetchall()
+            records = [(ident, detail) for action, ident, detail in rows if action == "record"]
+            if len(rows) <= self.AGENT_WRITES_CHECKED and all(ident is not None for ident, _ in records):
+                inputs = {i for _, detail in records for i in json.loads(detail).get("inputs", ())}
+                texts = self._opened_by_id(self.conn.execute(self.q.shingle_candidates,
+                                                             (json.dumps(sorted({i for i, _ in records})),)))
+                return unchanged_by(self, dict(texts), inputs)
+        return unchanged(self)  # the scope read again (a batch's row names no artifact)
 
     def _barrier(self, plan_doc: Mapping[str, Any], policy_doc: Mapping[str, Any],
                  staged_roots: Mapping[str, Artifact], generation: int | None,
-                 unchanged: Callable[[Provenance], bool] | None = None) -> int:
+                 unchanged: Callable[[Provenance], bool] | None = None,
+                 unchanged_by: Callable[[Provenance, Mapping[str, Any], Collection[str]], bool] | None = None) -> int:
         barrier = list(plan_doc["barrier"])
         policy_text = _dump(policy_doc)
         ids_text = json.dumps(barrier)  # encoded once: the UPDATE and the withdraw rows read it
@@ -79,7 +109,7 @@ class Transitions(Transfer):
         with self.transaction():
             if self.unfinished_event() is not None:
                 raise StoreBusy("the store has an unfinished event; run `memsteward recover` first", file=self.path)
-            if not self._planned_on_this(generation, unchanged):
+            if not self._planned_on_this(generation, self.generation(), unchanged, unchanged_by):
                 raise StoreBusy("the store changed while the event was being planned; run it again",
                                  file=self.path)
             refuse_tombstoned_successors(self, staged_roots)
@@ -325,18 +355,22 @@ class Transitions(Transfer):
             self._check_lease(event_id)  # only the event's current writer publishes
             if not targets:  # else the lease is kept until the physical step's row (erase_physically)
                 self.driver.write(self.q.delete_lease, (event_id,))
+        self._check_lease(event_id)  # early: no work for a process that lost the event
+        # the erasure's reads, its keys' destruction and its rows made before the transaction (the store's
+        # write lock, from BEGIN on SQLite): they concern only versions of the ids the barrier holds
+        erasing = self._erasure_of(event_id, targets, frozenset(tombstone) | frozenset(erase))
         # lock_late: the body reads and changes only rows of the ids the barrier holds, of its event and the
         # tombstones it adds, which no writer changes while the event runs (the write rule,
         # memsteward.store.live): writers go on meanwhile; the lock is taken for fencing and the chain
         with self.transaction(lock_late=True, locked=fenced) as c:
-            self._check_lease(event_id)  # early: no work for a process that lost the event
+            self._check_lease(event_id)
             for ident in republish:
                 self.driver.write(self.q.republish, (ident,))
                 row = c.execute(self.q.current_version_content, (ident,)).fetchone()
                 self._audit("republish", ident, event_id, {} if row is None else {
                     "version": int(row[0]), "sha256": self.digest_of(self._open_content([(ident, row[0], row[1])])[0])})
             self.checkpoint()
-            gone = self._erase_versions(event_id, targets, frozenset(tombstone) | frozenset(erase))
+            gone = self._erase_versions(event_id, targets, frozenset(tombstone) | frozenset(erase), erasing)
             for ident in erase:
                 self.driver.write(self.q.set_state_erased, (ident,))
             # successors staged but not republished go back to withdrawn, and no withdrawn one keeps a staged

@@ -53,6 +53,7 @@ class Queries:
     audit_log_of_event: str  # audit_log's rows of one event
     generation: str
     audit_changed_since: str
+    audit_since: str  # (action, artifact_id, detail) of the rows after a seq, at most n
     erase_rows_of_event: str
     physical_row: str
     pending_physical: str

@@ -35,6 +35,7 @@ POSTGRES = Queries(
     audit_log='SELECT seq, at, event_id, action, artifact_id, detail FROM audit ORDER BY seq',
     generation='SELECT COALESCE(MAX(seq), 0) FROM audit',
     audit_changed_since="SELECT 1 FROM audit WHERE seq > %s AND action NOT IN ('record', 'refuse') LIMIT 1",
+    audit_since="SELECT action, artifact_id, detail FROM audit WHERE seq > %s ORDER BY seq LIMIT %s",
     erase_rows_of_event="SELECT artifact_id, detail FROM audit WHERE action = 'erase' AND event_id = %s ORDER BY seq",
     physical_row=("SELECT detail FROM audit WHERE action = 'physical-erasure' AND event_id = %s ORDER BY seq LIMIT "
                   '1'),
