@@ -139,7 +139,8 @@ def recover_cmd(store_path: str, as_json: bool, deadline: float | None, executor
     another live process holds it, recover does nothing, says which process (host, pid, since
     when) and exits 0; a lease left by a killed process is taken over. The event's recorded
     policy applies; `--deadline` bounds each of its model calls; `--executor` runs the rest of its
-    candidates (exit 2 for a malformed or unreachable executor, nothing changed).
+    candidates (exit 2 for a malformed or unreachable executor, nothing changed). It also destroys
+    the pooled data keys that writers which have ended left unused (docs/erasure.md, "Pooled keys").
     """
     runner = parse_executor(executor)
     store = open_url(store_path)

@@ -244,6 +244,7 @@ def recover(store: RepairLog, operators: OperatorRegistry | None = None,
     if found is None:
         for event_id in store.pending_physical_erasure():  # killed between publication and the file step
             store.erase_physically(event_id)
+        store.collect_pool_keys()  # pooled keys a crashed writer left (they sealed nothing stored)
         return None
     event_id, _event, policy_doc, plan_doc = found
     if not store.take_event(event_id):  # one writer per event: a live holder makes this raise EventHeld
@@ -252,7 +253,9 @@ def recover(store: RepairLog, operators: OperatorRegistry | None = None,
     plan = TransitionPlan.from_json(plan_doc)
     # a migrate's interfaces are kept as references to the root versions its barrier staged
     plan = plan.replace(event=with_interfaces(plan.event, lambda r, v: _content_at(store, r, v)))
-    return resume(store, event_id, policy, plan, operators, oracles, executor, progress)
+    done = resume(store, event_id, policy, plan, operators, oracles, executor, progress)
+    store.collect_pool_keys()  # pooled keys a crashed writer left (they sealed nothing stored)
+    return done
 
 
 def _content_at(store: RepairLog, ident: str, version: int) -> Any:

@@ -178,6 +178,10 @@ class FileKeyStore:
     def count(self) -> int:
         return int(self.conn.execute("SELECT COUNT(*) FROM deks").fetchone()[0])
 
+    def pooled_ids(self) -> list[str]:
+        """The ids of the pooled keys (refs ``(key id, 0)``) it holds."""
+        return [str(r[0]) for r in self.conn.execute("SELECT id FROM deks WHERE version = 0")]
+
     def files(self) -> list[str]:
         """The files that hold this key store (the deep scan reads them)."""
         if self.path == ":memory:":

@@ -47,6 +47,7 @@ _REWRAP_DEK = "UPDATE {K}.deks SET wrapped = %s WHERE store_id = %s AND id = %s 
 _SET_HEAD = "UPDATE {K}.keyfile SET kid = %s, index_key = %s WHERE store_id = %s"
 _SET_INDEX_KEY = "UPDATE {K}.keyfile SET index_key = %s WHERE store_id = %s"
 _COUNT_DEKS = "SELECT COUNT(*) FROM {K}.deks WHERE store_id = %s"
+_POOLED_IDS = "SELECT id FROM {K}.deks WHERE store_id = %s AND version = 0"  # pooled keys' refs are (key id, 0)
 
 
 def _split(url: str) -> tuple[str, str, str]:
@@ -195,6 +196,10 @@ class PgKeyStore:
     def count(self) -> int:
         return int(self.conn.execute(self._q(_COUNT_DEKS),
                                      (self.store_id,)).fetchone()[0])
+
+    def pooled_ids(self) -> list[str]:
+        """The ids of the pooled keys (refs ``(key id, 0)``) it holds."""
+        return [str(r[0]) for r in self.conn.execute(self._q(_POOLED_IDS), (self.store_id,))]
 
     def files(self) -> list[str]:
         return []  # the server's files are not readable from a client

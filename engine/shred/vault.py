@@ -17,7 +17,8 @@ pool it inherited. The sealed text names its key (``ms1:@<key id>:``) and the st
 assignment in the version's row (``versions.dek``) in the write's own transaction, so a write waits
 for one durable commit, its own. A reserved key that sealed nothing stored (a crash, a refused write,
 the pool left at exit) encrypted nothing: it is harmless, and :meth:`Vault.close` destroys the rest of
-the pool. Erasure destroys a version's key by its ref (:func:`key_ref`).
+the pool; a key id names its holder process, so one left by a process that has ended is collected
+later (:mod:`.holders`, ``collect_pool_keys``). Erasure destroys a version's key by its ref (:func:`key_ref`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from ..errors import InputError
 from .api import KeyStore, VersionRef
 from .digests import content_mac, shingle_hasher, shingle_key
 from .envelope import PREFIX, Undecryptable, associated, key_tag, open_text, seal_rows
+from .holders import holder_gone, holder_tag
 
 Row = tuple[str, int, str | None, str]
 """(artifact id, version, content text or None, meta text) as a ``versions`` row stores them."""
@@ -97,7 +99,8 @@ class Vault:
             if self._pool_pid != os.getpid():  # a forked child: the reserved keys stay its parent's
                 self._pool, self._pool_pid = [], os.getpid()
             if len(self._pool) < n:
-                ids = [secrets.token_hex(16) for _ in range(max(n - len(self._pool), self._pool_next))]
+                holder = holder_tag()  # the key's id names its holder: an orphan is known by it (.holders)
+                ids = [f"{holder}.{secrets.token_hex(12)}" for _ in range(max(n - len(self._pool), self._pool_next))]
                 self._pool_next = min(2 * self._pool_next, POOL_MAX)
                 made = self.keys.create([(k, 0) for k in ids])  # one durable commit for the batch
                 self._pool += [(k, made[(k, 0)]) for k in ids]
@@ -157,6 +160,13 @@ class Vault:
     def destroy(self, refs: Collection[VersionRef]) -> int:
         """Destroy the DEKs of key refs (:func:`key_ref`)."""
         return self.keys.destroy(refs)
+
+    def orphan_candidates(self) -> list[str]:
+        """Pooled key ids whose holder process is gone (:mod:`.holders`), whether or not a version names
+        one (the caller checks that under the store's write lock); [] when the key store cannot list
+        its keys (``pooled_ids``: a KMS adapter need not)."""
+        listed = getattr(self.keys, "pooled_ids", None)
+        return [k for k in (listed() if listed is not None else []) if holder_gone(k)]
 
     def alive(self, refs: Collection[VersionRef]) -> set[VersionRef]:
         """The key refs (:func:`key_ref`) whose DEK still exists."""

@@ -11,21 +11,13 @@ import os
 import socket
 
 from ..errors import EventHeld
+from ..shred.holders import process_start as _process_start
 from .api import Locator
 from .core import _OPEN, _now
 from .driver import Driver
 from .planning import PlanningReads
 
 __all__ = ["Leases"]
-
-
-def _process_start(pid: int) -> str | None:
-    """The kernel's start time of a process (Linux /proc), so a reused pid is not mistaken for it."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            return fh.read().rsplit(b")", 1)[1].split()[19].decode()
-    except (OSError, IndexError):
-        return None
 
 
 def _alive(owner: str, host: str, pid: int, started: str | None, session: str | None = None,

@@ -95,6 +95,10 @@ class MemoryStore(MemoryReads):
     def generation(self) -> int:
         return self.t.audit[-1][0] if self.t.audit else 0
 
+    def collect_pool_keys(self) -> int:
+        """No data key exists here: nothing to collect."""
+        return 0
+
     def keys_alive(self, refs: Sequence[tuple[str, int]]) -> list[tuple[str, int]]:
         """No data key exists: nothing outside the process ever held a byte of a memory store."""
         return []

@@ -105,6 +105,21 @@ class Sealing(StoreCore):
         """The lineage index's trigram hash: keyed under the index key once the store is sealed."""
         return self.vault.shingle_hash if self.sealed else None
 
+    def collect_pool_keys(self) -> int:
+        """Destroy the orphaned pooled keys, and return how many: keys taken into a pool that no version
+        names (erased versions included) and whose holder process has ended (a crash, or a refused
+        write's key left by a process that has exited; :mod:`memsteward.shred.holders`). The versions are
+        read under the store's write lock, so a write that had sealed under one of them has committed
+        (and names it) or never will (its process is gone). A live process's pool, this process's
+        keys, another host's and keys made before holder tags are kept. ``recover`` runs it."""
+        candidates = self.vault.orphan_candidates()
+        if not candidates:
+            return 0
+        with self.transaction():
+            named = {str(r[0]) for r in self.conn.execute(self.q.named_deks, (json.dumps(candidates),))}
+            orphans = [(k, 0) for k in candidates if k not in named]
+            return self.vault.destroy(orphans) if orphans else 0
+
     def keys_alive(self, refs: Sequence[tuple[str, int]]) -> list[tuple[str, int]]:
         """The (id, version) of ``refs`` whose data key is still in the key store (checked now, live)."""
         keys = self.key_refs(refs)

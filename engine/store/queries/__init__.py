@@ -100,6 +100,7 @@ class Queries:
     # erasure (memsteward.store.erasure)
     erasable_versions: str
     version_deks: str  # (id, version, dek) of the ids' versions sealed under pooled keys
+    named_deks: str  # which of the pooled key ids (a JSON array) a version names (erased ones included)
     erase_version: str
     insert_tombstones: str
     tombstones_of_digests: str

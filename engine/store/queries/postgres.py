@@ -109,6 +109,7 @@ POSTGRES = Queries(
     erasable_versions=('SELECT id, version, content, sha256, dek FROM versions WHERE erased = 0 AND id = ' + _ANY
                        + ' ORDER BY id, version'),
     version_deks=('SELECT id, version, dek FROM versions WHERE dek IS NOT NULL AND id = ' + _ANY),
+    named_deks=('SELECT DISTINCT dek FROM versions WHERE dek = ' + _ANY),
     erase_version=("UPDATE versions SET content = NULL, meta = '{}', erased = 1, sha256 = %s WHERE id = %s AND "
                    'version = %s'),
     insert_tombstones='INSERT INTO tombstones(digest, root, event_id) VALUES (%s,%s,%s) ON CONFLICT DO NOTHING',

@@ -106,6 +106,7 @@ SQLITE = Queries(
                        "(SELECT value FROM json_each(?)) ORDER BY id, version"),
     version_deks=("SELECT id, version, dek FROM versions WHERE dek IS NOT NULL AND id IN "
                   "(SELECT value FROM json_each(?))"),
+    named_deks="SELECT DISTINCT dek FROM versions WHERE dek IN (SELECT value FROM json_each(?))",
     erase_version="UPDATE versions SET content = NULL, meta = '{}', erased = 1, sha256 = ? WHERE id = ? AND version = ?",
     insert_tombstones="INSERT OR IGNORE INTO tombstones(digest, root, event_id) VALUES (?,?,?)",
     tombstones_of_digests="SELECT digest, root, event_id FROM tombstones WHERE digest IN (SELECT value FROM json_each(?))",
