@@ -140,6 +140,12 @@ def test_endpoints_lists_every_endpoint_that_receives_memory_text():
         (("clearance", "evaluator", "endpoint"), "https://a.example/v1"),
         (("repair", "regen_endpoint"), "https://b.example/v1"),
         (("repair", "embedder", "endpoint"), "https://c.example/v1")]
+    # an offline evaluator or embedder sends nothing: an endpoint it carries is not listed (nor checked)
+    idle = Policy.model_validate({
+        "kinds": {"record": {}}, "modes": [{"when": {}, "mode": "remove"}],
+        "clearance": {"evaluator": {"type": "offline", "endpoint": {**ep, "base_url": "http://evil.example/v1"}}},
+        "repair": {"embedder": {"type": "offline", "endpoint": {**ep, "base_url": "http://evil.example/v2"}}}})
+    assert list(endpoints(idle)) == []
     regen_only = Policy.model_validate({"kinds": {"record": {}}, "modes": [{"when": {}, "mode": "remove"}],
                                         "repair": {"regen_endpoint": ep}})
     assert [loc for loc, _ in endpoints(regen_only)] == [("repair", "regen_endpoint")]
