@@ -378,8 +378,11 @@ def run(quick: bool = False) -> None:
           "the event (barrier, each batch of staged successors and step outcomes, publication) takes its turn behind them, "
           "so the event itself is slowed by the writers (last two columns). What a transaction does under the "
           "lock is kept short: a write seals its version (the key store's own durable commit) before it takes "
-          "the lock, and on PostgreSQL a publication does its work (republish, erase, re-index) before it takes "
-          "the lock to check its lease and chain its audit rows. On a 2-core machine the event's own work "
+          "the lock; the barrier reads the plan's scope again before it takes the lock (under it, only the writes "
+          "committed since are checked); a publication reads its erasure and destroys its keys before its "
+          "transaction; and on PostgreSQL a batch of steps and a publication do their work (stage, republish, "
+          "erase, re-index) before they take the lock to check the event's lease and chain their audit rows. "
+          "On a 2-core machine the event's own work "
           "(planning, operators, oracles) also takes CPU from the writers: the last column is the CPU the writer "
           "processes got, alone and during the event.\n",
           f"**Tenants (PostgreSQL).** W writers, each on its own tenant (its own schema in the same database, "

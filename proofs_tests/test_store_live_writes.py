@@ -335,6 +335,41 @@ def test_a_postgresql_publication_takes_the_write_lock_only_to_chain_its_rows(pg
     other.close()
 
 
+def test_a_postgresql_batch_of_steps_takes_the_write_lock_only_to_chain_its_rows(pg_url):
+    """On PostgreSQL a batch of an event's steps (its staged successors and their outcomes) is written
+    without the store's write lock, which it takes to check its lease and chain its audit rows: a
+    writer of an unrelated artifact commits while the batch's rows go in. Its row comes before the
+    batch's in one chain that verifies, and the repaired summaries are republished."""
+    s = Store.open(pg_url, create=True)
+    s.record({"id": "n1", "kind": "record", "content": ROOT_TEXT})
+    s.record({"id": "m0", "kind": "record", "content": "Bob likes jazz"})
+    for k in range(3):
+        s.record({"id": f"d{k}", "kind": "summary", "content": f"{ROOT_TEXT}. Bob likes jazz. ({k})"},
+                 inputs=["n1", "m0"])
+    other = Store.open(pg_url)
+    policy = load_policy_source(POLICY).policy
+    written: list[object] = []
+    record = s._record
+
+    def during_the_batch(*args):  # noqa: ANN002, ANN202 — the store's own step, with a writer beside it
+        if not written:
+            t = threading.Thread(target=lambda: written.append(
+                other.record({"id": "w9", "kind": "record", "content": "written during the steps"}, wait=0)))
+            t.start()
+            t.join(timeout=10)  # under a lock taken at BEGIN, the writer waits for this transaction: no row yet
+            written.append(None)
+        return record(*args)
+    s._record = during_the_batch
+    plan = run_event(s, policy, parse_event({"type": "delete", "roots": ["n1"]}, s))
+    assert sorted(plan.republished) == ["d0", "d1", "d2"]
+    rows = s.audit_rows()
+    actions = [r[3] for r in rows]
+    assert actions.index("stage") > max(k for k, r in enumerate(rows) if r[4] == "w9")
+    assert first_broken(rows, s.audit_head(), None) is None
+    s.close()
+    other.close()
+
+
 _OPEN_NEW = """
 import sys
 from memsteward.store import Store

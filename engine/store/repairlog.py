@@ -264,9 +264,16 @@ class Transitions(Transfer):
             return
         rows = [op[3] for op in queued if op[0] == "stage"]
         sealed = {(r[0], r[1]): r2 for r, r2 in zip(rows, self.vault.seal(rows), strict=True)}  # keys durable first
-        with self.transaction(durable=False):  # made durable by the publication's commit; lost, recover reruns it
-            for event_id in sorted({op[1] for op in queued}):
+        events = sorted({op[1] for op in queued})
+
+        def fenced() -> None:  # under the store's write lock, before the chain's rows: only the event's writer writes
+            for event_id in events:
                 self._check_lease(event_id)
+        # made durable by the publication's commit (lost, recover reruns it); lock_late (PostgreSQL): the body
+        # writes only rows of the ids the barrier holds and of its event, which no writer changes while the
+        # event runs (the write rule, memsteward.store.live): writers go on meanwhile
+        with self.transaction(durable=False, lock_late=True, locked=fenced):
+            fenced()  # early: no work for a process that lost the event
             # only the event writes versions of the ids its barrier holds: the versions read when the steps
             # were queued are the ones they get (checked)
             top = self._next_versions({r[0] for r in rows})
