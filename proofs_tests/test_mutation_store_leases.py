@@ -210,3 +210,56 @@ def test_on_postgresql_the_holder_s_session_decides_take_event_and_event_running
     finally:
         other.close()
         s.close()
+
+
+# --------------------------------------------------------------------------- the physical step's lease (store/erasure.py)
+
+
+def _physical_rows(s, event_id: int) -> list[dict]:
+    return [r["detail"] for r in s.audit_log_of(event_id) if r["action"] == "physical-erasure"]
+
+
+def test_the_physical_step_runs_once_under_the_event_s_lease_for_each_kind_of_holder(store_factory, child):
+    """``erase_physically`` (here of an event that erased nothing: the lease logic alone) takes the
+    event's lease from nobody or from a dead holder, refuses a live one with ``EventHeld`` naming it,
+    runs under its own lease without asking, writes its row once and then returns that row."""
+    live, started, gone = child
+    host = socket.gethostname()
+    s = store_factory()
+    free, held, dead, own = (_event(s, "done") for _ in range(4))
+    _set_lease(s, held, "publisher", host, live, started, "2026-12-02T19:30:00Z")
+    with pytest.raises(EventHeld) as exc:
+        s.erase_physically(held, [])
+    assert exc.value.holder == {"event": held, "host": host, "pid": live, "since": "2026-12-02T19:30:00Z"}
+    assert str(exc.value).startswith(f"the physical erasure of event {held} is being done by process {live} on {host} "
+                                     "(since 2026-12-02T19:30:00Z)")
+    assert _physical_rows(s, held) == [] and _lease(s, held)[0] == "publisher"
+    _set_lease(s, dead, "publisher", host, gone, None)
+    _set_lease(s, own, s.owner, host, os.getpid(), None)
+    for e in (free, dead, own):
+        first = s.erase_physically(e, [])
+        assert (first["versions"], first["keys_destroyed"], first["keys_alive"]) == (0, 0, 0), e
+        assert _physical_rows(s, e) == [first] and _lease(s, e) is None      # the row and the lease's end commit together
+        assert s.erase_physically(e, []) == first and len(_physical_rows(s, e)) == 1
+    assert s.pending_physical_erasure() == []
+
+
+def test_on_postgresql_the_physical_step_asks_the_server_about_the_holder_s_session(child, pg_url):
+    """``_take_physical`` reads the holder's session (``row[5]`` of ``lease_of``): a live session holds
+    the step even under an exited pid; a dead one loses it under a live pid."""
+    from memsteward.store import Store
+
+    live, started, gone = child
+    host = socket.gethostname()
+    s = Store.open(pg_url, create=True)
+    other = Store.open(pg_url)
+    try:
+        e = _event(s, "done")
+        _set_lease(s, e, "publisher", host, gone, None, session=other.driver.session)
+        with pytest.raises(EventHeld):
+            s.erase_physically(e, [])
+        _set_lease(s, e, "publisher", host, live, started, session=other.driver.session.split("@")[0] + "@1999-01-01")
+        assert s.erase_physically(e, [])["versions"] == 0 and len(_physical_rows(s, e)) == 1
+    finally:
+        other.close()
+        s.close()

@@ -129,3 +129,18 @@ def test_validate_passes_only_when_every_assigned_oracle_passes_and_reports_each
     with pytest.raises(KeyError):
         validate([SimpleNamespace(oracle="yes")], _x("t"))   # the default registry has no "yes"
     assert Report("o", True, "d").as_dict() == {"oracle": "o", "passed": True, "detail": "d"}
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 256, 257, 300, 1000])
+def test_replay_compares_lists_of_any_length_element_by_element(n):
+    """Lists agree when their lengths are equal (compared as numbers: two lengths above 256 are equal
+    ints, not the same object) and every element is close; one element more or one off fails."""
+    from memsteward.repair.oracles import _close
+
+    xs = [float(k) for k in range(n)]
+    assert _close(list(xs), list(xs), 0.0) and _close({"v": list(xs)}, {"v": list(xs)}, 0.0)
+    assert not _close(xs, [*xs, 0.0], 0.0) and not _close([*xs, 0.0], xs, 0.0)
+    if n:
+        assert _close(xs, [*xs[:-1], xs[-1] + 0.5], 0.5) and not _close(xs, [*xs[:-1], xs[-1] + 0.5], 0.49)
+    spec = SimpleNamespace(runs=2, tolerance=0.0)
+    assert check_replay(spec, _x({"v": list(xs)}, operator=lambda a, c: Successor({"v": list(xs)}, {}))).passed

@@ -330,3 +330,46 @@ def test_erasure_reads_and_erases_its_targets_in_slices_of_500_ids(store_factory
     assert s.vault.alive({keys[r] for r in want}) == set()
     assert s.vault.alive({keys[("keep", 1)], keys[("t0500", 2)], keys[("t1000", 2)]}) == \
         {keys[("keep", 1)], keys[("t0500", 2)], keys[("t1000", 2)]}
+
+
+CELLS = [("record", None, "a record"), ("summary", None, "a summary"), ("profile", None, {"name": "x"}),
+         ("skill", "prompt", "You answer briefly."), ("skill", "chain", {"calls": []})]
+
+
+def test_a_new_version_keeps_kind_and_arch_whichever_way_they_would_change(store_factory):
+    """Every ordered pair of (kind, arch) cells: the same cell records version 2; any other is refused
+    (InputError on ``kind``, naming the stored kind and arch), whether the new cell sorts before or
+    after the stored one."""
+    s = store_factory()
+    for k, (kind, arch, content) in enumerate(CELLS):
+        for j, (kind2, arch2, content2) in enumerate(CELLS):
+            ident = f"c{k}{j}"
+            s.record({"id": ident, "kind": kind, "arch": arch, "content": content})
+            again = {"id": ident, "kind": kind2, "arch": arch2, "content": content2}
+            if (kind, arch) == (kind2, arch2):
+                assert s.record(again).version == 2
+                continue
+            with pytest.raises(InputError) as exc:
+                s.record(again)
+            shown = kind + ("/" + arch if arch else "")
+            assert (exc.value.field, exc.value.message) == (
+                "kind", f"artifact {ident!r} is a {shown}; a new version keeps kind and arch"), (kind, arch, kind2, arch2)
+            assert [v for v, _, _ in s.versions(ident)] == [1]
+
+
+def test_every_written_version_is_sealed_ahead_under_a_pooled_key(store_factory):
+    """A write seals its versions before its transaction, under pooled keys made ahead (no key-store
+    commit while the store's write lock is held), at the version each will get: the first version of
+    an id, every later one, and an id written twice in one batch. Each version names its own pooled
+    key (``versions.dek``), and opens to what was written."""
+    s = store_factory()
+    s.record({"id": "a", "kind": "record", "content": "a1"})
+    for k in range(2, 5):
+        s.record({"id": "a", "kind": "record", "content": f"a{k}"})
+    s.record_many([{"id": "a", "kind": "record", "content": "a5"}, {"id": "b", "kind": "record", "content": "b1"},
+                   {"id": "a", "kind": "record", "content": "a6"}])
+    deks = {(i, int(v)): d for i, v, d in s.conn.execute("SELECT id, version, dek FROM versions")}
+    assert sorted(deks) == [("a", v) for v in range(1, 7)] + [("b", 1)]
+    assert all(d is not None for d in deks.values()), deks          # none sealed late under a key of its own
+    assert len(set(deks.values())) == len(deks)
+    assert [s.version_of("a", v).content for v in range(1, 7)] == [f"a{v}" for v in range(1, 7)]
