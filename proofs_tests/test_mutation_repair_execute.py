@@ -542,6 +542,7 @@ def _ray_started() -> bool:
 
 def test_the_ray_executor_is_refused_for_an_in_memory_store_before_anything_is_written(tmp_path):
     policy, store = _chain(tmp_path)
+    ray_before = _ray_started()  # another test of the same session may have started Ray already
     try:
         assert store.locator() is None
         before = store.states()
@@ -549,14 +550,14 @@ def test_the_ray_executor_is_refused_for_an_in_memory_store_before_anything_is_w
             ex.run_event(store, policy, Event("delete", ("r",)), executor="ray")
         assert err.value.field == "executor"
         assert store.states() == before and store.unfinished_event() is None
-        assert not _ray_started()
+        assert _ray_started() == ray_before
         assert ex.recover(store, executor="ray") is None  # nothing to finish: no refusal
         with pytest.raises(KeyboardInterrupt):
             ex.run_event(store, policy, Event("delete", ("r",)), operators=_registry(Interrupting("b")))
         with pytest.raises(InputError, match="the ray executor needs a store its workers can open"):
             ex.recover(store, _registry(Scripted({})), executor="ray")
         assert store.unfinished_event() is not None
-        assert not _ray_started()  # refused before the executor was reached (no Ray instance joined or started)
+        assert _ray_started() == ray_before  # refused before the executor was reached (no Ray instance joined or started)
         assert ex.recover(store, _registry(Scripted({}))).republished == ("a", "b", "c")
     finally:
         store.close()
