@@ -31,7 +31,7 @@ def cand(i: str, pre: tuple[str, ...] = (), ex: bool = True, v: float = 1.0, c: 
 
 
 @st.composite
-def raw_families(draw, max_size: int = 8, planned: bool = False) -> list[Candidate]:
+def raw_families(draw, max_size: int = 8, planned: bool = False, weights=WEIGHTS) -> list[Candidate]:
     """Candidates with arbitrary prerequisites: cycles, self-loops and unknown ids left as they are
     (not marked non-executable, unlike repair_strategies.candidate_families); with ``planned``, a
     member of a cycle or a candidate with an unknown prerequisite is made non-executable, as
@@ -42,7 +42,7 @@ def raw_families(draw, max_size: int = 8, planned: bool = False) -> list[Candida
     out = []
     for i in ids:
         pre = tuple(sorted(set(draw(st.lists(st.sampled_from(pool), max_size=3)))))
-        out.append(cand(i, pre, draw(st.integers(0, 5)) != 0, draw(WEIGHTS), draw(WEIGHTS)))
+        out.append(cand(i, pre, draw(st.integers(0, 5)) != 0, draw(weights), draw(weights)))
     if planned:
         on_cycle = _on_cycle(out)
         out = [c._replace(executable=c.executable and c.id not in on_cycle and "gone" not in c.prerequisites)
@@ -434,3 +434,66 @@ def test_lagrangian_bisection_resolves_the_multiplier_to_two_to_the_minus_forty(
     sel = closure.budgeted_closure(cands, 0.0, 1.0, backend)
     assert sel.method == "budget/lagrangian"
     assert sel.selected == frozenset({"b"})
+
+
+def topo_ref(cands: list[Candidate]) -> list[str]:
+    """The feasible candidates in topological order, the smallest id first among those ready."""
+    import heapq
+
+    feas = feasible_ref(cands)
+    pre = {c.id: {j for j in c.prerequisites if j in feas} for c in cands if c.id in feas}
+    ready = [i for i, p in pre.items() if not p]
+    heapq.heapify(ready)
+    out: list[str] = []
+    while ready:
+        i = heapq.heappop(ready)
+        out.append(i)
+        for k, p in pre.items():
+            if i in p:
+                p.discard(i)
+                if not p and k not in out:
+                    heapq.heappush(ready, k)
+    return out
+
+
+@settings(max_examples=80)
+@given(raw_families(max_size=7), st.sampled_from([0.0, 0.5, 1.0]), st.sampled_from([None, 1.0, 2.0]))
+def test_brute_force_breaks_ties_by_leaving_out_the_earliest_candidate(cands, lam, beta):
+    """Among optimal closures of fewest members, the one whose membership, read in topological
+    order (smallest id first among those ready), is lexicographically smallest with "out" before
+    "in": the enumeration's first (its docstring)."""
+    order = topo_ref(cands)
+    options = closures_ref(cands, beta)
+    best = max(objective_ref(cands, s, lam) for s in options)
+    fewest = min(len(s) for s in options if objective_ref(cands, s, lam) == best)
+    tied = [s for s in options if objective_ref(cands, s, lam) == best and len(s) == fewest]
+    want = min(tied, key=lambda s: [i in s for i in order])
+    assert closure.brute_force(cands, lam, beta).selected == want
+
+
+@st.composite
+def tied_families(draw) -> list[Candidate]:
+    """Unit costs and values 1 or 2 (prerequisites as raw_families'): under a budget, many closures tie."""
+    fam = draw(raw_families(max_size=7))
+    return [c._replace(value=draw(st.sampled_from([1.0, 2.0])), cost=1.0) for c in fam]
+
+
+@settings(max_examples=80)
+@given(tied_families(), st.sampled_from([1.0, 2.0, 3.0]))
+def test_brute_force_breaks_ties_on_tie_prone_families(cands, beta):
+    order = topo_ref(cands)
+    options = closures_ref(cands, beta)
+    best = max(objective_ref(cands, s, 0.0) for s in options)
+    fewest = min(len(s) for s in options if objective_ref(cands, s, 0.0) == best)
+    tied = [s for s in options if objective_ref(cands, s, 0.0) == best and len(s) == fewest]
+    assert closure.brute_force(cands, 0.0, beta).selected == min(tied, key=lambda s: [i in s for i in order])
+
+
+def test_brute_force_ties_by_hand():
+    # {a} and {b} are worth the same: the first enumerated leaves a (the earlier id) out
+    cands = [cand("a", v=1.0, c=1.0), cand("b", v=1.0, c=1.0)]
+    assert closure.brute_force(cands, 0.0, 1.0).selected == frozenset({"b"})
+    assert closure.budgeted_closure(cands, 0.0, 1.0).selected == frozenset({"b"})
+    # a zero-profit candidate is left out (fewest members), whatever its id
+    cands = [cand("a", v=1.0, c=1.0), cand("z", v=0.0, c=0.0)]
+    assert closure.brute_force(cands, 0.0).selected == frozenset({"a"})

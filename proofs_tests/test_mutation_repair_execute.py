@@ -250,15 +250,22 @@ name: chain-of-summaries
 kinds:
   record: {}
   summary: {}
+  skill: {architectures: [neural]}
 support: {min_retained: 1, min_fraction: 0.0}
 modes:
   - when: {kind: summary, support: sufficient}
     mode: regen
+  - when: {kind: skill, arch: neural, partitions: true}
+    mode: param
   - when: {}
     mode: remove
 selection: {tradeoff: 0.0}
 validation:
   - mode: regen
+    oracles:
+      - oracle: schema
+        schema: {type: string, minLength: 1}
+  - mode: param
     oracles:
       - oracle: schema
         schema: {type: string, minLength: 1}
@@ -294,7 +301,8 @@ class Scripted:
 
 def _chain(tmp_path, deadline: str | None = None, merge: bool = False):
     """r → a → b → c (summaries), each also fed by the record k; a delete of r repairs a, b, c.
-    With ``merge``, m is derived from a, b and k (two prerequisites)."""
+    Outside C(F), w (withdrawn) also feeds a and kr (republished) feeds b. With ``merge``, m is
+    derived from a, b and k (two prerequisites)."""
     from memsteward.policy.loader import load_policy_source
     from memsteward.repair.artifacts import Edge
     from memsteward.store import Store
@@ -305,8 +313,11 @@ def _chain(tmp_path, deadline: str | None = None, merge: bool = False):
     policy = load_policy_source(str(path)).policy
     arts = {"r": Artifact("r", "record", None, 1, {"text": "old."}), "k": Artifact("k", "record", None, 1, {"text": "k."}),
             "a": Artifact("a", "summary", None, 1, "a."), "b": Artifact("b", "summary", None, 1, "b."),
-            "c": Artifact("c", "summary", None, 1, "c.")}
-    edges = (Edge("r", "a"), Edge("k", "a"), Edge("a", "b"), Edge("k", "b"), Edge("b", "c"), Edge("k", "c"))
+            "c": Artifact("c", "summary", None, 1, "c."),
+            "w": Artifact("w", "record", None, 1, {"text": "w."}, {}, "withdrawn"),
+            "kr": Artifact("kr", "record", None, 1, {"text": "kr."}, {}, "republished")}
+    edges = (Edge("r", "a"), Edge("k", "a"), Edge("a", "b"), Edge("k", "b"), Edge("b", "c"), Edge("k", "c"),
+             Edge("w", "a"), Edge("kr", "b"))
     if merge:
         arts["m"] = Artifact("m", "summary", None, 1, "m.")
         edges += (Edge("a", "m"), Edge("b", "m"), Edge("k", "m"))
@@ -320,6 +331,7 @@ def _registry(op: Scripted):
 
     reg = OperatorRegistry()
     reg.register("regen", op, kind="summary")
+    reg.register("param", op, kind="skill", arch="neural")
     return reg
 
 
@@ -341,7 +353,7 @@ def test_every_candidate_republished_in_order_with_its_context_and_progress(tmp_
         ctx_a, ctx_b = op.seen["a"], op.seen["b"]
         assert [x.id for x in ctx_a.inputs] == ["k"] and [x.id for x in ctx_a.forget] == ["r"]
         assert ctx_a.forget[0].content == {"text": "old."}
-        assert [x.id for x in ctx_b.inputs] == ["a", "k"] and [x.id for x in ctx_b.reference] == ["k"]
+        assert [x.id for x in ctx_b.inputs] == ["a", "k", "kr"] and [x.id for x in ctx_b.reference] == ["k", "kr"]
         assert ctx_b.inputs[0].content == "from k" and ctx_b.inputs[0].state == "staged"
         assert ctx_b.forget == () and ctx_b.previous.id == "b" and ctx_b.previous_valid is True
         assert ctx_a.event_type == "delete" and ctx_a.interface == {"tools": {}, "renames": {}, "arg_renames": {}}
@@ -457,7 +469,7 @@ def test_recover_finishes_an_interrupted_event_from_the_steps_it_recorded(tmp_pa
         assert plan is not None and plan.republished == ("a", "b", "c") and plan.status == "done"
         assert set(op.seen) == {"b", "c"}  # a's outcome was recorded before the interruption: not run again
         assert seen == [(1, 3), (2, 3), (3, 3)]
-        assert [x.id for x in op.seen["b"].inputs] == ["a", "k"]  # a's staged successor, read back from the store
+        assert [x.id for x in op.seen["b"].inputs] == ["a", "k", "kr"]  # a's staged successor, read back from the store
         assert op.seen["b"].inputs[0].content == "from k"
         assert store.unfinished_event() is None and ex.recover(store) is None
     finally:
@@ -590,5 +602,62 @@ def test_an_oracle_that_raises_fails_its_candidate_and_the_event_completes(tmp_p
         assert steps["b"][:2] == steps["c"][:2] == steps["m"][:2] == ("blocked", "prerequisites")
         assert plan.status == "done" and store.unfinished_event() is None
         assert store.version_of("a", 2) is not None  # the successor was staged before its oracle ran
+    finally:
+        store.close()
+
+
+def test_a_param_candidate_forgets_a_repaired_parent_it_does_not_consume(tmp_path):
+    """n, a neural skill fed by r (the root), a (a repaired summary) and k: param mode, no
+    prerequisites; its context gets k as input and reference, and forgets r and a at their old
+    versions, a's new successor notwithstanding (it is repaired first: a precedes n by id)."""
+    from memsteward.repair.artifacts import Edge
+
+    policy, store = _chain(tmp_path)
+    try:
+        store.import_snapshot(Snapshot({"n": Artifact("n", "skill", "neural", 1, None)},
+                                       (Edge("r", "n"), Edge("a", "n"), Edge("k", "n"))))
+        op = Scripted({})
+        plan = ex.run_event(store, policy, Event("delete", ("r",)), operators=_registry(op))
+        assert plan.modes["n"] == "param" and plan.candidate("n").prerequisites == ()
+        assert plan.order.index("a") < plan.order.index("n")
+        ctx = op.seen["n"]
+        assert [x.id for x in ctx.inputs] == ["k"] and [x.id for x in ctx.reference] == ["k"]
+        assert [(x.id, x.version, x.content) for x in ctx.forget] == [("a", 1, "a."), ("r", 1, {"text": "old."})]
+        assert "n" in plan.republished
+    finally:
+        store.close()
+
+
+class FailThenInterrupt(Scripted):
+    """a: a successor the schema oracle refuses (staged, then failed); e: an interruption."""
+
+    def __call__(self, artifact: Artifact, ctx) -> Successor:
+        if artifact.id == "e":
+            raise KeyboardInterrupt
+        if artifact.id == "a":
+            return Successor("", {})
+        return super().__call__(artifact, ctx)
+
+
+def test_a_staged_candidate_that_failed_before_an_interruption_still_blocks_its_dependents(tmp_path):
+    """recover reads a's recorded outcome (failed, with the version it staged) and must not hand
+    that staged successor to b: b stays blocked, as it would have been without the interruption."""
+    from memsteward.repair.artifacts import Edge
+
+    policy, store = _chain(tmp_path)
+    try:
+        store.import_snapshot(Snapshot({"e": Artifact("e", "summary", None, 1, "e.")}, (Edge("r", "e"), Edge("k", "e"))))
+        with pytest.raises(KeyboardInterrupt):
+            ex.run_event(store, policy, Event("delete", ("r",)), operators=_registry(FailThenInterrupt({})))
+        (event_id, *_), steps = store.unfinished_event(), None
+        steps = store.steps(event_id)
+        assert steps["a"][0] == "failed" and steps["a"][1] is not None  # staged, then refused
+        op = Scripted({})
+        plan = ex.recover(store, _registry(op))
+        got = _steps(plan)
+        assert got["a"][:2] == ("failed", "schema")
+        assert got["b"] == ("blocked", "prerequisites", "prerequisite a not validated")
+        assert got["c"] == ("blocked", "prerequisites", "prerequisite b not validated")
+        assert got["e"][0] == "republished" and set(op.seen) == {"e"}
     finally:
         store.close()

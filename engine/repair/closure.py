@@ -333,7 +333,9 @@ def _topo(by_id: dict[str, Candidate]) -> list[str]:
 
 
 def brute_force(candidates: Sequence[Candidate], tradeoff: float, budget: float | None = None) -> Selection:
-    """Reference optimum by enumeration (small instances): max objective, ties → fewest, then ids."""
+    """Reference optimum by enumeration (small instances): max objective, ties → fewest members, then
+    the first enumerated (read in the enumeration's topological order, smallest id first among those
+    ready: the one leaving out the earliest candidate)."""
     best: tuple[Fraction, int, list[str]] | None = None
     for sel in enumerate_closures(candidates, budget):
         val = objective(candidates, sel, tradeoff)
