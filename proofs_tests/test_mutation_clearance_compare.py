@@ -120,7 +120,14 @@ def test_verdict_of_oracle_setting_changes(old, new, want):
     assert verdict(old, new) == want
 
 
-@pytest.mark.parametrize("key,sign", sorted(ORACLE_DIRECTION.items()))
+# the expected senses, written here (parametrizing on ORACLE_DIRECTION itself would let a mutant of the
+# table rename the test ids, and a mutation run would see "not found" instead of a failing assertion)
+DIRECTIONS = {("grounded", "min_support"): 1, ("replay", "runs"): 1, ("replay", "tolerance"): -1,
+              ("task_regression", "min_pass"): 1, ("sandbox", "allow_extra_args"): -1,
+              ("forget_reference", "max_forget_score"): -1, ("forget_reference", "min_retained_utility"): 1}
+
+
+@pytest.mark.parametrize("key,sign", sorted(DIRECTIONS.items()))
 def test_every_directed_oracle_setting_raised_and_lowered(key, sign):
     oracle, setting = key
     lo, hi = (False, True) if setting == "allow_extra_args" else (1, 2) if setting == "runs" else (0.25, 0.5)
@@ -133,10 +140,7 @@ def test_every_directed_oracle_setting_raised_and_lowered(key, sign):
 def test_the_direction_table_names_each_setting_with_its_sense():
     """Larger is stricter for the share or count a successor must reach, looser for a tolerance,
     a cap on the forget score, or extra arguments allowed."""
-    assert ORACLE_DIRECTION == {
-        ("grounded", "min_support"): 1, ("replay", "runs"): 1, ("replay", "tolerance"): -1,
-        ("task_regression", "min_pass"): 1, ("sandbox", "allow_extra_args"): -1,
-        ("forget_reference", "max_forget_score"): -1, ("forget_reference", "min_retained_utility"): 1}
+    assert ORACLE_DIRECTION == DIRECTIONS
 
 
 def test_oracle_changes_compares_only_oracles_on_both_sides_setting_by_setting():
