@@ -322,7 +322,7 @@ def test_erasure_reads_and_erases_its_targets_in_slices_of_500_ids(store_factory
     targets: dict = {i: None for i in ids}
     targets["t0500"] = targets["t1000"] = 1     # only their first version
     with s.transaction():
-        refs = s._erase_versions(int(e), targets, frozenset())
+        refs = s._erase_versions(int(e), targets, frozenset()).refs
     want = {(i, 1) for i in ids} | {("t0000", 2)}
     assert set(refs) == want and len(refs) == len(want)
     assert {(i, v) for i in ids + ["keep"] for v, erased, _ in s.versions(i) if erased} == want

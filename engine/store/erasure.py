@@ -29,7 +29,7 @@ class Erasing(NamedTuple):
     """A publication's erasure, made ready before its transaction (:meth:`Erasure._erasure_of`): the
     generation it was read at, the targeted ids, the erased (id, version) refs, the versions' UPDATE
     rows, the tombstone rows, each id's erased versions and the ``erase`` rows' details (a tombstoned
-    root's is made in the transaction, with its tombstones' commitment)."""
+    root's is made in the transaction, with its tombstones' commitment) and the keys to destroy."""
 
     generation: int
     ids: list[str]
@@ -38,6 +38,7 @@ class Erasing(NamedTuple):
     stones: list[tuple[str, str, int]]
     erased: dict[str, list[dict[str, Any]]]
     details: dict[str, str]
+    keys: list[tuple[str, int]]  # the DEKs' key store refs, destroyed by :meth:`Erasure._destroy_keys`
 
 
 def _within(version: int, limit: int | None) -> bool:
@@ -50,8 +51,9 @@ class Erasure(Leases):
 
     def _erasure_of(self, event_id: int, targets: Mapping[str, int | None], tombstone: frozenset[str]) -> Erasing:
         """What erasing the targeted versions writes, read and made ready before the publication takes the
-        store's write lock, and their DEKs destroyed in the key store (committed there at once: cost ∝ the
-        versions erased). Only the event writes versions of the ids its barrier holds (the write rule,
+        store's write lock, and the DEKs to destroy (:meth:`_destroy_keys`, under that lock: a writer that
+        read the roots between their keys' destruction and the publication's commit could open neither
+        them nor their tombstones, and would let a copy of erased content in). Only the event writes versions of the ids its barrier holds (the write rule,
         :mod:`memsteward.store.live`), so the rows read here are the rows the publication erases;
         :meth:`_erase_versions` reads them again if anything but agent writes committed since
         (``Erasing.generation``). The erased contents' digests are stored with the versions: no erased
@@ -86,28 +88,36 @@ class Erasure(Leases):
                 if opened is not None:  # normalised digests (issue 25), keyed; gone if a crash took the key
                     stones += [(d, ident, event_id) for d in sorted(self._tomb_digests(text_digests(_load(opened)),
                                                                                       plain=False))]
-        self.vault.destroy(keys)
-        self.checkpoint()  # crash point: the keys are destroyed, the publication not yet committed
         roots = {s[1] for s in stones}  # their erase rows chain the tombstones' commitment, read when written
         details = {i: _dump({"versions": erased[i]}) for i in ids if erased[i] and i not in roots}
-        return Erasing(generation, ids, refs, updates, stones, erased, details)
+        return Erasing(generation, ids, refs, updates, stones, erased, details, keys)
+
+    def _destroy_keys(self, ready: Erasing) -> None:
+        """Destroy the erased versions' DEKs in the key store (committed there at once: cost ∝ the versions
+        erased), under the store's write lock, inside the publication's transaction."""
+        self.vault.destroy(ready.keys)
+        self.checkpoint()  # crash point: the keys are destroyed, the publication not yet committed
 
     def _erase_versions(self, event_id: int, targets: Mapping[str, int | None], tombstone: frozenset[str],
-                        ready: Erasing | None = None) -> list[tuple[str, int]]:
+                        ready: Erasing | None = None) -> Erasing:
         """Erase the targeted versions inside the caller's (publication's) transaction, by crypto-shredding:
-        their DEKs are destroyed (``ready``, made by :meth:`_erasure_of` before the transaction, else now),
-        then their ciphertext and metadata nulled, keeping id, version and the content's digest; one
-        chained ``erase`` row per artifact. Killed after the keys went and before the commit, the event is
+        their ciphertext and metadata nulled (``ready``, made by :meth:`_erasure_of` before the transaction,
+        else now), keeping id, version and the content's digest; one
+        chained ``erase`` row per artifact. Returns what was erased; its DEKs are destroyed by the caller
+        under the store's write lock (:meth:`_destroy_keys`), else here when ``ready`` is None. Killed after the keys went and before the commit, the event is
         unfinished and ``recover`` publishes it again: the destruction repeats as a no-op and the rows
         end as uninterrupted."""
+        now = ready is None
         if ready is None or self.conn.execute(self.q.audit_changed_since, (ready.generation,)).fetchone() is not None:
             ready = self._erasure_of(event_id, targets, tombstone)
+        if now:
+            self._destroy_keys(ready)
         self.conn.executemany(self.q.erase_version, ready.updates)
         self.conn.executemany(self.q.insert_tombstones, ready.stones)
         pinned = self._tombstone_commitments(event_id, sorted({s[1] for s in ready.stones}), {s[0] for s in ready.stones})
         self._append_audit([(_now(), event_id, "erase", i, ready.details.get(i) or _dump(
             {"versions": ready.erased[i], **pinned.get(i, {})})) for i in ready.ids if ready.erased[i]])
-        return ready.refs
+        return ready
 
     def _tombstone_commitments(self, event_id: int, roots: Sequence[str],
                                digests: Collection[str]) -> dict[str, dict[str, Any]]:

@@ -61,13 +61,22 @@ def tombstone_digests(value: Any) -> set[str]:
     return {content_digest(value)} | text_digests(value)
 
 
-def pending_tombstones(contents: Iterable[tuple[str, Any]]) -> dict[str, str]:
+UNREADABLE = ""  # a pending tombstone's key (never a digest): a root's version that can no longer be opened
+
+
+def pending_tombstones(contents: Iterable[tuple[str, Any]], unreadable: Iterable[str] = ()) -> dict[str, str]:
     """digest → root of the tombstones a running event will write: ``contents`` are (root, content)
-    of every version of its roots that is not erased yet."""
+    of every version of its roots that is not erased yet. ``unreadable``: roots with a version not
+    erased yet whose key is gone (the publication, which destroys the keys under the store's write
+    lock just before its commit, was killed in between): their tombstones cannot be known here, so
+    :data:`UNREADABLE` → the first of them stands for them, and :func:`ordered_after` orders every
+    write it would test after the publication (``recover`` completes it)."""
     out: dict[str, str] = {}
     for root, value in contents:
         if value is not None:
             out.update(dict.fromkeys(sorted(tombstone_digests(value) - out.keys()), root))
+    for root in sorted(unreadable):
+        out.setdefault(UNREADABLE, root)
     return out
 
 
@@ -88,7 +97,13 @@ def ordered_after(event: LiveEvent, ident: str, state: str | None, said: set[str
         return WriteRefused(f"write of {ident!r} waits: event {event.id} holds it until it is published",
                             "busy", file, f"{where}id", BUSY_RETRY_AFTER)
     if event.tombstoning and reingest_verdict(reingest, first_hand, True) != "write":
-        hit = tombstone_hit(said, dead())
+        pending = dead()
+        if UNREADABLE in pending:  # the publication's keys are gone: its tombstones are not readable here
+            return WriteRefused(f"write of {ident!r} waits: event {event.id} is erasing its roots' content "
+                                f"(root {pending[UNREADABLE]!r}), whose keys are destroyed already; it is "
+                                "tested against its tombstones once they are published", "busy", file,
+                                f"{where}content", BUSY_RETRY_AFTER)
+        hit = tombstone_hit(said, pending)
         if hit is not None:
             return WriteRefused(f"write of {ident!r} waits: event {event.id} is erasing this content "
                                 f"(root {dead()[hit]!r}); after it is published the write is refused",

@@ -360,11 +360,14 @@ class Transitions(Transfer):
 
         def fenced() -> None:  # under the store's write lock, before the chain's rows: fencing, the lease
             self._check_lease(event_id)  # only the event's current writer publishes
+            # the erased versions' keys, destroyed only now: a writer that read the roots with their keys gone and
+            # their tombstones not committed would let a copy of their content in (the write rule, store.live)
+            self._destroy_keys(erasing)
             if not targets:  # else the lease is kept until the physical step's row (erase_physically)
                 self.driver.write(self.q.delete_lease, (event_id,))
         self._check_lease(event_id)  # early: no work for a process that lost the event
-        # the erasure's reads, its keys' destruction and its rows made before the transaction (the store's
-        # write lock, from BEGIN on SQLite): they concern only versions of the ids the barrier holds
+        # the erasure's reads and rows made before the transaction (the store's write lock, from BEGIN on
+        # SQLite): they concern only versions of the ids the barrier holds
         erasing = self._erasure_of(event_id, targets, frozenset(tombstone) | frozenset(erase))
         # lock_late: the body reads and changes only rows of the ids the barrier holds, of its event and the
         # tombstones it adds, which no writer changes while the event runs (the write rule,
@@ -377,7 +380,8 @@ class Transitions(Transfer):
                 self._audit("republish", ident, event_id, {} if row is None else {
                     "version": int(row[0]), "sha256": self.digest_of(self._open_content([(ident, row[0], row[1])])[0])})
             self.checkpoint()
-            gone = self._erase_versions(event_id, targets, frozenset(tombstone) | frozenset(erase), erasing)
+            erasing = self._erase_versions(event_id, targets, frozenset(tombstone) | frozenset(erase), erasing)
+            gone = erasing.refs
             for ident in erase:
                 self.driver.write(self.q.set_state_erased, (ident,))
             # successors staged but not republished go back to withdrawn, and no withdrawn one keeps a staged

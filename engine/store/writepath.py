@@ -163,10 +163,12 @@ class Writes(Transitions):
         _, held, dead = self._live_parts(live)
         if dead is None:
             rows = self.conn.execute(self.q.pending_dead_versions, (json.dumps(sorted(live.roots)), live.id)).fetchall()
-            # opened (sealed at rest); a version whose key a crashed publication already destroyed reads as
-            # erased. Plain digests: a write's own digests (``_said``) hold the plain forms too
-            opened = self.vault.open([(r, int(v), c, "{}") for r, v, c in rows], shredded_as_erased=True)
-            dead = pending_tombstones((r, None if c is None else json.loads(c)) for (r, _, _), (c, _) in zip(rows, opened))
+            # opened (sealed at rest); a version whose key is gone (a publication killed after it destroyed the
+            # keys, under the write lock, and before its commit) opens as None: unreadable, the write waits for the
+            # publication. Plain digests: a write's own digests (``_said``) hold the plain forms too
+            opened = [c for c, _ in self.vault.open([(r, int(v), c, "{}") for r, v, c in rows], shredded_as_erased=True)]
+            dead = pending_tombstones(((r, None if c is None else json.loads(c)) for (r, _, _), c in zip(rows, opened)),
+                                      {r for (r, _, sealed), c in zip(rows, opened) if sealed is not None and c is None})
             self._live_cache = (live.id, held, dead)
         return dead
 
