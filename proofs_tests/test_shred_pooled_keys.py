@@ -200,14 +200,14 @@ def test_a_forked_child_never_takes_a_key_its_parent_reserved(tmp_path):
     store = memsteward.open_store(str(tmp_path / "s.db"))
     store.record({"id": "n1", "kind": "record", "content": "Alice lives in Paris"})  # fills the pool
     vault = store.vault  # type: ignore[attr-defined]
-    reserved = {k for k, _ in vault._pool}
+    reserved = {k for k, *_ in vault._pool}
     assert reserved
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: its refill is answered without the inherited SQLite connection
         try:
             vault.keys.create = lambda refs: {r: b"\0" * 32 for r in refs}
-            taken = [k for k, _ in vault._take(3)]
+            taken = [k for k, *_ in vault._take(3)]
             os.write(write, json.dumps(taken).encode())
         finally:
             os._exit(0)
@@ -216,5 +216,97 @@ def test_a_forked_child_never_takes_a_key_its_parent_reserved(tmp_path):
         taken = json.loads(fh.read() or "[]")
     os.waitpid(pid, 0)
     assert len(taken) == 3 and not set(taken) & reserved, (taken, reserved)
-    assert {k for k, _ in vault._pool} == reserved  # the parent's pool is untouched
+    assert {k for k, *_ in vault._pool} == reserved  # the parent's pool is untouched
+    store.close()
+
+
+def _in_key_wait(t: threading.Thread) -> bool:
+    """Whether thread ``t`` is waiting for a key store commit (the vault's ``_durable``)."""
+    f = sys._current_frames().get(t.ident or -1)
+    while f is not None:
+        if f.f_code.co_name == "_durable" and f.f_code.co_filename.endswith("vault.py"):
+            return True
+        f = f.f_back
+    return False
+
+
+def test_a_batch_commits_only_after_its_overlapped_key_commit_on_postgres(pg_schemas):
+    """On PostgreSQL a refill's key commit runs while the batch's transaction checks; the store's COMMIT
+    waits for it. The key table is locked so that the key commit cannot finish: the batch must not reach
+    its COMMIT (``before_commit``, just before it, sees every key of the batch durable)."""
+    import time
+
+    import psycopg
+    from conftest import pg_dsn
+    from psycopg import sql
+
+    dsn = pg_dsn()
+    store = Store.open(pg_schemas.url(), create=True)
+    keys: Any = store.vault.keys
+    count = sql.SQL("SELECT count(*) FROM {}.deks WHERE store_id = %s AND version = 0").format(
+        sql.Identifier(keys.schema))
+    with psycopg.connect(dsn, autocommit=True) as lock, psycopg.connect(dsn, autocommit=True) as look:
+        pooled = look.execute(count, (keys.store_id,)).fetchone()[0]
+        seen: list[int] = []
+        out: list[Any] = []
+        lock.execute("BEGIN")
+        lock.execute(sql.SQL("LOCK TABLE {}.deks IN EXCLUSIVE MODE").format(sql.Identifier(keys.schema)))
+        t = threading.Thread(target=lambda: out.append(store.record_many(
+            [{"id": f"n{k}", "kind": "record", "content": f"note {k}"} for k in range(300)],
+            before_commit=lambda: seen.append(look.execute(count, (keys.store_id,)).fetchone()[0]))))
+        t.start()
+        try:
+            # until the writer waits for its keys (kept order) or has reached its COMMIT (order broken)
+            while not seen and not _in_key_wait(t) and t.is_alive():
+                time.sleep(0.01)
+            waiting_on = look.execute(count, (keys.store_id,)).fetchone()[0]
+        finally:
+            lock.execute("ROLLBACK")
+            t.join(60)
+    assert not t.is_alive() and out and len(out[0]) == 300, out
+    assert waiting_on == pooled, "the key commit had finished before the store's transaction: nothing overlapped"
+    assert seen and seen[0] >= pooled + 300, f"the store's COMMIT came before its keys were durable: {seen}"
+    stored = store.conn.execute("SELECT count(*) FROM versions WHERE dek IS NOT NULL").fetchone()[0]
+    assert stored == 300
+    assert store.get("n299").content == "note 299"
+    store.close()
+
+
+def test_a_batch_whose_key_commit_fails_stores_nothing_on_postgres(pg_schemas):
+    """The overlapped key commit fails (its key server connection is ended while it waits on a lock):
+    the batch is refused with the error and stores nothing, and its keys are not kept for later writes."""
+    import time
+
+    import psycopg
+    from conftest import pg_dsn
+    from psycopg import sql
+
+    dsn = pg_dsn()
+    store = Store.open(pg_schemas.url(), create=True)
+    keys: Any = store.vault.keys
+    store.record_many([{"id": f"a{k}", "kind": "record", "content": f"first {k}"} for k in range(8)])
+    assert store.vault._pool == []  # the first refill made 8: the next one makes 16 for a batch of 2
+    errors: list[BaseException] = []
+
+    def write() -> None:
+        try:
+            store.record_many([{"id": f"n{k}", "kind": "record", "content": f"note {k}"} for k in range(2)])
+        except BaseException as exc:  # noqa: BLE001 - looked at below
+            errors.append(exc)
+    with psycopg.connect(dsn, autocommit=True) as lock:
+        lock.execute("BEGIN")
+        lock.execute(sql.SQL("LOCK TABLE {}.deks IN EXCLUSIVE MODE").format(sql.Identifier(keys.schema)))
+        t = threading.Thread(target=write)
+        t.start()
+        try:
+            while not _in_key_wait(t) and t.is_alive():
+                time.sleep(0.01)
+            lock.execute("SELECT pg_terminate_backend(%s)", (keys.conn.info.backend_pid,))
+        finally:
+            lock.execute("ROLLBACK")
+            t.join(60)
+    assert not t.is_alive() and errors, "the batch committed though its keys never became durable"
+    assert store.conn.execute("SELECT count(*) FROM versions").fetchone()[0] == 8
+    assert store.conn.execute("SELECT count(*) FROM artifacts WHERE id LIKE 'n%'").fetchone()[0] == 0
+    assert store.vault._pool == []  # the failed commit's keys are not handed to a later write
     store.close()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -133,16 +133,34 @@ class PgKeyStore:
         INSERT of arrays (one round trip; all parts in one transaction); only refs whose key was there
         already are read back."""
         fresh, wrapped = self._wrapper.fresh(refs)
+        made = self._insert(wrapped)
+        # every ref new (the write path's case): the fresh keys; else read back the ones that existed
+        if len(made) == len(fresh):
+            return fresh
+        return {**{r: fresh[r] for r in made}, **self.get([r for r in fresh if r not in made])}
+
+    def stage(self, refs: Collection[VersionRef]) -> tuple[dict[VersionRef, bytes], Callable[[], None]]:
+        """Fresh DEKs of new refs (the write path's pooled keys, under random ids) and the durable commit
+        that stores them, to be run: the caller may seal with the keys meanwhile, and waits for the
+        commit before any commit that names them (:meth:`memsteward.shred.vault.Vault.seal_pooled_deferred`).
+        The commit fails if a ref had a key already."""
+        fresh, wrapped = self._wrapper.fresh(refs)
+
+        def commit() -> None:
+            if len(self._insert(wrapped)) != len(fresh):
+                raise KeyStoreError("a new key's id was taken already", file=self.path, field="deks")
+        return fresh, commit
+
+    def _insert(self, wrapped: list[tuple[str, int, bytes]]) -> set[VersionRef]:
+        """Insert wrapped DEK rows (one INSERT of arrays per part, all parts in one transaction); the refs
+        that were new."""
         made: set[VersionRef] = set()
         with self.conn.transaction() if len(wrapped) > _PART else contextlib.nullcontext():
             for start in range(0, len(wrapped), _PART):
                 part = wrapped[start:start + _PART]
                 made.update((i, int(v)) for i, v in self.conn.execute(self._q(_INSERT_DEKS), (
                     self.store_id, [r[0] for r in part], [r[1] for r in part], [r[2] for r in part])))
-        # every ref new (the write path's case): the fresh keys; else read back the ones that existed
-        if len(made) == len(fresh):
-            return fresh
-        return {**{r: fresh[r] for r in made}, **self.get([r for r in fresh if r not in made])}
+        return made
 
     def get(self, refs: Collection[VersionRef]) -> dict[VersionRef, bytes]:
         out: dict[VersionRef, bytes] = {}

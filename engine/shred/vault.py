@@ -15,7 +15,8 @@ durable key-store commit per batch, under random key ids (ref ``(key id, 0)``: n
 0) that only this handle knows, so a key is reserved to exactly one handle; a forked child drops the
 pool it inherited. The sealed text names its key (``ms1:@<key id>:``) and the store records the
 assignment in the version's row (``versions.dek``) in the write's own transaction, so a write waits
-for one durable commit, its own. A reserved key that sealed nothing stored (a crash, a refused write,
+for one durable commit, its own (a refill's key commit, when the pool runs short, runs on its own thread
+while the write's transaction checks, and is waited for before its COMMIT). A reserved key that sealed nothing stored (a crash, a refused write,
 the pool left at exit) encrypted nothing: it is harmless, and :meth:`Vault.close` destroys the rest of
 the pool; a key id names its holder process, so one left by a process that has ended is collected
 later (:mod:`.holders`, ``collect_pool_keys``). Erasure destroys a version's key by its ref (:func:`key_ref`).
@@ -26,7 +27,8 @@ from __future__ import annotations
 import os
 import secrets
 import threading
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
+from functools import partial
 
 from ..errors import InputError
 from .api import KeyStore, VersionRef
@@ -55,6 +57,28 @@ class Shredded(InputError):
     """A sealed version whose DEK is destroyed (or that does not authenticate) was asked for its text."""
 
 
+class _Commit:
+    """A key store's durable commit running on its own thread (the key store's connection serialises
+    it with the caller's own calls); :meth:`wait` joins it and raises what it raised."""
+
+    def __init__(self, run: Callable[[], None]) -> None:
+        self._run = run
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._main, name="memsteward-key-commit", daemon=True)
+        self._thread.start()
+
+    def _main(self) -> None:
+        try:
+            self._run()
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiter
+            self._error = exc
+
+    def wait(self) -> None:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+
+
 class Vault:
     """Seals and opens one store's version fields; owns its key store handle."""
 
@@ -63,7 +87,8 @@ class Vault:
         self.store_id = keys.store_id
         self._index = keys.index_key()
         self._shingle_hash = shingle_hasher(shingle_key(self._index))
-        self._pool: list[tuple[str, bytes]] = []  # reserved keys (key id, DEK), durable, not yet used
+        # reserved keys (key id, DEK, their key store commit: None when durable already), not yet used
+        self._pool: list[tuple[str, bytes, _Commit | None]] = []
         self._pool_pid = os.getpid()
         self._pool_next = POOL_FIRST
         self._pool_lock = threading.Lock()
@@ -87,14 +112,36 @@ class Vault:
 
     def seal_pooled(self, rows: Sequence[Row]) -> list[Row]:
         """The rows sealed under pooled keys, each naming its key (``ms1:@<key id>:``; the store records
-        it as the version's ``dek``). The keys are durable already: nothing to wait for before the
-        commit. A refill of the pool is one durable commit for a batch of keys."""
-        taken = self._take(len(rows))
-        refs = [(i, int(v)) for i, v, _, _ in rows]
-        return seal_rows(self.store_id, rows, {r: k for r, (_, k) in zip(refs, taken, strict=True)},
-                         {r: t for r, (t, _) in zip(refs, taken, strict=True)})
+        it as the version's ``dek``). The keys are durable when it returns: nothing to wait for before
+        the commit. A refill of the pool is one durable commit for a batch of keys."""
+        sealed, durable = self.seal_pooled_deferred(rows)
+        durable()
+        return sealed
 
-    def _take(self, n: int) -> list[tuple[str, bytes]]:
+    def seal_pooled_deferred(self, rows: Sequence[Row]) -> tuple[list[Row], Callable[[], None]]:
+        """:meth:`seal_pooled`, where a refill's durable commit runs on its own thread (a key store with
+        ``stage``): the rows sealed, and the wait for their keys to be durable, which raises if their
+        commit failed. **Call it before any commit that names the keys** (the store's write commits
+        the versions' ``dek``): a stored version whose key never became durable would be unreadable.
+        The key store's commit then overlaps the caller's own work (the write's checks)."""
+        taken = self._take(len(rows), defer=True)
+        refs = [(i, int(v)) for i, v, _, _ in rows]
+        sealed = seal_rows(self.store_id, rows, {r: k for r, (_, k, _) in zip(refs, taken, strict=True)},
+                           {r: t for r, (t, _, _) in zip(refs, taken, strict=True)})
+        pending = list({id(c): c for _, _, c in taken if c is not None}.values())
+        return sealed, partial(self._durable, pending)
+
+    def _durable(self, pending: Sequence[_Commit]) -> None:
+        """Wait for ``pending`` key commits; a failed one's keys leave the pool (they are not stored)."""
+        for c in pending:
+            try:
+                c.wait()
+            except BaseException:
+                with self._pool_lock:
+                    self._pool = [e for e in self._pool if e[2] is not c]
+                raise
+
+    def _take(self, n: int, defer: bool = False) -> list[tuple[str, bytes, _Commit | None]]:
         with self._pool_lock:
             if self._pool_pid != os.getpid():  # a forked child: the reserved keys stay its parent's
                 self._pool, self._pool_pid = [], os.getpid()
@@ -102,8 +149,14 @@ class Vault:
                 holder = holder_tag()  # the key's id names its holder: an orphan is known by it (.holders)
                 ids = [f"{holder}.{secrets.token_hex(12)}" for _ in range(max(n - len(self._pool), self._pool_next))]
                 self._pool_next = min(2 * self._pool_next, POOL_MAX)
-                made = self.keys.create([(k, 0) for k in ids])  # one durable commit for the batch
-                self._pool += [(k, made[(k, 0)]) for k in ids]
+                stage = getattr(self.keys, "stage", None) if defer else None
+                commit: _Commit | None = None
+                if stage is not None:
+                    made, run = stage([(k, 0) for k in ids])  # one durable commit for the batch, on its thread
+                    commit = _Commit(run)
+                else:
+                    made = self.keys.create([(k, 0) for k in ids])  # one durable commit for the batch
+                self._pool += [(k, made[(k, 0)], commit) for k in ids]
             taken, self._pool = self._pool[:n], self._pool[n:]
         return taken
 
@@ -175,9 +228,12 @@ class Vault:
     def close(self) -> None:
         """Destroy this handle's unused pooled keys (they sealed nothing), then close the key store."""
         with self._pool_lock:
-            left = [(k, 0) for k, _ in self._pool] if self._pool_pid == os.getpid() else []
+            mine = self._pool if self._pool_pid == os.getpid() else []
             self._pool = []
+        left = [(k, 0) for k, _, _ in mine]
         try:
+            for c in {id(c): c for _, _, c in mine if c is not None}.values():
+                c.wait()  # a commit still running would store the keys after their destruction
             if left:
                 self.keys.destroy(left)
         except Exception:  # noqa: BLE001 - best effort: a reserved key that sealed nothing protects nothing

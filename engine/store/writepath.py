@@ -101,12 +101,13 @@ class Writes(Transitions):
     def _record_once(self, batch: Sequence[Write], reingest: str,
                      before_commit: Callable[[], None] | None = None) -> list[Artifact]:
         """One attempt of :meth:`record_many`: one transaction, the write's only durable commit. The
-        batch is sealed before it under pooled keys, durable already (:meth:`_seal_ahead`); the row of
-        each version names its key (``versions.dek``), committed with it. A crash before the COMMIT
-        leaves only reserved keys that sealed nothing stored, which protect nothing."""
+        batch is sealed before it under pooled keys (:meth:`_seal_ahead`), durable before its COMMIT (a
+        refill's key commit overlaps the transaction's checks and is waited for before the COMMIT); the
+        row of each version names its key (``versions.dek``), committed with it. A crash before the
+        COMMIT leaves only reserved keys that sealed nothing stored, which protect nothing."""
         refused: WriteRefused | None = None
         out: list[Artifact] = []
-        ahead = self._seal_ahead(batch)
+        ahead, keys_durable = self._seal_ahead(batch)
         with self.transaction():
             try:
                 out = self._apply_writes(batch, reingest, ahead)
@@ -116,25 +117,32 @@ class Writes(Transitions):
                 refused = exc  # committed below: the refusal's audit row, nothing else
             finally:
                 self._tail_hint = None
-            if refused is None and before_commit is not None:
-                before_commit()
+            if refused is None:
+                # the keys the rows name are durable before the commit that names them (a refused write's
+                # audit row names none)
+                keys_durable()
+                if before_commit is not None:
+                    before_commit()
         if refused is not None:
             raise refused
         return out
 
-    def _seal_ahead(self, batch: Sequence[Write]) -> dict[tuple[str, int], tuple[Row, Row]]:
+    def _seal_ahead(self, batch: Sequence[Write]) -> tuple[dict[tuple[str, int], tuple[Row, Row]], Callable[[], None]]:
         """(id, version) → (plain row, sealed row) of the batch's versions, sealed before its
         transaction at the versions they will get unless another writer records one of its ids first,
         under pooled keys (:meth:`memsteward.shred.vault.Vault.seal_pooled`): a refill of the pool, a
         durable write of the key store's own, is then not made while the store's write lock is held.
         :meth:`_apply_writes` seals again any version that turned out otherwise; the keys of a refused
-        write seal nothing that is stored."""
+        write seal nothing that is stored. A refill's durable commit runs meanwhile
+        (:meth:`memsteward.shred.vault.Vault.seal_pooled_deferred`): with the wait returned, which
+        :meth:`_record_once` calls before its COMMIT."""
         top = dict(self.conn.execute(self.q.max_versions, (json.dumps(sorted({w.artifact.id for w in batch})),)).fetchall())
         rows = []
         for w in batch:
             top[w.artifact.id] = version = int(top.get(w.artifact.id) or 0) + 1
             rows.append((w.artifact.id, version, w.content_text, w.meta_text))
-        return {(r[0], r[1]): (r, s) for r, s in zip(rows, self.vault.seal_pooled(rows), strict=True)}
+        sealed, durable = self.vault.seal_pooled_deferred(rows)
+        return {(r[0], r[1]): (r, s) for r, s in zip(rows, sealed, strict=True)}, durable
 
     def _sealed(self, rows: Sequence[Row], ahead: Mapping[tuple[str, int], tuple[Row, Row]]) -> list[Row]:
         """``rows`` sealed: as :meth:`_seal_ahead` sealed them where it saw the same row, the rest now."""
