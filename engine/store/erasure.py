@@ -70,8 +70,16 @@ class Erasure(Leases):
         refs: list[tuple[str, int]] = []
         keys: list[tuple[str, int]] = []  # the DEKs' key store refs (a pooled key's, or the version's own)
         rows = [r for r in rows if _within(r[1], targets[r[0]])]
-        # the tombstoned versions' texts, opened in one key-store lookup (not one per version)
-        stoned = [(i, int(v), c, "{}") for i, v, c, _, _ in rows if i in tombstone and c is not None]
+        # the tombstoned versions' normalised digests, as the barrier recorded them (durable before any key
+        # goes: a publication killed after the keys' destruction and run again by `recover` writes them too);
+        # a version the barrier did not record (an event barriered before schema 10) is opened, in one
+        # key-store lookup (not one per version)
+        recorded: dict[tuple[str, int], list[str]] = {}
+        if tombstone:
+            for i, v, d in self.conn.execute(self.q.erasing_digests_of, (event_id,)).fetchall():
+                recorded.setdefault((i, int(v)), []).append(d)
+        stoned = [(i, int(v), c, "{}") for i, v, c, _, _ in rows
+                  if i in tombstone and c is not None and (i, int(v)) not in recorded]
         texts = {(i, v): c for (i, v, _, _), (c, _) in zip(stoned, self.vault.open(stoned, shredded_as_erased=True))}
         for ident, version, content, stored, dek in rows:
             sha = stored if stored is not None else self.digest_of(self._open_content([(ident, version, content)])[0])
@@ -84,6 +92,9 @@ class Erasure(Leases):
             updates.append((sha, ident, version))
             if ident in tombstone and content is not None:
                 stones.append((sha, ident, event_id))
+                if (ident, int(version)) in recorded:
+                    stones += [(d, ident, event_id) for d in sorted(recorded[(ident, int(version))])]
+                    continue
                 opened = texts[(ident, int(version))]
                 if opened is not None:  # normalised digests (issue 25), keyed; gone if a crash took the key
                     stones += [(d, ident, event_id) for d in sorted(self._tomb_digests(text_digests(_load(opened)),
@@ -91,6 +102,22 @@ class Erasure(Leases):
         roots = {s[1] for s in stones}  # their erase rows chain the tombstones' commitment, read when written
         details = {i: _dump({"versions": erased[i]}) for i in ids if erased[i] and i not in roots}
         return Erasing(generation, ids, refs, updates, stones, erased, details, keys)
+
+    def _record_erasing_digests(self, event_id: int, roots: Sequence[str]) -> None:
+        """Record, in the barrier's (synced) transaction, the normalised-text digests (issue 25; keyed as
+        ``tombstones`` holds them, never text) of every version of ``roots`` the publication may tombstone:
+        it reads them from here (:meth:`_erasure_of`), so a publication killed after destroying the
+        versions' keys and finished by ``recover`` tombstones what an uninterrupted one does."""
+        ids = sorted(set(roots))
+        rows: list[tuple[str, int, str | None, str | None, str | None]] = []
+        for start in range(0, len(ids), 500):
+            rows += self.conn.execute(self.q.erasable_versions, (json.dumps(ids[start:start + 500]),)).fetchall()
+        stoned = [(i, int(v), c, "{}") for i, v, c, _, _ in rows if c is not None]
+        out: list[tuple[int, str, int, str]] = []
+        for (i, v, _, _), (c, _) in zip(stoned, self.vault.open(stoned, shredded_as_erased=True)):
+            if c is not None:
+                out += [(event_id, i, v, d) for d in sorted(self._tomb_digests(text_digests(_load(c)), plain=False))]
+        self.conn.executemany(self.q.insert_erasing_digests, out)
 
     def _destroy_keys(self, ready: Erasing) -> None:
         """Destroy the erased versions' DEKs in the key store (committed there at once: cost ∝ the versions
@@ -114,6 +141,7 @@ class Erasure(Leases):
             self._destroy_keys(ready)
         self.conn.executemany(self.q.erase_version, ready.updates)
         self.conn.executemany(self.q.insert_tombstones, ready.stones)
+        self.conn.execute(self.q.delete_erasing_digests, (event_id,))  # now held by ``tombstones``
         pinned = self._tombstone_commitments(event_id, sorted({s[1] for s in ready.stones}), {s[0] for s in ready.stones})
         self._append_audit([(_now(), event_id, "erase", i, ready.details.get(i) or _dump(
             {"versions": ready.erased[i], **pinned.get(i, {})})) for i in ready.ids if ready.erased[i]])

@@ -126,6 +126,10 @@ class Transitions(Transfer):
                 withdrawn()
             event_id = self._insert_event(plan_doc["event"]["type"], event_text, policy_text, plan_text)
             self._lease(event_id)
+            event = plan_doc["event"]
+            if event["type"] == "delete" or (event["type"] == "correct" and event.get("privacy")):
+                # the roots' normalised tombstone digests, durable before the publication destroys any key
+                self._record_erasing_digests(event_id, event["roots"])
             self.checkpoint()
             for root, art in sorted(staged_roots.items()):
                 self._insert_version(event_id, root, art.content, dict(art.meta))

@@ -45,10 +45,14 @@ __all__ = ["CORE_TABLES", "PG_MIGRATIONS", "SQLITE_MIGRATIONS", "Migration", "PG
 #      one durable commit, not two); NULL: the version's own key, ref (id, version), as before. The
 #      column stays when the version is erased: erasure destroys the key by it, and the audit checks it
 #      is gone. The migration adds the column (existing rows: NULL).
+#  10  ``erasing_digests``: the normalised-text digests (keyed, as ``tombstones`` holds them; never text) of each
+#      version a delete / privacy correction will tombstone, written by its barrier (synced) and deleted by its
+#      publication, which reads them there when a crash took the versions' keys before its commit (`recover`
+#      then writes the tombstones an uninterrupted publication writes). The migration adds the table.
 # ANY change to a table or column of either schema (a new table included: `CREATE TABLE IF NOT EXISTS`
 # reaches new stores only) bumps SCHEMA_VERSION and appends one step to each backend's list; a store
 # of an older version is refused (exit 2, nothing changed) until `memsteward store migrate` ran.
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 CORE_TABLES = frozenset({"artifacts", "versions", "edges", "events", "audit"})  # what makes a database a store
 
 SQLITE_SCHEMA = """
@@ -90,6 +94,9 @@ CREATE TABLE IF NOT EXISTS store_keys(one INTEGER PRIMARY KEY CHECK (one = 1), s
   sealed INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS policies(digest TEXT PRIMARY KEY, policy TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS events_unfinished ON events(id) WHERE status != 'done';
+CREATE TABLE IF NOT EXISTS erasing_digests(
+  event_id INTEGER NOT NULL, id TEXT NOT NULL, version INTEGER NOT NULL, digest TEXT NOT NULL,
+  PRIMARY KEY(event_id, id, version, digest));
 """
 
 # Same tables, same column order (``SELECT *`` compares across backends), PostgreSQL types.
@@ -137,9 +144,13 @@ CREATE TABLE IF NOT EXISTS store_keys(one INTEGER PRIMARY KEY CHECK (one = 1), s
   sealed INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS policies(digest TEXT COLLATE "C" PRIMARY KEY, policy TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS events_unfinished ON events(id) WHERE status != 'done';
+CREATE TABLE IF NOT EXISTS erasing_digests(
+  event_id BIGINT NOT NULL, id TEXT COLLATE "C" NOT NULL, version BIGINT NOT NULL, digest TEXT COLLATE "C" NOT NULL,
+  PRIMARY KEY(event_id, id, version, digest));
 """
 PG_TABLES = frozenset({"memsteward_schema", "artifacts", "versions", "edges", "events", "plan_steps", "audit",
-                       "audit_head", "tombstones", "event_lease", "shingles", "store_keys", "policies"})
+                       "audit_head", "tombstones", "event_lease", "shingles", "store_keys", "policies",
+                       "erasing_digests"})
 
 # Columns added after a table first shipped: (table, column, type). SQLite has no ADD COLUMN IF NOT
 # EXISTS, so its version-1 step adds those a store lacks (stores from before chaining, signing, digests).
@@ -263,15 +274,28 @@ def _pg_v8_to_v9(conn: Any) -> str:
     return 'ALTER TABLE versions ADD COLUMN IF NOT EXISTS dek TEXT COLLATE "C"'
 
 
+def _sqlite_v9_to_v10(conn: Any) -> str:
+    """The normalised digests a running event's barrier records for its publication (none before)."""
+    return ("CREATE TABLE IF NOT EXISTS erasing_digests(event_id INTEGER NOT NULL, id TEXT NOT NULL, "
+            "version INTEGER NOT NULL, digest TEXT NOT NULL, PRIMARY KEY(event_id, id, version, digest));")
+
+
+def _pg_v9_to_v10(conn: Any) -> str:
+    """The normalised digests a running event's barrier records for its publication (none before)."""
+    return ('CREATE TABLE IF NOT EXISTS erasing_digests(event_id BIGINT NOT NULL, id TEXT COLLATE "C" NOT NULL, '
+            'version BIGINT NOT NULL, digest TEXT COLLATE "C" NOT NULL, PRIMARY KEY(event_id, id, version, digest))')
+
+
 Migration = Callable[[Any], str]
 """One step: given the connection (it may read the store to decide), the SQL that takes a store one version up."""
 
 # MIGRATIONS[v - 1](conn) takes a store from version v to v + 1; the store runs every pending step and
 # the new version in ONE write transaction.
 SQLITE_MIGRATIONS: list[Migration] = [_sqlite_v1_to_v2, _sqlite_v2_to_v3, _sqlite_v3_to_v4, _sqlite_v4_to_v5,
-                                      _sqlite_v5_to_v6, _sqlite_v6_to_v7, _sqlite_v7_to_v8, _sqlite_v8_to_v9]
+                                      _sqlite_v5_to_v6, _sqlite_v6_to_v7, _sqlite_v7_to_v8, _sqlite_v8_to_v9,
+                                      _sqlite_v9_to_v10]
 PG_MIGRATIONS: list[Migration] = [_pg_v1_to_v2, _pg_v2_to_v3, _pg_v3_to_v4, _pg_v4_to_v5, _pg_v5_to_v6, _pg_v6_to_v7,
-                                  _pg_v7_to_v8, _pg_v8_to_v9]
+                                  _pg_v7_to_v8, _pg_v8_to_v9, _pg_v9_to_v10]
 assert len(SQLITE_MIGRATIONS) == len(PG_MIGRATIONS) == SCHEMA_VERSION - 1
 
 

@@ -104,6 +104,9 @@ class Queries:
     erase_version: str
     insert_tombstones: str
     tombstones_of_digests: str
+    insert_erasing_digests: str  # (event, id, version, digest): a barrier's normalised digests (schema 10)
+    erasing_digests_of: str  # (id, version, digest) the event's barrier recorded
+    delete_erasing_digests: str
     erased_versions: str
     erased_version_ids: str
     all_tombstones: str

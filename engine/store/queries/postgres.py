@@ -114,6 +114,10 @@ POSTGRES = Queries(
                    'version = %s'),
     insert_tombstones='INSERT INTO tombstones(digest, root, event_id) VALUES (%s,%s,%s) ON CONFLICT DO NOTHING',
     tombstones_of_digests=('SELECT digest, root, event_id FROM tombstones WHERE digest = ' + _ANY),
+    insert_erasing_digests=('INSERT INTO erasing_digests(event_id, id, version, digest) VALUES (%s,%s,%s,%s) '
+                            'ON CONFLICT DO NOTHING'),
+    erasing_digests_of='SELECT id, version, digest FROM erasing_digests WHERE event_id = %s',
+    delete_erasing_digests='DELETE FROM erasing_digests WHERE event_id = %s',
     erased_versions='SELECT id, version, sha256 FROM versions WHERE erased = 1',
     erased_version_ids='SELECT id, version FROM versions WHERE erased = 1',
     all_tombstones='SELECT digest, root, event_id FROM tombstones',

@@ -1,0 +1,94 @@
+"""A delete killed after its publication destroyed the erased versions' keys, before its commit, and
+finished by ``memsteward recover``, writes the tombstones an uninterrupted one writes (issue 25's
+normalised digests included), on both backends.
+
+``recover`` cannot open the roots any more (their keys are gone): it reads their normalised digests as the
+event's barrier recorded them (durable before any key goes). Before, it kept only the exact content
+digests, and an upper-cased copy of the deleted text written after ``recover`` was accepted and served.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from store_import import import_document
+
+from memsteward.errors import WriteRefused
+from memsteward.policy.loader import load_policy
+from memsteward.repair.events import load_event
+from memsteward.repair.execute import run_event
+from memsteward.store import Store
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "engine" / "data" / "repair"
+POLICY = str(ROOT / "policies" / "default.yaml")
+EVENT = str(DATA / "event-delete.json")
+MEMGOV = str(Path(sys.executable).parent / "memsteward")
+TEXT = "The user is allergic to peanuts and carries an epipen."  # p1's text in the bundled store
+CHILD = """
+import sys
+from memsteward.policy.loader import load_policy
+from memsteward.repair.events import load_event
+from memsteward.repair.execute import run_event
+from memsteward.store import Store
+from memsteward.store.crashing import CrashingStore
+store = CrashingStore(Store.open(sys.argv[1]), crash_at=int(sys.argv[4]))  # SIGKILLed at that checkpoint
+run_event(store, load_policy(sys.argv[2]), load_event(sys.argv[3], store.snapshot()), "mincut", "ortools")
+"""
+
+
+def _stones(url: str) -> dict[str, int]:
+    """How many tombstone digests each erased root holds."""
+    s = Store.open(url)
+    held = {root: len(ds) for (root, _), ds in s.erasure_state()[1].items()}
+    s.close()
+    return held
+
+
+def _written(url: str, text: str) -> object:
+    """The version a write of ``text`` got, or the reason it was refused."""
+    s = Store.open(url)
+    try:
+        return s.record({"id": "again", "kind": "record", "content": text}, wait=0).version
+    except WriteRefused as exc:
+        return exc.reason
+    finally:
+        s.close()
+
+
+def test_recover_after_the_keys_went_writes_the_normalised_tombstones(store_at):
+    """Uninterrupted (in this process), counting the checkpoint the keys' destruction passes; then a
+    child process SIGKILLed at that checkpoint, ``memsteward recover`` (a process of its own), and an
+    upper-cased and a re-spaced copy of the deleted text: refused, the tombstones as uninterrupted.
+    Seen failing with the publication opening the roots instead of reading the barrier's digests
+    (the copies acknowledged, p1 holding 1 digest instead of the uninterrupted run's)."""
+    ref = import_document(store_at("ref"), DATA / "store.json")
+    s = Store.open(ref)
+    start, at = s.checkpoints, []
+    destroy = s._destroy_keys
+
+    def counted(ready):  # noqa: ANN001, ANN202 — the store's own step, its checkpoint counted
+        destroy(ready)
+        at.append(s.checkpoints - start)
+    s._destroy_keys = counted
+    run_event(s, load_policy(POLICY), load_event(EVENT, s.snapshot()), "mincut", "ortools")
+    s.close()
+    assert len(at) == 1
+    expected = _stones(ref)
+    assert expected["p1"] > 1  # the exact digest and the normalised ones
+
+    db = import_document(store_at("killed"), DATA / "store.json")
+    child = subprocess.run([sys.executable, "-c", CHILD, db, POLICY, EVENT, str(at[0])], cwd=ROOT,
+                           env=dict(os.environ), capture_output=True, text=True, timeout=120)
+    assert child.returncode == -signal.SIGKILL, child.stderr
+    s = Store.open(db)
+    assert s.unfinished_event() is not None  # killed before the publication committed
+    s.close()
+    rec = subprocess.run([MEMGOV, "recover", "--store", db], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert rec.returncode == 0, rec.stderr
+    assert _stones(db) == expected
+    assert [_written(db, t) for t in (TEXT.upper(), TEXT.replace(" ", "  "), TEXT)] == ["tombstone"] * 3
