@@ -224,14 +224,19 @@ def test_version_8_store_gets_the_pooled_key_column(store_at):
     new writes record their pooled key, and a delete destroys both kinds of key (audit passes)."""
     loc = _imported(store_at("v8"))
     fresh = _columns(loc, "versions")
-    _sql(loc, "ALTER TABLE versions DROP COLUMN dek", "UPDATE memsteward_schema SET version = 8")
+    _sql(loc, "DROP INDEX versions_dek", "DROP TABLE erasing_digests",  # schema 10's, on the column or after it
+         "ALTER TABLE versions DROP COLUMN dek", "UPDATE memsteward_schema SET version = 8")
     _one_line_exit_2(_run("audit", "--store", loc, "--check"), "schema version 8")
     r = _run("store", "migrate", "--store", loc, "--json")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout) == {"store": loc, "from": 8, "to": SCHEMA_VERSION, "migrated": True}
     assert _columns(loc, "versions") == fresh and fresh[-1] == "dek"
     assert {d for (d,) in _sql(loc, "SELECT dek FROM versions")} == {None}
+    assert _sql(loc, "SELECT count(*) FROM erasing_digests") == [(0,)]
     s = Store.open(loc)
+    index = ("SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND indexname = 'versions_dek'"
+             if loc.startswith("postgresql://") else "SELECT name FROM sqlite_master WHERE name = 'versions_dek'")
+    assert _sql(loc, index) == [("versions_dek",)]
     s.record({"id": "p9", "kind": "record", "content": "a new memory after the migration"}, inputs=["p1"])
     s.close()
     (dek,) = _sql(loc, "SELECT dek FROM versions WHERE id = 'p9'")[0]

@@ -48,7 +48,9 @@ __all__ = ["CORE_TABLES", "PG_MIGRATIONS", "SQLITE_MIGRATIONS", "Migration", "PG
 #  10  ``erasing_digests``: the normalised-text digests (keyed, as ``tombstones`` holds them; never text) of each
 #      version a delete / privacy correction will tombstone, written by its barrier (synced) and deleted by its
 #      publication, which reads them there when a crash took the versions' keys before its commit (`recover`
-#      then writes the tombstones an uninterrupted publication writes). The migration adds the table.
+#      then writes the tombstones an uninterrupted publication writes); and ``versions_dek`` ON versions(dek),
+#      so collecting orphaned pooled keys (``recover``) finds the versions naming them without a scan of
+#      every version. The migration adds the table and the index.
 # ANY change to a table or column of either schema (a new table included: `CREATE TABLE IF NOT EXISTS`
 # reaches new stores only) bumps SCHEMA_VERSION and appends one step to each backend's list; a store
 # of an older version is refused (exit 2, nothing changed) until `memsteward store migrate` ran.
@@ -94,6 +96,7 @@ CREATE TABLE IF NOT EXISTS store_keys(one INTEGER PRIMARY KEY CHECK (one = 1), s
   sealed INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS policies(digest TEXT PRIMARY KEY, policy TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS events_unfinished ON events(id) WHERE status != 'done';
+CREATE INDEX IF NOT EXISTS versions_dek ON versions(dek);
 CREATE TABLE IF NOT EXISTS erasing_digests(
   event_id INTEGER NOT NULL, id TEXT NOT NULL, version INTEGER NOT NULL, digest TEXT NOT NULL,
   PRIMARY KEY(event_id, id, version, digest));
@@ -144,6 +147,7 @@ CREATE TABLE IF NOT EXISTS store_keys(one INTEGER PRIMARY KEY CHECK (one = 1), s
   sealed INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS policies(digest TEXT COLLATE "C" PRIMARY KEY, policy TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS events_unfinished ON events(id) WHERE status != 'done';
+CREATE INDEX IF NOT EXISTS versions_dek ON versions(dek);
 CREATE TABLE IF NOT EXISTS erasing_digests(
   event_id BIGINT NOT NULL, id TEXT COLLATE "C" NOT NULL, version BIGINT NOT NULL, digest TEXT COLLATE "C" NOT NULL,
   PRIMARY KEY(event_id, id, version, digest));
@@ -274,16 +278,21 @@ def _pg_v8_to_v9(conn: Any) -> str:
     return 'ALTER TABLE versions ADD COLUMN IF NOT EXISTS dek TEXT COLLATE "C"'
 
 
+_DEK_INDEX = "CREATE INDEX IF NOT EXISTS versions_dek ON versions(dek)"
+
+
 def _sqlite_v9_to_v10(conn: Any) -> str:
     """The normalised digests a running event's barrier records for its publication (none before)."""
     return ("CREATE TABLE IF NOT EXISTS erasing_digests(event_id INTEGER NOT NULL, id TEXT NOT NULL, "
-            "version INTEGER NOT NULL, digest TEXT NOT NULL, PRIMARY KEY(event_id, id, version, digest));")
+            "version INTEGER NOT NULL, digest TEXT NOT NULL, PRIMARY KEY(event_id, id, version, digest)); "
+            + _DEK_INDEX)
 
 
 def _pg_v9_to_v10(conn: Any) -> str:
     """The normalised digests a running event's barrier records for its publication (none before)."""
     return ('CREATE TABLE IF NOT EXISTS erasing_digests(event_id BIGINT NOT NULL, id TEXT COLLATE "C" NOT NULL, '
-            'version BIGINT NOT NULL, digest TEXT COLLATE "C" NOT NULL, PRIMARY KEY(event_id, id, version, digest))')
+            'version BIGINT NOT NULL, digest TEXT COLLATE "C" NOT NULL, PRIMARY KEY(event_id, id, version, digest)); '
+            + _DEK_INDEX)
 
 
 Migration = Callable[[Any], str]
