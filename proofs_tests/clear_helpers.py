@@ -14,6 +14,16 @@ def all_subsets(ids: Sequence[str]) -> list[Coalition]:
     return [frozenset(c) for r in range(len(ids) + 1) for c in combinations(ids, r)]
 
 
+def dyadic_table(ids: Sequence[str], seed: int) -> dict[Coalition, float]:
+    """A value per coalition, a multiple of 1/64 (exact in binary), pseudo-random but fixed by ``seed``."""
+    out = {}
+    x = seed * 2654435761 % 2**32
+    for c in all_subsets(ids):
+        x = (1103515245 * x + 12345) % 2**31
+        out[c] = (x % 65) / 64
+    return out
+
+
 def table_game(ids: Sequence[str], fn: Callable[[Coalition], float], trials: int = 2,
                **kwargs) -> Game:
     values = {s: fn(s) for s in all_subsets(ids)}

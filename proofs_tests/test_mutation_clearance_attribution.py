@@ -17,6 +17,7 @@ from fractions import Fraction
 from itertools import combinations, permutations, product
 
 import pytest
+from clear_helpers import dyadic_table
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -50,15 +51,6 @@ TOL = 1e-12
 
 def subsets(ids) -> list[Coalition]:
     return [frozenset(c) for r in range(len(ids) + 1) for c in combinations(ids, r)]
-
-
-def dyadic_table(ids, seed: int) -> dict[Coalition, float]:
-    out = {}
-    x = seed * 2654435761 % 2**32
-    for c in subsets(ids):
-        x = (1103515245 * x + 12345) % 2**31
-        out[c] = (x % 65) / 64
-    return out
 
 
 class Asking(TableEvaluator):

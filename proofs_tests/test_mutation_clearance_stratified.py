@@ -19,6 +19,7 @@ from fractions import Fraction
 from itertools import combinations, permutations
 
 import pytest
+from clear_helpers import dyadic_table
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -58,16 +59,6 @@ def brute_shapley(ids, v) -> dict[str, Fraction]:
 
 def game_of(ids, table, trials=1, **kw) -> Game:
     return Game(Task("q", "r", tuple(Memory(i) for i in ids)), TableEvaluator(table), trials=trials, **kw)
-
-
-def dyadic_table(ids, seed: int) -> dict[Coalition, float]:
-    """Values that are multiples of 1/64 (exact in binary), pseudo-random but fixed."""
-    out = {}
-    x = seed * 2654435761 % 2**32
-    for c in subsets(ids):
-        x = (1103515245 * x + 12345) % 2**31
-        out[c] = (x % 65) / 64
-    return out
 
 
 def loo_of(ids, table) -> dict[str, float]:
