@@ -138,6 +138,19 @@ def test_selection_reports_its_objective_as_a_float_and_a_dict():
     assert s.as_dict() == {"selected": ["a", "b"], "objective": 0.25, "method": "m", "optimal": True}
 
 
+def test_a_selection_is_an_immutable_hashable_value():
+    """S_ρ is part of the frozen plan ρ: no field can be rebound, and equal selections hash equal
+    (usable as a key or in a set)."""
+    import dataclasses
+
+    s = closure.select([cand("a", v=2.0, c=1.0), cand("b", v=0.1, c=1.0)], 0.5)
+    for f in dataclasses.fields(s):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(s, f.name, getattr(s, f.name))
+    twin = closure.Selection(frozenset({"a"}), Fraction(3, 2), "mincut/networkx", True)
+    assert s == twin and hash(s) == hash(twin) and len({s, twin}) == 1
+
+
 # --------------------------------------------------------------------------- feasibility
 
 
@@ -242,6 +255,22 @@ def test_min_cut_on_hand_instances():
 def test_unknown_backend_is_refused():
     with pytest.raises(ValueError, match="unknown backend 'gurobi'"):
         closure.max_weight_closure([cand("a")], 0.0, "gurobi")
+
+
+@pytest.mark.parametrize("name", ["gurobi", "scipy", "zzz", "ortools2", "ortoolz", "ortool", "networkx2", "Ortools",
+                                  "ORTOOLS", " ortools", "nx", ""])
+@pytest.mark.parametrize("cands", [[], [cand("a", v=2.0, c=1.0)]])
+def test_only_the_two_backends_are_known_whatever_a_name_sorts_like(name, cands):
+    """Names sorting before, between and after "networkx" and "ortools", prefixes and extensions of
+    them, other cases: each refused, with or without candidates, directly and through select (a name
+    read from a CLI flag or a config file is a fresh string: the known ones still work that way)."""
+    with pytest.raises(ValueError, match="unknown backend"):
+        closure.max_weight_closure(cands, 0.5, name)
+    with pytest.raises(ValueError, match="unknown backend"):
+        closure.select(cands, 0.5, "mincut", None, name)
+    for known in closure.BACKENDS:
+        fresh = "".join(list(known))  # not the interned literal
+        assert closure.max_weight_closure(cands, 0.5, fresh).method == f"mincut/{known}"
 
 
 def test_ortools_builds_a_large_network_from_arrays_and_agrees_with_networkx():
@@ -434,6 +463,23 @@ def test_lagrangian_bisection_resolves_the_multiplier_to_two_to_the_minus_forty(
     sel = closure.budgeted_closure(cands, 0.0, 1.0, backend)
     assert sel.method == "budget/lagrangian"
     assert sel.selected == frozenset({"b"})
+
+
+@pytest.mark.parametrize("backend", closure.BACKENDS)
+def test_lagrangian_multiplier_search_gives_up_past_two_to_the_sixty_five(backend):
+    """μ doubles from 1 while the selection overspends and stops at the first μ > 2^64, i.e. 2^65,
+    where the bisection's upper end is read unchecked (λ = 0, β = 0.5, worked by hand): a candidate
+    worth 3.6 · 10^19 per unit of cost (< 2^65 ≈ 3.689 · 10^19) is priced out there and the 21 free
+    candidates fit; one worth 3.7 · 10^19 (> 2^65) never is, so no multiplier tried fits and the
+    fallback is the empty selection, although the free candidates alone would fit (feasible, not
+    optimal: the docstring's Lagrangian)."""
+    free = [cand(f"f{k:02d}", v=1.0, c=0.0) for k in range(21)]
+    below = closure.budgeted_closure([cand("big", v=3.6e19, c=1.0), *free], 0.0, 0.5, backend)
+    assert below.method == "budget/lagrangian"
+    assert below.selected == frozenset(c.id for c in free) and below.objective_exact == 21
+    above = closure.budgeted_closure([cand("big", v=3.7e19, c=1.0), *free], 0.0, 0.5, backend)
+    assert above.method == "budget/lagrangian"
+    assert above.selected == frozenset() and above.objective_exact == 0
 
 
 def topo_ref(cands: list[Candidate]) -> list[str]:

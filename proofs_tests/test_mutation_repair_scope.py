@@ -188,6 +188,27 @@ def test_retained_and_is_retained_agree_with_the_definition(etype):
         assert is_retained(node, affected, etype) == (node not in affected)
 
 
+@pytest.mark.parametrize("etype", ["delete", "correct", "migrate"])
+def test_ret_e_of_an_event_read_from_json_text(etype):
+    """Ret(e) with the event type as it arrives: parsed from an event file's JSON text (a fresh
+    string, not the interned literal), for each event type, with the correction's replacement."""
+    import json
+
+    from memsteward.repair.events import parse_event
+
+    snap = snapshot([art("r", "record"), art("c"), art("o")], [("r", "c")])
+    doc_text = json.dumps({"type": etype, "roots": ["r"]} | (
+        {"replacements": [{"id": "r", "kind": "record", "content": {"text": "new."}}]} if etype == "correct" else {})
+        | ({"interface": {}} if etype == "migrate" else {}))
+    event = parse_event(json.loads(doc_text), snap, "event.json", doc_text)
+    assert event.type == etype
+    affected = snap.reach(event.roots)
+    assert affected == {"r", "c"}
+    want = {"o", "r"} if etype == "correct" else {"o"}  # the correction's replacement X_Δ is retained
+    assert retained(snap.artifacts, affected, event.type, event.replacement_ids) == frozenset(want)
+    assert {n for n in snap.artifacts if is_retained(n, affected, event.type, event.replacement_ids)} == want
+
+
 def test_neighbourhood_is_the_cascade_its_parents_and_the_edges_into_it():
     snap = _store_case()
     got = neighbourhood(snap, {"s1", "s2"})
