@@ -9,6 +9,7 @@ moves from ``<`` to ``<=`` changes the value at the threshold itself.
 
 from __future__ import annotations
 
+import itertools
 import math
 from fractions import Fraction
 
@@ -194,6 +195,63 @@ def test_domain_bounds_the_event_and_the_architecture():
     assert solve(enc.domain(), enc.pin("record", "chain")) is None
     assert solve(enc.domain(), enc.kind == 2) is None and solve(enc.domain(), enc.kind == -1) is None
 
+
+
+# Policies whose own domains differ in every way declared() can tell: no kind at all (a valid
+# policy: ``kinds: {}``), one kind, a restricted skill, one-sided and two-sided metadata ranges.
+DECLARED_POLICIES = {
+    "none": ({}, [{"when": {}, "mode": "regen"}]),
+    "none-event-rule": ({}, [{"when": {"event": ["delete"]}, "mode": "regen"}]),
+    "record": ({"record": {}}, None),
+    "skill-cache": ({"skill": {"architectures": ["prompt", "chain"]},
+                     "cache": {"replayable": True, "meta": {"age": {"min": 0, "max": 10}}}}, None),
+    "cache-profile": ({"cache": {"replayable": True, "meta": {"age": {"min": 5}, "size": {"max": 3}}},
+                       "profile": {"role": "text"}}, None),
+}
+
+
+def reference_declared(p: Policy, cell: Cell) -> bool:
+    """In ``p``'s own domain: a declared kind, one of its architectures, every declared range."""
+    spec = p.kinds.get(cell.kind)
+    if spec is None:
+        return False
+    archs = (tuple(spec.architectures) or ARCHITECTURES) if p.role(cell.kind) == "skill" else (None,)
+    if cell.arch not in archs:
+        return False
+    for f, mf in spec.meta.items():
+        x = cell.meta.get(f, 0.0)
+        if (mf.min is not None and x < mf.min) or (mf.max is not None and x > mf.max):
+            return False
+    return True
+
+
+@pytest.mark.parametrize("a,b", list(itertools.combinations_with_replacement(sorted(DECLARED_POLICIES), 2)))
+def test_declared_fires_and_uncovered_on_every_cell_of_both_policies(a, b):
+    pa, pb = (policy(*DECLARED_POLICIES[n]) for n in (a, b))
+    enc = Encoding([pa, pb])
+    kinds = [*enc.kinds, "summary"]  # "summary": declared by neither
+    # both sides of every range bound (age ∈ [0, 10] in one policy, ≥ 5 in the other; size ≤ 3)
+    ranged = list(itertools.product([-0.5, 0.0, math.nextafter(5.0, 0.0), 5.0, 10.0, math.nextafter(10.0, 20.0)],
+                                    [3.0, 3.5]))
+    for p in (pa, pb):
+        for kind, arch, event in itertools.product(kinds, (None, *ARCHITECTURES), ("delete", "correct")):
+            for age, size in ranged if kind == "cache" else [(0.0, 0.0)]:
+                cell = Cell(kind, arch, event, "sufficient", False, {"age": age, "size": size})
+                want = reference_declared(p, cell)
+                assert at(enc, enc.declared(p), cell) == want, (p.kinds, cell)
+                first = firing_rule(p, cell) if want else None
+                for index in range(len(p.modes)):
+                    assert at(enc, enc.fires(p, index), cell) == (first == index), (p.kinds, index, cell)
+                assert at(enc, enc.uncovered(p), cell) == (want and first is None), (p.kinds, cell)
+
+
+def test_a_policy_without_kinds_declares_nothing_and_no_rule_of_it_fires():
+    none = policy(*DECLARED_POLICIES["none"])
+    other = policy({"record": {}})
+    enc = Encoding([none, other])
+    assert z3.is_false(z3.simplify(enc.declared(none)))
+    assert solve(enc.domain(), enc.fires(none, 0)) is None and solve(enc.domain(), enc.uncovered(none)) is None
+    assert solve(enc.domain(), enc.declared(other)) is not None
 
 # ------------------------------------------------------------------ models back to cells
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
+import yaml
 from click.testing import CliRunner
 from hypothesis import given
 from test_policy_analysis import policies
@@ -96,8 +97,8 @@ def test_compare_matches_brute_force(old: Policy, new: Policy):
         if v is not None:
             brute.add((v, a.rule, b.rule, c.kind, c.arch))
     diffs = compare(old, new)
-    found = {(d.verdict, d.old.rule, d.new.rule, d.cell.kind, d.cell.arch) for d in diffs}
-    assert found == brute
+    found = [(d.verdict, d.old.rule, d.new.rule, d.cell.kind, d.cell.arch) for d in diffs]
+    assert set(found) == brute and len(found) == len(brute)  # one example per region
     for d in diffs:  # each example cell really is decided as reported
         assert _decide(old, d.cell) == d.old and _decide(new, d.cell) == d.new
 
@@ -208,3 +209,40 @@ def test_oracle_directions():
     assert verdict(base, dec(max_forget_score=0.5, min_retained_utility=0.9)) == "changed"  # both directions
     assert [c["setting"] for c in oracle_changes(base, dec(max_forget_score=0.5, min_retained_utility=0.9))] == [
         "max_forget_score", "min_retained_utility"]
+
+
+# Policies read from YAML as `memsteward compare` reads them, with no kind at all (valid: nothing is
+# declared, so every cell is the fallback remove) next to policies that declare some.
+EDGE_POLICIES = {
+    "no-kinds": "kinds: {}\n",
+    "no-kinds-rules": "kinds: {}\nmodes:\n  - when: {event: [delete]}\n    mode: regen\n  - when: {}\n    mode: param\n",
+    "record-skill": ("kinds:\n  record: {}\n  skill: {architectures: [prompt, chain]}\nmodes:\n"
+                     "  - when: {kind: [skill], event: [delete]}\n    mode: regen\n  - when: {}\n    mode: remove\n"),
+    "record-regen": "kinds:\n  record: {}\nmodes:\n  - when: {}\n    mode: regen\n",
+}
+
+
+@pytest.mark.parametrize("a,b", [(a, b) for a in EDGE_POLICIES for b in EDGE_POLICIES if a != b])
+def test_compare_cli_with_a_policy_that_declares_no_kind_matches_brute_force(tmp_path, a, b):
+    import json as _json
+
+    paths = []
+    for name in (a, b):
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(EDGE_POLICIES[name])
+        paths.append(str(path))
+    r = CliRunner().invoke(main, ["compare", *paths, "--json"])
+    assert r.exit_code == 0, r.output
+    doc = _json.loads(r.stdout)
+    old, new = (Policy.model_validate(yaml.safe_load(EDGE_POLICIES[n])) for n in (a, b))
+    brute = set()
+    for c in _union_cells(old, new):
+        x, y = _decide(old, c), _decide(new, c)
+        v = reference_verdict(x, y)
+        if v is not None:
+            brute.add((v, x.rule, y.rule, c.kind, c.arch))
+    found = [(d["verdict"], d["old"]["rule"], d["new"]["rule"], d["cell"]["kind"], d["cell"]["arch"])
+             for d in doc["differences"]]
+    assert sorted(found, key=str) == sorted(brute, key=str)  # every region once, none split in two
+    assert doc["equal"] == (not brute)
+    assert doc["counts"] == {v: sum(f[0] == v for f in found) for v in ("stricter", "looser", "changed")}
