@@ -113,6 +113,45 @@ def test_guarded_turns_a_candidates_exceptions_into_step_failures_and_lets_store
         ex.guarded("operator", lambda: (_ for _ in ()).throw(sqlite3.OperationalError("locked")))
 
 
+@pytest.mark.parametrize("n", [0, 1, 299, 300, 301, 1000])
+def test_a_step_failures_detail_is_cut_at_300_characters_after_escaping(n):
+    """The recorded detail is at most 300 characters (written out here, not read from the module):
+    an OperatorError's message as it is, any other exception as "<stage> raised <Type>: <message>" with
+    the cut on "<Type>: <message>"; control characters are escaped first, so the cut counts escapes."""
+    msg = "".join("abcdefghij"[k % 10] for k in range(n))
+    with pytest.raises(ex.StepFailure) as err:
+        ex.guarded("operator", lambda: (_ for _ in ()).throw(OperatorError(msg)))
+    assert err.value.detail == msg[:300] and len(err.value.detail) == min(n, 300)
+    assert err.value.stage == "operator"
+    with pytest.raises(ex.StepFailure) as err:
+        ex.guarded("oracle", lambda: (_ for _ in ()).throw(ValueError(msg)))
+    assert err.value.detail == "oracle raised " + ("ValueError: " + msg)[:300]
+    assert len(err.value.detail) == len("oracle raised ") + min(n + len("ValueError: "), 300)
+    shown = "x" + "\\x1b" * (n // 4 + 1)  # each ESC is shown as the four characters \x1b: the cut splits one
+    with pytest.raises(ex.StepFailure) as err:
+        ex.guarded("context", lambda: (_ for _ in ()).throw(OperatorError("x" + "\x1b" * (n // 4 + 1))))
+    assert err.value.detail == shown[:300] and len(err.value.detail) == min(len(shown), 300)
+
+
+def test_a_long_operator_failure_is_recorded_cut_at_300_characters(tmp_path):
+    """Through run_event and the store: the failed step's report holds the cut detail."""
+
+    class Long(Scripted):
+        def __call__(self, artifact: Artifact, ctx) -> Successor:
+            if artifact.id == "b":
+                raise OperatorError("why " * 200)
+            return super().__call__(artifact, ctx)
+
+    policy, store = _chain(tmp_path)
+    try:
+        plan = ex.run_event(store, policy, Event("delete", ("r",)), operators=_registry(Long({})))
+        assert _steps(plan)["b"] == ("failed", "operator", ("why " * 75)[:300])
+        status, _version, report = store.steps(store.event_ids()[-1])["b"]
+        assert (status, report) == ("failed", [{"oracle": "operator", "passed": False, "detail": ("why " * 75)[:300]}])
+    finally:
+        store.close()
+
+
 @pytest.mark.parametrize("content,meta,problem", [
     ("text", {}, None),
     ({"a": [1, 2.5, None, True]}, {"k": "v"}, None),

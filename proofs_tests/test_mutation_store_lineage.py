@@ -281,3 +281,39 @@ def test_an_index_write_of_more_than_50000_rows_keeps_every_row(store_factory, k
     assert n == 50_010 + (1 if known else 0)
     last = ln.shingle_hash(["w50009", "w50010", "w50011"], s._keyed)
     assert "big" in s._posting(last, None)
+
+
+@pytest.mark.parametrize("widths, level_reads, recursive", [
+    ([1] * 32, 32, 0),  # 32 narrow levels: read level by level (the last read finds nothing below)
+    ([1] * 33, 32, 1),  # the 33rd narrow level is finished by one recursive query
+    ([1] * 200, 32, 1),  # however long the chain
+    ([63] * 40, 32, 1),  # 63 < 64 ids: narrow
+    ([64] * 40, 40, 0),  # 64 ids: not narrow, every level its own read
+    ([65] * 40, 40, 0),
+    ([300] * 3 + [1] * 40, 35, 1),  # wide, then a narrow tail: 3 wide + 32 narrow level reads, then the tail
+])
+def test_reach_reads_level_by_level_until_a_long_narrow_tail_and_then_once(tmp_path, widths, level_reads, recursive):
+    """The statements Store.reach issues (SQLite's trace): one per level while levels are wide (64 ids
+    or more) or fewer than 33 narrow ones were read, then one recursive query for the rest: a deep
+    chain costs 33 statements, not one per level. The ids reached are every node either way, and a
+    semantic edge is not followed."""
+    from memsteward.store import Store
+
+    names = [[f"l{lv:03d}n{k:03d}" for k in range(w)] for lv, w in enumerate(widths)]
+    arts = [{"id": i, "kind": "record", "content": "c"} for level in names for i in level]
+    arts.append({"id": "sem", "kind": "summary", "content": "s"})
+    edges = [{"src": names[lv][j % len(names[lv])], "dst": dst, "type": "influence"}
+             for lv in range(len(names) - 1) for j, dst in enumerate(names[lv + 1])]
+    edges.append({"src": names[-1][0], "dst": "sem", "type": "semantic"})
+    s = Store(str(tmp_path / "reach.db"))
+    try:
+        _import(s, {"artifacts": arts, "edges": edges})
+        issued: list[str] = []
+        s.conn.set_trace_callback(issued.append)
+        got = s.reach(names[0])
+        s.conn.set_trace_callback(None)
+        assert got == frozenset(i for level in names for i in level)
+        assert (len(issued) - sum("RECURSIVE" in q for q in issued), sum("RECURSIVE" in q for q in issued)) \
+            == (level_reads, recursive), issued[:3]
+    finally:
+        s.close()

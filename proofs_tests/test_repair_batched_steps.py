@@ -113,3 +113,80 @@ def test_a_crash_inside_a_batch_commits_none_of_it_and_recover_completes(store_a
     recover(again)
     again.close()
     assert _final(url) == _final(store_at("ref"))
+
+
+class Stop(BaseException):
+    """Thrown out of a progress callback: the run is interrupted there (as Ctrl-C would)."""
+
+
+def _recorded(url: str) -> tuple[int, dict[str, str]]:
+    """The unfinished event's id and its steps' statuses, read by another connection (what is committed)."""
+    other = Store.open(url)
+    try:
+        event = other.unfinished_event()
+        assert event is not None
+        return event.id, {i: st.status for i, st in other.steps(event.id).items()}
+    finally:
+        other.close()
+
+
+@pytest.mark.parametrize("executor", [None, "pool:2"])
+@pytest.mark.parametrize("stop", [1, 4])
+def test_an_interrupted_run_keeps_every_outcome_it_reported(store_at, executor, stop):
+    """Interrupted after its ``stop``-th outcome: sequentially the queued outcomes (fewer than STEP_BATCH)
+    are committed on the way out; with a pool each outcome was committed as it came. Either way every
+    reported outcome is in the store (a pool's other in-flight candidate may be too), and recover
+    runs only the rest and ends where an uninterrupted run ends."""
+    ref = _seed(store_at("ref"))
+    _delete(ref)
+    ref.close()
+    url = store_at("stop")
+    s = _seed(url)
+
+    def progress(done: int, total: int) -> None:
+        if done == stop:
+            raise Stop
+
+    with pytest.raises(Stop):
+        _delete(s, executor=executor, progress=progress)
+    assert s._deferred is None  # deferral is off again whatever the executor
+    _event_id, steps = _recorded(url)
+    done = sorted(i for i, st in steps.items() if st != "pending")
+    assert stop <= len(done) <= (stop if executor is None else stop + 1), steps
+    assert all(steps[i] == "validated" for i in done)
+    if executor is None:
+        assert done == IDS[:stop]  # plan order
+    s.close()
+    again = Store.open(url)
+    seen: list[tuple[int, int]] = []
+    recover(again, progress=lambda d, t: seen.append((d, t)))
+    again.close()
+    assert seen[0] == (len(done), N) and seen[-1] == (N, N) and len(seen) == N - len(done) + 1
+    assert _final(url) == _final(store_at("ref"))
+
+
+def test_a_pool_run_after_a_sequential_one_on_the_same_store_commits_each_outcome_as_it_comes(store_at):
+    """The sequential run defers its steps and turns deferral off when it ends: the next event on the
+    same store object, run by a pool, commits each outcome before it is reported (another connection
+    sees it at every progress call), and an interruption loses none of them."""
+    url = store_at("two")
+    s = _seed(url)
+    s.record({"id": "q", "kind": "record", "content": "another root"})
+    s.record({"id": "e", "kind": "summary", "content": "another root. Bob likes jazz."}, inputs=["q", "n"])
+    first = apply_event(s, load_policy(bundled_path("policies", "default.yaml")), {"type": "delete", "roots": ["q"]})
+    assert [r.status for r in first.executed] == ["republished"]
+    committed: list[tuple[int, int]] = []
+
+    def progress(done: int, total: int) -> None:
+        if done:
+            _id, steps = _recorded(url)
+            committed.append((done, sum(st != "pending" for st in steps.values())))
+        if done == 3:
+            raise Stop
+
+    with pytest.raises(Stop):
+        _delete(s, executor="pool:2", progress=progress)
+    assert [d for d, _ in committed] == [1, 2, 3] and all(c >= d for d, c in committed), committed
+    _id, steps = _recorded(url)
+    assert sum(st != "pending" for st in steps.values()) >= 3
+    s.close()
