@@ -377,6 +377,12 @@ def test_select_dispatches_and_refuses_unknown_selectors():
     assert closure.select(cands, 0.5, "greedy", 1.0).selected == frozenset({"a", "b"})
     with pytest.raises(ValueError, match="unknown selector 'best'"):
         closure.select(cands, 0.5, "best")
+    # names as a config file or a request delivers them: fresh strings, not the interned literals
+    fresh = {name: "".join(list(name)) for name in closure.SELECTORS}
+    assert closure.select(cands, 0.5, fresh["mincut"]).method == "mincut/networkx"
+    assert closure.select(cands, 0.5, fresh["mincut"], 1.0).method == "budget/enumeration"
+    for name in ("greedy", "repair_all", "remove_all", "no_action"):
+        assert closure.select(cands, 0.5, fresh[name]).method == name
 
 
 # --------------------------------------------------------------------------- budget β

@@ -118,6 +118,23 @@ def test_root_actions_per_event_kind(event, want):
     assert plans.root_actions(event) == want
 
 
+@pytest.mark.parametrize("doc,want", [
+    ({"type": "delete", "roots": ["a", "b"]}, {"a": "erased", "b": "erased"}),
+    ({"type": "migrate", "roots": ["a"], "interface": {}}, {"a": "interface-updated"}),
+    ({"type": "correct", "roots": ["a", "b"], "replacements": [{"id": "b", "kind": "record", "content": {"text": "b2."}}]},
+     {"a": "withdrawn", "b": "replaced"}),
+    ({"type": "correct", "roots": ["a"], "replacements": [{"id": "a", "kind": "record", "content": {"text": "a2."}}],
+      "privacy": True}, {"a": "replaced"}),
+])
+def test_root_actions_of_events_parsed_from_json_text(doc, want):
+    """The event as it arrives (parsed from its file's JSON text: a fresh type string)."""
+    from memsteward.repair.events import parse_event
+
+    snap = Snapshot({i: Artifact(i, "record", None, 1, {"text": f"{i}."}) for i in ("a", "b")}, ())
+    text = json.dumps(doc)
+    assert plans.root_actions(parse_event(json.loads(text), snap, "event.json", text)) == want
+
+
 def test_execution_order_is_the_generations_of_the_selected_requirements():
     cands = (cand("a"), cand("b", ("a",)), cand("c", ("b",)), cand("d"), cand("e", ("a", "d")))
     assert plans.execution_order(cands, frozenset("abcde")) == ("a", "d", "b", "e", "c")
@@ -197,6 +214,27 @@ def test_event_scope_grows_by_the_content_scan_only_for_deletes_and_privacy_corr
     assert set(scope.untracked) == ({"copy"} if grows else set())
     off, snap = _scan_case(content_scan=False)
     assert plans.event_scope(off, snap, event).cascade == frozenset({"r", "s"})
+
+
+@pytest.mark.parametrize("doc,grows", [
+    ({"type": "delete", "roots": ["r"]}, True),
+    ({"type": "correct", "roots": ["r"], "replacements": [{"id": "r", "kind": "record", "content": {"text": "x."}}],
+      "privacy": True}, True),
+    ({"type": "correct", "roots": ["r"], "replacements": [{"id": "r", "kind": "record", "content": {"text": "x."}}]},
+     False),
+    ({"type": "migrate", "roots": ["r"], "interface": {"tools": {}}}, False),
+])
+def test_event_scope_of_events_parsed_from_json_text(doc, grows):
+    """As the CLI reads an event: parsed from JSON text (fresh strings), the content scan grows the
+    scope for a delete and a privacy correction only."""
+    from memsteward.repair.events import parse_event
+
+    policy, snap = _scan_case()
+    text = json.dumps(doc)
+    event = parse_event(json.loads(text), snap, "event.json", text)
+    scope = plans.event_scope(policy, snap, event)
+    assert set(scope.untracked) == ({"copy"} if grows else set())
+    assert scope.cascade == (frozenset({"r", "s", "copy"}) if grows else frozenset({"r", "s"}))
 
 
 def test_plan_from_scope_fills_every_field():
