@@ -700,3 +700,44 @@ def test_a_staged_candidate_that_failed_before_an_interruption_still_blocks_its_
         assert got["e"][0] == "republished" and set(op.seen) == {"e"}
     finally:
         store.close()
+
+
+class _Stop(BaseException):
+    """Thrown out of a progress callback: the run stops there, its outcomes so far recorded."""
+
+
+@pytest.mark.parametrize("n, stop", [(3, 3), (3, 1), (300, 300), (300, 299), (300, 1)])
+def test_resume_reads_the_neighbourhood_only_with_candidates_left_to_run(tmp_path, n, stop):
+    """r and k feed n summaries; a delete of r is stopped after ``stop`` outcomes, then recovered.
+    With every outcome recorded (stop == n) recover runs nothing and does not read C(F)'s influence
+    parents (SQLite's trace: no parent-edge query); with any left it reads them once. 300 candidates:
+    more than the 256 small ints Python caches, so a count compared by identity is seen too."""
+    from memsteward.policy.loader import load_policy_source
+    from memsteward.repair.artifacts import Edge
+    from memsteward.store import Store
+
+    (tmp_path / "p.yaml").write_text(POLICY_TEXT)
+    policy = load_policy_source(str(tmp_path / "p.yaml")).policy
+    ids = [f"a{j:03d}" for j in range(n)]
+    arts = {"r": Artifact("r", "record", None, 1, {"text": "old."}), "k": Artifact("k", "record", None, 1, {"text": "k."})}
+    arts.update((i, Artifact(i, "summary", None, 1, f"{i}.")) for i in ids)
+    store = Store()
+    try:
+        store.import_snapshot(Snapshot(arts, tuple(e for i in ids for e in (Edge("r", i), Edge("k", i)))))
+
+        def progress(done: int, total: int) -> None:
+            if done == stop:
+                raise _Stop
+
+        with pytest.raises(_Stop):
+            ex.run_event(store, policy, Event("delete", ("r",)), operators=_registry(Scripted({})), progress=progress)
+        op = Scripted({})
+        issued: list[str] = []
+        store.conn.set_trace_callback(issued.append)
+        plan = ex.recover(store, _registry(op))
+        store.conn.set_trace_callback(None)
+        assert plan is not None and plan.republished == tuple(ids)
+        assert sorted(op.seen) == ids[stop:]
+        assert sum("ORDER BY e.dst, e.src" in q for q in issued) == (0 if stop == n else 1)
+    finally:
+        store.close()
