@@ -144,3 +144,84 @@ def test_replay_compares_lists_of_any_length_element_by_element(n):
         assert _close(xs, [*xs[:-1], xs[-1] + 0.5], 0.5) and not _close(xs, [*xs[:-1], xs[-1] + 0.5], 0.49)
     spec = SimpleNamespace(runs=2, tolerance=0.0)
     assert check_replay(spec, _x({"v": list(xs)}, operator=lambda a, c: Successor({"v": list(xs)}, {}))).passed
+
+
+# --------------------------------------------------------------------------- answer / task regression / forget
+
+def test_the_offline_answer_is_the_sentence_sharing_most_words_with_the_query_first_on_ties():
+    """``answer``: a text's sentence with the most query tokens in common, the first of equals; no
+    sentence answers ""; a content that is not text (a record's dict or list, a number) is read as its
+    Python text, split at the same sentence ends (worked by hand from ``str(content)``)."""
+    from memsteward.repair.oracles import answer
+
+    text = "Alice lives in Paris. Bob likes chess! Carol likes chess too?\nDan rows."
+    assert answer(text, "what does bob like") == "Bob likes chess!"   # bob, likes (2) beats likes (1)
+    assert answer(text, "who likes chess") == "Bob likes chess!"      # 2 each: the first
+    assert answer(text, "carol") == "Carol likes chess too?"
+    assert answer(text, "dan") == "Dan rows."                         # a newline ends a sentence too
+    assert answer(text, "nothing in common") == "Alice lives in Paris."
+    assert answer("", "alice") == "" and answer("   \n ", "alice") == ""
+    record = {"note": "Alice lives in Paris. Bob likes chess."}
+    assert answer(record, "what does bob like") == "Bob likes chess.'}"
+    assert answer(record, "where does alice live") == "{'note': 'Alice lives in Paris."
+    # a list's items end in a quote, not a sentence end: its text is one sentence
+    assert answer(["Alice lives in Paris.", "Bob likes chess."], "bob") == "['Alice lives in Paris.', 'Bob likes chess.']"
+    assert answer(42, "anything") == "42"
+    spec = SimpleNamespace(probes=[SimpleNamespace(query="what does bob like", expect="CHESS")], min_pass=1.0)
+    assert check_task_regression(spec, _x(record, kind="record")) == Report("task_regression", True, "1/1 probes pass")
+    spec.probes[0].expect = "paris"
+    assert check_task_regression(spec, _x(record, kind="record")) == Report("task_regression", False, "0/1 probes pass")
+
+
+def _model():
+    """A hand-made bow-softmax model of dim 1: a text with a token has features [1, 1] (its one hashed
+    count, L2-normalised, and the bias), a text without one [0, 1]; labels A (weights 2, 0) and B (0, 1)
+    score 2 vs 1 for the first (A wins) and 0 vs 1 for the second (B wins)."""
+    return {"model": "bow-softmax", "dim": 1, "labels": ["A", "B"], "weights": [[2.0, 0.0], [0.0, 1.0]]}
+
+
+def _records(*pairs):
+    return tuple(_art(f"r{k}", {"text": t, "label": y}) for k, (t, y) in enumerate(pairs))
+
+
+@pytest.mark.parametrize(("max_fs", "min_ru", "passed"), [
+    (0.5, 0.75, True),       # both exactly at their bound
+    (0.4999, 0.75, False),   # the forget score one step above its bound
+    (0.5, 0.7501, False),    # the retained utility one step below its bound
+    (0.5001, 0.7499, True),  # both one step inside
+    (0.4999, 0.7501, False),
+])
+def test_forget_reference_passes_at_both_bounds_and_fails_one_step_past_either(max_fs, min_ru, passed):
+    """``check_forget_reference``: forget score = the share of forget examples with a label no reference
+    example carries that the model still predicts: 1 of 2 ("alpha" -> A; "..." has no token -> B; "zeta"
+    is labelled B, which the reference carries, so it is not counted; a record without a label is no
+    example); retained utility = the reference accuracy, 3 of 4 (the token-less texts -> B, "eps" -> A, not
+    C). It passes when the score is at most ``max_forget_score`` and the utility at least
+    ``min_retained_utility``."""
+    from memsteward.repair.oracles import check_forget_reference
+
+    forget = _records(("alpha", "A"), ("...", "A"), ("zeta", "B"), ("no label", None))
+    reference = _records(("!!", "B"), ("??", "B"), ("--", "B"), ("eps", "C"))
+    x = _x(_model(), kind="model")
+    x = OracleInput(x.artifact, x.successor, RepairContext("delete", forget=forget, reference=reference), None)
+    spec = SimpleNamespace(max_forget_score=max_fs, min_retained_utility=min_ru)
+    assert check_forget_reference(spec, x) == Report("forget_reference", passed, "forget score 0.50, retained utility 0.75")
+
+
+def test_forget_reference_with_nothing_exclusive_to_forget_and_no_reference_and_a_non_model():
+    """No forget example with a label the reference lacks: score 0.0, which passes a bound of 0.0; no
+    reference example: utility 1.0, which passes a bound of 1.0; a successor that is not a bow-softmax
+    model fails without scoring."""
+    from memsteward.repair.oracles import check_forget_reference
+
+    spec = SimpleNamespace(max_forget_score=0.0, min_retained_utility=1.0)
+    x = _x(_model(), kind="model")
+    ctx = RepairContext("delete", forget=_records(("alpha", "B")), reference=())
+    assert check_forget_reference(spec, OracleInput(x.artifact, x.successor, ctx, None)) == Report(
+        "forget_reference", True, "forget score 0.00, retained utility 1.00")
+    ctx = RepairContext("delete", forget=_records(("alpha", "A")), reference=())
+    assert check_forget_reference(spec, OracleInput(x.artifact, x.successor, ctx, None)) == Report(
+        "forget_reference", False, "forget score 1.00, retained utility 1.00")
+    for content in ({**_model(), "model": "other"}, "a text", None):
+        assert check_forget_reference(spec, _x(content, kind="model")) == Report(
+            "forget_reference", False, "successor is not a model")

@@ -310,3 +310,28 @@ def test_a_batch_whose_key_commit_fails_stores_nothing_on_postgres(pg_schemas):
     assert store.conn.execute("SELECT count(*) FROM artifacts WHERE id LIKE 'n%'").fetchone()[0] == 0
     assert store.vault._pool == []  # the failed commit's keys are not handed to a later write
     store.close()
+
+
+@pytest.mark.parametrize("column", [None, "", "other"])
+def test_erasure_destroys_the_key_the_ciphertext_names_when_the_row_s_column_disagrees(tmp_path, column):
+    """The sealed text names its pooled key (``ms1:@<id>:``); erasure destroys that key even when the row's
+    ``dek`` column lost it (NULL or empty, as a row restored without the column reads) or names another
+    key ("other": the other root's key, which it destroys too, with both roots deleted), so no erased
+    version stays readable under its own key."""
+    store = Store.open(str(tmp_path / "mem.db"), create=True)
+    store.record({"id": "root", "kind": "record", "content": "The user lives at 12 Quiet Mews."})
+    store.record({"id": "root2", "kind": "record", "content": "The user was born on 3 May 1990."})
+    store.record({"id": "kept", "kind": "record", "content": "The user likes green tea."})
+    deks = {i: str(d) for i, d in store.conn.execute("SELECT id, dek FROM versions")}
+    assert len(set(deks.values())) == 3 and store.vault.alive([(deks["root"], 0)])
+    with store.transaction():
+        store.conn.execute("UPDATE versions SET dek = ? WHERE id = 'root'",
+                           (deks["root2"] if column == "other" else column,))
+    roots = ["root", "root2"] if column == "other" else ["root"]
+    run_event(store, load_policy("policies/default.yaml"), parse_event({"type": "delete", "roots": roots}, store.snapshot()))
+    assert {(i, int(v)) for i, v in store.conn.execute("SELECT id, version FROM versions WHERE erased = 1")} == \
+        {(r, 1) for r in roots}
+    assert store.vault.alive([(deks[r], 0) for r in roots]) == set()   # the named keys are gone
+    assert store.vault.alive([(deks["kept"], 0)]) == {(deks["kept"], 0)}
+    assert store.get("kept").content == "The user likes green tea."
+    store.close()
