@@ -281,3 +281,11 @@ def test_solve_returns_none_when_unsat_and_a_model_when_sat():
     m = solve(x > 1, x < 3)
     assert m is not None and m.eval(x).as_long() == 2
     assert solve() is not None
+
+
+def test_solve_raises_when_z3_answers_unknown():
+    # x³ + y³ + z³ = 33 has integer solutions, but the smallest has 16-digit numbers (Booker, 2019):
+    # Z3 finds none and cannot refute it, so its answer at any short timeout is unknown
+    a, b, c = z3.Ints("a b c")
+    with pytest.raises(TimeoutError, match=r"Z3 returned unknown \(timeout\)"):
+        solve(a * a * a + b * b * b + c * c * c == 33, timeout_ms=50)

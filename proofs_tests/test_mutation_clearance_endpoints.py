@@ -236,3 +236,15 @@ def test_rules_read_the_process_environment_when_none_is_given(monkeypatch, tmp_
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
     rules = EndpointRules.from_environment()
     assert rules.key_envs == ("ONLY_THIS",) and rules.http_hosts == ("h",)
+
+
+def test_the_config_file_is_read_up_to_64_kib_and_refused_beyond(tmp_path: Path):
+    body = '[endpoints]\nallowed_key_envs = ["CORP_*"]\n'
+    for size in (65_535, 65_536, 65_537, 131_072):
+        env = write(tmp_path, body + "#" * (size - len(body) - 1) + "\n")
+        assert (tmp_path / "config.toml").stat().st_size == size
+        if size <= 65_536:
+            assert EndpointRules.from_environment(env).key_envs == ("CORP_*",), size
+        else:
+            with pytest.raises(InputError, match="65536-byte limit"):
+                EndpointRules.from_environment(env)
