@@ -295,6 +295,22 @@ def test_ortools_hands_capacities_beyond_int64_to_networkx():
     assert closure.max_weight_closure(small, 0.0, "ortools").method == "mincut/ortools"
 
 
+
+@pytest.mark.parametrize("cost,method", [(950.0, "mincut/ortools"),
+                                         (951.0, "mincut/ortools→networkx (capacities exceed int64)")])
+def test_the_int64_bound_of_the_ortools_backend_from_both_sides(cost, method):
+    """2·Σ|p| + 2 < 2^62 runs on OR-Tools: Σ|p| = 2^61 − 2 (one below) does, 2^61 − 1 (2·Σ|p| + 2 =
+    2^62 exactly) goes to networkx. a (2,305,843,009,213,693,000, the decimal its float is written as)
+    needs b (−950 or −951): both are selected, and the backends agree."""
+    cands = [cand("a", ("b",), v=2.305843009213693e18, c=0.0), cand("b", v=-cost, c=0.0)]
+    assert closure._scaled(cands, 0.0, Fraction(0)) == ([2305843009213693000, -int(cost)], 1)
+    assert 2 * (2305843009213693000 + int(cost)) + 2 == 2**62 - 2 * (951 - int(cost))
+    sel = closure.max_weight_closure(cands, 0.0, "ortools")
+    assert sel.method == method
+    assert sel.selected == frozenset({"a", "b"}) and sel.objective_exact == 2305843009213693000 - int(cost)
+    assert closure.max_weight_closure(cands, 0.0, "networkx").selected == sel.selected
+
+
 def test_preload_imports_only_the_named_backend():
     code = ("import sys\nfrom memsteward.repair import closure\n"
             "closure.preload(sys.argv[1])\n"
