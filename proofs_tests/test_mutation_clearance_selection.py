@@ -7,6 +7,7 @@ three properties as a Hypothesis property against a reference that enumerates ev
 
 from __future__ import annotations
 
+import math
 from itertools import combinations
 
 import pytest
@@ -92,6 +93,34 @@ def test_select_is_the_smallest_maximiser_within_eps():
     assert select([0.0, 0.2, 0.9, 0.5], [0, 1, 3]) == 3  # only admissible ones count
     assert select([0.0, -0.2], [0]) == 0
     assert select([0.0, EPS / 2], [0, 1]) == 0
+
+
+@pytest.mark.parametrize("best", [1.0, 0.75, 0.5, 0.1, 3 * EPS, 1e-9])
+def test_select_counts_a_gain_exactly_eps_below_the_best_as_a_tie_and_one_ulp_lower_not(best):
+    at = best - EPS  # the float the bound is computed as: inside, it is a tie (>=)
+    below, above = math.nextafter(at, -math.inf), math.nextafter(at, math.inf)
+    for tie, want_tie in ((at, True), (above, True), (below, False)):
+        gain = [0.0, tie, best]
+        assert select(gain, [0, 1, 2]) == (1 if want_tie else 2), (best, tie)
+        assert select([0.0, best, tie], [0, 1, 2]) == 1  # the maximiser comes first: it is the least
+        assert select(gain, [0, 2]) == 2 and select(gain, [0, 1]) == 1  # only admissible ones count
+    # the bound is EPS below the best, not below 0: with best = 0 nothing above -EPS is excluded
+    assert select([0.0, -EPS], [0, 1]) == 0 and select([-EPS, 0.0], [0, 1]) == 0
+
+
+def test_clearance_selects_the_shorter_prefix_when_its_gain_is_exactly_eps_below():
+    ids = ["a", "b", "c"]
+    full = frozenset(ids)
+    table = {s: 0.0 for s in subsets(ids)}  # v̂(M) = 0: each gain is the table value itself
+    table[full - {"a"}] = 0.75 - EPS
+    table[full - {"a", "b"}] = 0.75
+    game = game_of(ids, table, Recovery(rule="threshold", threshold=0.5))
+    sel = clearance(game, {"a": -0.3, "b": -0.2, "c": 0.1}, 0.1)
+    assert sel.chain == ("a", "b") and sel.gains == (0.0, 0.75 - EPS, 0.75) and sel.admissible == (0, 1, 2)
+    assert sel.selected == 1 and sel.removed == ("a",)
+    table[full - {"a"}] = math.nextafter(0.75 - EPS, 0.0)  # one ulp further: no longer a tie
+    assert clearance(game_of(ids, table, Recovery(rule="threshold", threshold=0.5)),
+                     {"a": -0.3, "b": -0.2, "c": 0.1}, 0.1).selected == 2
 
 
 def test_selection_removes_the_selected_prefix_of_the_chain():
