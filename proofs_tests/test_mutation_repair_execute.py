@@ -741,3 +741,51 @@ def test_resume_reads_the_neighbourhood_only_with_candidates_left_to_run(tmp_pat
         assert sum("ORDER BY e.dst, e.src" in q for q in issued) == (0 if stop == n else 1)
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("batch, committed", [
+    (1, [0, 1, 2, 2, 2, 5, 6]),
+    (2, [0, 0, 2, 2, 2, 5, 5]),
+    (3, [0, 0, 0, 0, 0, 5, 5]),
+    (4, [0, 0, 0, 0, 0, 5, 5]),
+    (6, [0, 0, 0, 0, 0, 0, 6]),  # the 6th outcome (z's) fills it: b and c count one each
+    (64, [0, 0, 0, 0, 0, 0, 0]),
+])
+def test_sequential_outcomes_are_committed_once_a_batch_is_queued(tmp_path, monkeypatch, batch, committed):
+    """r feeds a and x; a feeds b and c; x → y → z → w (each also fed by k); a's operator raises. Plan
+    order a, x, b, c, y, z, w: a fails, b and c are blocked (no operator run), the chain is republished.
+    The outcomes committed at each progress call (the store read in the callback), worked by hand: the
+    queue is committed after an operator's outcome (a, x, y, z, w) once it holds ``batch`` outcomes,
+    blocked ones counted, and its remainder before the publication (e.g. batch 1: b's and c's blocked
+    outcomes wait for y's)."""
+    from memsteward.policy.loader import load_policy_source
+    from memsteward.repair.artifacts import Edge
+    from memsteward.store import Store
+
+    monkeypatch.setattr(ex, "STEP_BATCH", batch)
+    (tmp_path / "p.yaml").write_text(POLICY_TEXT)
+    policy = load_policy_source(str(tmp_path / "p.yaml")).policy
+    arts = {"r": Artifact("r", "record", None, 1, {"text": "old."}), "k": Artifact("k", "record", None, 1, {"text": "k."})}
+    arts.update((i, Artifact(i, "summary", None, 1, f"{i}.")) for i in "abcxyzw")
+    edges = [Edge("k", i) for i in "abcxyzw"]
+    edges += [Edge("r", "a"), Edge("a", "b"), Edge("a", "c"), Edge("r", "x"), Edge("x", "y"), Edge("y", "z"), Edge("z", "w")]
+    store = Store()
+    try:
+        store.import_snapshot(Snapshot(arts, tuple(edges)))
+        seen: list[int] = []
+
+        def progress(done: int, total: int) -> None:
+            if done:
+                found = store.unfinished_event()
+                assert found is not None
+                seen.append(sum(st[0] != "pending" for st in store.steps(found[0]).values()))
+
+        plan = ex.run_event(store, policy, Event("delete", ("r",)), operators=_registry(Scripted({"a": "raise"})),
+                            progress=progress)
+        assert plan.order == ("a", "x", "b", "c", "y", "z", "w")
+        assert [(s.id, s.status) for s in plan.executed] == [
+            ("a", "failed"), ("x", "republished"), ("b", "blocked"), ("c", "blocked"), ("y", "republished"),
+            ("z", "republished"), ("w", "republished")]
+        assert seen == committed
+    finally:
+        store.close()
