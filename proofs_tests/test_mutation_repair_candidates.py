@@ -229,6 +229,66 @@ def _check_stored_worked(store: Store, etype: str, patch) -> None:
     assert all(c.event == etype for c in got.cells.values())
 
 
+def test_only_a_cascade_of_peel_min_members_is_assigned_in_arrays():
+    """A star of PEEL_MIN_MEMBERS − 1 members (the root and its children, each with a kept parent
+    outside) is assigned one by one, without numpy (CLI start-up); so is one of PEEL_MIN_MEMBERS
+    given its ordering (the reference's); the same star without an ordering goes through the array
+    pass (numpy imported). Every child is regen (1 of 2 inputs kept) on each path. A fresh process,
+    so that numpy's presence says which path ran."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from memsteward.policy.loader import load_policy\n"
+            "from memsteward.repair.artifacts import Artifact, Edge, Snapshot\n"
+            "from memsteward.repair.candidates import assign\n"
+            "from memsteward.repair.events import Event\n"
+            "from memsteward.repair.scope import PEEL_MIN_MEMBERS, read_scope\n"
+            "policy = load_policy('policies/default.yaml')\n"
+            "def star(n):\n"
+            "    kids = [f's{k:05d}' for k in range(n - 1)]\n"
+            "    arts = {i: Artifact(i, 'summary', None, 1, 's.') for i in kids}\n"
+            "    arts |= {'r': Artifact('r', 'record', None, 1, {'text': 'r.'}), 'k': Artifact('k', 'record', None, 1, {})}\n"
+            "    edges = tuple(Edge(p, i) for i in kids for p in ('k', 'r'))\n"
+            "    return read_scope(Snapshot(arts, edges), ['r'])\n"
+            "def show(got):\n"
+            "    print(len(got.modes), sorted(set(got.modes.values())), len(got.candidates), 'numpy' in sys.modules)\n"
+            "show(assign(policy, star(PEEL_MIN_MEMBERS - 1), Event('delete', ('r',))))\n"
+            "big = star(PEEL_MIN_MEMBERS)\n"
+            "show(assign(policy, big, Event('delete', ('r',)), None, (list(big.members), frozenset())))\n"
+            "show(assign(policy, big, Event('delete', ('r',))))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
+    n = scopes.PEEL_MIN_MEMBERS
+    assert out[:3] == [f"{n - 2} ['regen'] {n - 2} False", f"{n - 1} ['regen'] {n - 1} False",
+                       f"{n - 1} ['regen'] {n - 1} True"]
+
+
+def _star(n: int) -> Snapshot:
+    """The root r and n − 1 summaries, each with r and a kept record k outside as inputs."""
+    kids = [f"s{k:05d}" for k in range(n - 1)]
+    arts = {i: Artifact(i, "summary", None, 1, "s.") for i in kids}
+    arts |= {"r": Artifact("r", "record", None, 1, {"text": "r."}), "k": Artifact("k", "record", None, 1, {})}
+    return Snapshot(arts, tuple(Edge(p, i) for i in kids for p in ("k", "r")))
+
+
+@pytest.mark.parametrize("n,given,levels", [
+    (scopes.PEEL_MIN_MEMBERS - 1, False, False), (scopes.PEEL_MIN_MEMBERS, False, True),
+    (scopes.PEEL_MIN_MEMBERS + 1, False, True), (scopes.PEEL_MIN_MEMBERS, True, False), (3, True, False),
+])
+def test_the_array_pass_runs_from_peel_min_members_when_no_ordering_is_given(n, given, levels):
+    """Which pass assigns (a spy on the array pass): arrays from PEEL_MIN_MEMBERS members of C(F) on,
+    unless the caller gives its ordering; the modes and candidates are the same either way."""
+    scope = read_scope(_star(n), ["r"])
+    assert len(scope.members) == n
+    event = Event("delete", ("r",))
+    ordering = (list(scope.members), frozenset()) if given else None  # "k" < "r" < "s…": parents first
+    with mock.patch.object(cands, "_assign_levels", wraps=cands._assign_levels) as spy:
+        got = assign(DEFAULT, scope, event, None, ordering)
+    assert spy.called is levels
+    assert dict(got.modes) == {f"s{k:05d}": "regen" for k in range(n - 1)}
+    assert [c.id for c in got.candidates] == sorted(got.modes) and all(c.executable for c in got.candidates)
+
+
 @pytest.mark.parametrize("calls,mode", [(20, "recompute"), (21, "remove"), (20.5, "remove"), (True, "recompute"),
                                         ("99", "recompute"), (0, "recompute")])
 @pytest.mark.parametrize("name,patch", list(_passes()))

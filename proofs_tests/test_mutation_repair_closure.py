@@ -296,6 +296,23 @@ def test_ortools_hands_capacities_beyond_int64_to_networkx():
 
 
 
+def test_ortools_adds_arcs_one_by_one_up_to_the_small_network_bound_and_imports_no_numpy():
+    """A network of SMALL_CUT_ARCS arcs is built arc by arc (numpy is not imported: CLI start-up), one
+    more arc from arrays (numpy imported); both cuts are right. A fresh process, so that numpy's
+    presence says which branch ran."""
+    code = ("import sys\nfrom memsteward.repair import closure\nfrom memsteward.repair.candidates import Candidate\n"
+            "def family(n):\n"
+            "    return [Candidate(f'c{k:05d}', 'summary', None, 'regen', 'op', (), True, 1.0, 0.0) for k in range(n)]\n"
+            "for n in (closure.SMALL_CUT_ARCS, closure.SMALL_CUT_ARCS + 1):\n"
+            "    cands = family(n)\n"
+            "    arcs = len(closure.closure_network(cands, closure._scaled(cands, 0.0, 0)[0])[0])\n"
+            "    sel = closure.max_weight_closure(cands, 0.0, 'ortools')\n"
+            "    print(arcs, sel.method, len(sel.selected), 'numpy' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
+    n = closure.SMALL_CUT_ARCS
+    assert out[:2] == [f"{n} mincut/ortools {n} False", f"{n + 1} mincut/ortools {n + 1} True"]
+
+
 @pytest.mark.parametrize("cost,method", [(950.0, "mincut/ortools"),
                                          (951.0, "mincut/ortools→networkx (capacities exceed int64)")])
 def test_the_int64_bound_of_the_ortools_backend_from_both_sides(cost, method):

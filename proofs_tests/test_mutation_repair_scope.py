@@ -368,6 +368,37 @@ def test_generation_order_by_hand_and_a_self_loop_is_a_cycle():
         generation_order(["a", "b", "c"], [("a", "b"), ("b", "c"), ("c", "b")])
 
 
+def _wide_dag(n: int) -> tuple[list[str], list[tuple[str, str]]]:
+    """n ids in 4 wide generations (k → k + n//4 and k → k + n//4 + 1 within range), a 2-cycle-free DAG."""
+    ids = [f"m{k:05d}" for k in range(n)]
+    step = n // 4
+    edges = [(ids[k], ids[j]) for k in range(n) for j in (k + step, k + step + 1) if j < n]
+    return ids, edges
+
+
+@pytest.mark.parametrize("n,peels", [(scopes.PEEL_MIN_MEMBERS - 1, False), (scopes.PEEL_MIN_MEMBERS, True),
+                                     (scopes.PEEL_MIN_MEMBERS + 1, True)])
+def test_the_array_peel_runs_from_peel_min_members(n, peels):
+    """order_and_cycles and generation_order peel in arrays from PEEL_MIN_MEMBERS nodes on (a spy on
+    peel_levels), Tarjan / Kahn alone below; the result is networkx's either way."""
+    from unittest import mock
+
+    ids, edges = _wide_dag(n)
+    g = nx.DiGraph()
+    g.add_nodes_from(ids)
+    g.add_edges_from(edges)
+    generations = tuple(v for gen in nx.topological_generations(g) for v in sorted(gen))
+    sc = Scope((ids[0],), frozenset(ids), sorted(edges, key=lambda e: (e[1], e[0])), {}, States())
+    with mock.patch.object(scopes, "peel_levels", wraps=scopes.peel_levels) as spy:
+        order, cyclic = order_and_cycles(sc)
+    assert spy.called is peels
+    pos = {v: k for k, v in enumerate(order)}
+    assert sorted(order) == ids and cyclic == frozenset() and all(pos[u] < pos[v] for u, v in edges)
+    with mock.patch.object(scopes, "peel_levels", wraps=scopes.peel_levels) as spy:
+        assert generation_order(ids, edges) == generations
+    assert spy.called is peels
+
+
 @given(st.lists(st.text(alphabet="abc", max_size=3), max_size=12))
 def test_unique_sorted_is_sorted_set(nodes):
     assert scopes._unique_sorted(list(nodes)) == sorted(set(nodes))
