@@ -256,3 +256,9 @@ def test_plan_from_scope_fills_every_field():
     assert p.status == "planned" and p.executed == () and p.untracked == {}
     none = plans.plan_from_scope(policy, scope, event, "no_action")
     assert none.barrier == () and none.roots == {} and none.cascade == p.cascade
+    # the selector as a caller of the Python API may pass it (read from a config: a fresh string)
+    fresh = plans.plan_from_scope(policy, scope, event, "".join(["no_", "action"]))
+    assert fresh.barrier == () and fresh.roots == {} and fresh.selection.method == "no_action"
+    for name in ("mincut", "greedy", "repair_all", "remove_all"):
+        other = plans.plan_from_scope(policy, scope, event, "".join(list(name)))
+        assert other.barrier == p.cascade and other.roots == {"r": "erased"} and other.selector == name
