@@ -19,7 +19,7 @@ from store_import import import_document
 
 from memsteward.errors import WriteRefused
 from memsteward.policy.loader import load_policy
-from memsteward.repair.events import load_event
+from memsteward.repair.events import load_event, parse_event
 from memsteward.repair.execute import run_event
 from memsteward.store import Store
 
@@ -92,3 +92,29 @@ def test_recover_after_the_keys_went_writes_the_normalised_tombstones(store_at):
     assert rec.returncode == 0, rec.stderr
     assert _stones(db) == expected
     assert [_written(db, t) for t in (TEXT.upper(), TEXT.replace(" ", "  "), TEXT)] == ["tombstone"] * 3
+
+
+def test_a_root_the_barrier_recorded_no_digests_for_is_opened_and_tombstoned_alike(tmp_path):
+    """A version whose normalised digests the barrier did not record (an event barriered before schema 10,
+    or by a barrier that recorded some roots only) is opened by the publication, whose tombstones are then
+    exactly those of a publication that read them from the barrier's records: the same digest rows per
+    root, on copies of one SQLite store (same keys), for none, one and both of two roots recorded; and the
+    records are gone after the publication."""
+    import shutil
+
+    base = import_document(str(tmp_path / "base.db"), DATA / "store.json")
+    runs: dict[str, dict] = {}
+    for name, keep in (("all", {"p1", "p2"}), ("none", set()), ("p2", {"p2"}), ("p1", {"p1"})):
+        db = str(tmp_path / f"{name}.db")
+        for suffix in ("", ".keys"):
+            shutil.copyfile(base + suffix, db + suffix)
+        s = Store.open(db)
+        record = s._record_erasing_digests
+        s._record_erasing_digests = lambda event_id, roots, keep=keep, record=record: record(  # type: ignore[method-assign]
+            event_id, [r for r in roots if r in keep])
+        run_event(s, load_policy(POLICY), parse_event({"type": "delete", "roots": ["p1", "p2"]}, s.snapshot()))
+        assert s.conn.execute("SELECT count(*) FROM erasing_digests").fetchone()[0] == 0
+        runs[name] = {root: sorted(ds) for (root, _), ds in s.erasure_state()[1].items()}
+        s.close()
+    assert set(runs["all"]) == {"p1", "p2"} and len(runs["all"]["p1"]) > 1 and len(runs["all"]["p2"]) > 1
+    assert runs["none"] == runs["all"] and runs["p2"] == runs["all"] and runs["p1"] == runs["all"]
