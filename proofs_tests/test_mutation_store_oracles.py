@@ -225,3 +225,33 @@ def test_forget_reference_with_nothing_exclusive_to_forget_and_no_reference_and_
     for content in ({**_model(), "model": "other"}, "a text", None):
         assert check_forget_reference(spec, _x(content, kind="model")) == Report(
             "forget_reference", False, "successor is not a model")
+
+
+@pytest.mark.parametrize("n", [0, 499, 500, 501, 1000])
+def test_a_plugin_oracle_s_report_is_renamed_its_verdict_made_a_bool_and_its_detail_cut_at_500(monkeypatch, n):
+    """``check_plugin`` (the plugin itself is looked up by entry point, end to end in test_plugins.py; here
+    the loader hands back a callable): the report is named ``plugin:<name>``, a truthy or falsy verdict
+    becomes True or False, the detail (any object, as its text) keeps its first 500 characters, and a
+    return that is not a Report fails with OperatorError naming its type."""
+    from memsteward.repair import plugins
+    from memsteward.repair.oracles import check_plugin
+
+    seen = []
+
+    def oracle(settings, x):
+        seen.append((settings, x.successor.content))
+        return Report("whatever", settings["verdict"], settings["detail"])
+
+    monkeypatch.setattr(plugins, "load_oracle", lambda name: oracle if name == "mine" else None)
+    detail = "".join(chr(ord("a") + k % 26) for k in range(n))
+    for verdict, passed in ((1, True), ([], False), ("yes", True), (0, False)):
+        spec = SimpleNamespace(plugin="mine", settings={"verdict": verdict, "detail": detail})
+        report = check_plugin(spec, _x("text"))
+        assert report == Report("plugin:mine", passed, detail[:500]) and report.passed is passed
+        assert len(report.detail) == min(n, 500)
+    spec = SimpleNamespace(plugin="mine", settings={"verdict": True, "detail": 12345})
+    assert check_plugin(spec, _x("text")) == Report("plugin:mine", True, "12345")
+    assert seen[0] == ({"verdict": 1, "detail": detail}, "text")
+    monkeypatch.setattr(plugins, "load_oracle", lambda name: lambda settings, x: {"passed": True})
+    with pytest.raises(OperatorError, match=r"^oracle plugin:mine returned a dict, not a Report$"):
+        check_plugin(SimpleNamespace(plugin="mine", settings={}), _x("text"))
