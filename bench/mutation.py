@@ -225,6 +225,32 @@ def draw_sample(copy: Path, size: int, seed: int, only: list[str]) -> tuple[list
     return plan, report
 
 
+def place(module: str, line: int, operator: str, occurrence: int) -> tuple[str, int, str, int]:
+    """A mutant's identity within one commit's sample: module, line, operator (last part), occurrence."""
+    return (module, line, operator.split("/")[-1], occurrence)
+
+
+def resumable(earlier: Mapping, seed: int, size: int, commit: str) -> list[dict]:
+    """The rows of an earlier run (its ``.partial`` or final file) that a resumed run keeps: every
+    row, when it drew the same sample (seed and size) from the same commit, else ``SystemExit``
+    naming what differs. A run that recorded no commit (made before runs recorded one) is taken on
+    the caller's word that it is this commit."""
+    why = [f"{k} {earlier.get(k)!r} != {v!r}" for k, v in (("seed", seed), ("size", size))
+           if earlier.get(k) != v]
+    if earlier.get("commit") not in (None, commit):
+        why.append(f"commit {earlier['commit']!r} != {commit!r}")
+    if why:
+        raise SystemExit("--resume: the earlier run drew another sample: " + "; ".join(why))
+    return [dict(r) for r in earlier.get("mutants", [])]
+
+
+def still_to_run(plan: list, done: list[dict], root: Path) -> list:
+    """The sampled mutants (in the sample's order) that no row of ``done`` already ran."""
+    ran = {place(r["module"], r["line"], r["operator"], r["occurrence"]) for r in done}
+    return [m for m in plan if place(str(Path(m.module_path).relative_to(root)), m.start_pos[0],
+                                     m.operator_name, m.occurrence) not in ran]
+
+
 def _run_one(m, copy: Path, rel: str, tests: list[str], timeout: float) -> dict:
     """Plant one mutation in ``copy`` (restored on exit) and run the selected tests against it."""
     from cosmic_ray.mutating import use_mutation
@@ -256,12 +282,16 @@ def _run_one(m, copy: Path, rel: str, tests: list[str], timeout: float) -> dict:
     return row
 
 
+def _head() -> str:
+    return subprocess.run(["git", "describe", "--always", "--dirty"], cwd=ROOT, capture_output=True,
+                          text=True).stdout.strip()
+
+
 def _cached_map(map_file: Path | None, copies: list[Path], only_tests: list[str]) -> tuple[dict, dict[str, float], set[str]]:
     """The coverage map of this tree: read from ``map_file`` when it was made from the same commit,
     test selection, selection rules and database (``git describe --always --dirty``), else computed
     (its shards balanced by the per-file durations of any earlier map there) and written there."""
-    head = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=ROOT, capture_output=True,
-                          text=True).stdout.strip()
+    head = _head()
     key = {"commit": head, "tests": sorted(only_tests), "rules": MAP_RULES,
            "postgresql": bool(os.environ.get(PG_ENV))}
     weights: Counter[str] | None = None
@@ -283,13 +313,21 @@ def _cached_map(map_file: Path | None, copies: list[Path], only_tests: list[str]
 
 def run(size: int, budget_s: float, seed: int, only: list[str], workers: int, limit: int | None,
         only_tests: list[str], map_file: Path | None = None, partial: Path | None = None,
-        share: float | None = None) -> dict:
+        share: float | None = None, earlier: Mapping | None = None) -> dict:
     """Copy the tree once per worker, map coverage once, draw the sample, run it on ``workers`` copies.
     With ``partial``, the results so far are rewritten there after every mutant (a long run can be
-    read, and its survivors classified, while it runs)."""
+    read, and its survivors classified, while it runs). With ``earlier`` (a stopped run's results on
+    this commit, same seed and size), its rows are kept and only the rest of the sample runs."""
     copies = [Path(tempfile.mkdtemp(prefix=f"memsteward-mutate-{w}-")) for w in range(workers)]
     start = time.monotonic()
-    out: dict = {"seed": seed, "size": size, "budget_s": budget_s, "workers": workers, "modules": {}, "mutants": []}
+    commit = _head()
+    out: dict = {"seed": seed, "size": size, "budget_s": budget_s, "workers": workers, "commit": commit,
+                 "modules": {}, "mutants": []}
+    if earlier is not None:
+        out["mutants"] = resumable(earlier, seed, size, commit)
+        out["resumed"] = [*earlier.get("resumed", []),
+                          {"mutants": len(out["mutants"]), "seconds": earlier.get("seconds"),
+                           "coverage_s": earlier.get("coverage_s"), "stopped": earlier.get("stopped")}]
     try:
         for c in copies:
             _copy_tree(c)
@@ -300,7 +338,9 @@ def run(size: int, budget_s: float, seed: int, only: list[str], workers: int, li
         per_mutant = None if share is None else share * out["test_seconds_mapped"]
         out["per_mutant_budget_s"] = per_mutant
         plan, out["modules"] = draw_sample(copies[0], size, seed, only)
-        print(f"coverage mapped in {out['coverage_s']} s; {len(plan)} mutants sampled", flush=True)
+        todo = still_to_run(plan, out["mutants"], copies[0])
+        print(f"coverage mapped in {out['coverage_s']} s; {len(plan)} mutants sampled"
+              + (f", {len(plan) - len(todo)} already run (--resume)" if len(todo) < len(plan) else ""), flush=True)
         mutating = time.monotonic()
         free: queue.Queue[Path] = queue.Queue()
         for c in copies:
@@ -322,7 +362,8 @@ def run(size: int, budget_s: float, seed: int, only: list[str], workers: int, li
                 free.put(c)
 
         with ThreadPoolExecutor(workers) as pool:
-            for n, row in enumerate(pool.map(work, plan)):
+            first = len(plan) - len(todo)
+            for n, row in enumerate(pool.map(work, todo), start=first):
                 if row is None:
                     out.setdefault("stopped", f"budget reached after {n} of {len(plan)} mutants")
                     continue
@@ -453,6 +494,9 @@ def main(argv: list[str] | None = None) -> None:
                     help="where the coverage map is kept and reused for the same commit ('' to always remap)")
     ap.add_argument("--out", default=str(ROOT / "bench" / "mutation.json"), help="raw results (JSON)")
     ap.add_argument("--report", metavar="JSON", help="print the Markdown tables of an earlier run's raw results")
+    ap.add_argument("--resume", metavar="JSON",
+                    help="an earlier run's raw results (its .partial file if it was stopped), same commit, seed and "
+                         "sample size: keep its rows and run only the rest of the sample")
     a = ap.parse_args(argv)
     if a.report:
         print(report(json.loads(Path(a.report).read_text())), end="")
@@ -463,8 +507,14 @@ def main(argv: list[str] | None = None) -> None:
     problem = postgresql_problem(os.environ, a.no_postgresql)
     if problem:
         ap.error(problem)
+    earlier = None
+    if a.resume:
+        try:
+            earlier = json.loads(Path(a.resume).read_text())
+        except (OSError, ValueError) as e:
+            ap.error(f"--resume {a.resume}: {e}")
     result = run(a.sample, a.budget_minutes * 60, a.seed, a.only, a.workers, a.max_tests or None, a.map_only,
-                 Path(a.map) if a.map else None, Path(a.out + ".partial"), a.max_share or None)
+                 Path(a.map) if a.map else None, Path(a.out + ".partial"), a.max_share or None, earlier)
     result["score"] = score(result)
     Path(a.out).write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
     s = result["score"]

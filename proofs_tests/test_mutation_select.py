@@ -121,3 +121,30 @@ def test_the_map_shards_balance_the_files_by_cost():
     shards = _shards(list(weights), weights, 2)
     assert sorted(map(sorted, shards)) == [["a", "d"], ["b", "c"]]
     assert _shards(["a"], weights, 2) == [["a"]]
+
+
+def test_a_resumed_run_keeps_the_earlier_rows_and_runs_only_the_rest_of_the_same_sample(tmp_path):
+    from types import SimpleNamespace
+
+    import pytest
+
+    from bench.mutation import resumable, still_to_run
+
+    def mutant(module: str, line: int, op: str, occ: int) -> SimpleNamespace:
+        return SimpleNamespace(module_path=tmp_path / module, start_pos=(line, 4),
+                               operator_name=f"core/{op}", occurrence=occ)
+
+    plan = [mutant("engine/a.py", 3, "AddNot", 0), mutant("engine/a.py", 3, "AddNot", 1),
+            mutant("engine/b.py", 9, "NumberReplacer", 0), mutant("engine/a.py", 7, "AddNot", 0)]
+    done = [{"module": "engine/a.py", "line": 3, "operator": "AddNot", "occurrence": 1, "outcome": "killed"},
+            {"module": "engine/b.py", "line": 9, "operator": "NumberReplacer", "occurrence": 0, "outcome": "survived"}]
+    assert still_to_run(plan, done, tmp_path) == [plan[0], plan[3]]  # the sample's order, occurrence told apart
+    assert still_to_run(plan, [], tmp_path) == plan
+    earlier = {"seed": 4, "size": 560, "mutants": done}
+    assert resumable(earlier, 4, 560, "b20f293") == done  # no commit recorded: taken on the caller's word
+    assert resumable({**earlier, "commit": "b20f293"}, 4, 560, "b20f293") == done
+    for seed, size, commit in ((5, 560, "b20f293"), (4, 561, "b20f293")):
+        with pytest.raises(SystemExit, match="another sample"):
+            resumable(earlier, seed, size, commit)
+    with pytest.raises(SystemExit, match="commit 'b20f293' != 'abc1234'"):
+        resumable({**earlier, "commit": "b20f293"}, 4, 560, "abc1234")
