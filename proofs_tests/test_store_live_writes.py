@@ -461,3 +461,45 @@ def test_a_copy_of_erased_content_is_not_let_in_while_the_publication_erases_it(
             s.record({"id": "late", "kind": "record", "content": text}, wait=0)
         assert exc.value.reason == "tombstone"
     s.close()
+
+
+def test_one_writer_checks_each_running_event_by_its_own_barrier_and_tombstones(store_at):
+    """A writer (one store object) meets two events in turn. While each runs, a copy of that event's
+    root content and a new version of an id its barrier holds wait (busy), a copy of the other root's
+    content is not held back; after each publication the copy is refused as a tombstone. What the writer read
+    about the first event (its barrier, its pending tombstones) is not used for the second."""
+    url = store_at("two-events")
+    other_text = "Bob works in Berlin at the harbour office on Mondays"
+    s = Store.open(url, create=True)
+    s.record({"id": "n1", "kind": "record", "content": ROOT_TEXT})
+    s.record({"id": "s1", "kind": "summary", "content": "summary of n1"}, inputs=["n1"])
+    s.record({"id": "n2", "kind": "record", "content": other_text})
+    s.record({"id": "s2", "kind": "summary", "content": "summary of n2"}, inputs=["n2"])
+    policy = load_policy_source(POLICY).policy
+    w = Store.open(url)
+
+    def reason(ident: str, content: str, kind: str = "record") -> str:
+        try:
+            w.record({"id": ident, "kind": kind, "content": content}, wait=0)
+        except WriteRefused as exc:
+            return exc.reason
+        return "ok"
+
+    try:
+        for k, (root, text, held, later) in enumerate([("n1", ROOT_TEXT, "s1", other_text),
+                                                       ("n2", other_text, "s2", ROOT_TEXT)]):
+            plan = compute_plan(policy, s, parse_event({"type": "delete", "roots": [root]}, s))
+            barrier(s, policy, plan, s.generation())
+            # each part the writer reads about the event (its tombstones, its barrier) read first, again, and
+            # last: the next event's first write meets whichever part this one read last
+            assert reason(f"copy{k}", text) == "busy"
+            assert reason(held, "a rewrite", "summary") == "busy"
+            assert reason(f"copy{k}", text.upper()) == "busy"
+            recover(s)
+            assert reason(f"copy{k}", text) == "tombstone"
+            # the other root's content: not erased yet (written), or erased by the first event (refused)
+            assert reason(f"other{k}", later) == ("ok" if k == 0 else "tombstone")
+        assert w.get("other0").state == "withdrawn"  # a copy of n2's content: the second delete took it too
+    finally:
+        w.close()
+        s.close()
