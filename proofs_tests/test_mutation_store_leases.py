@@ -55,6 +55,13 @@ def test_alive_for_each_kind_of_holder(child):
         # another host: assumed alive (its pids mean nothing here), even a pid that is dead here
         assert leases._alive("x", host + ".elsewhere", gone, None)
         assert leases._alive("x", host + ".elsewhere", me, None)
+        # … whether its name sorts after this host's or before it (a proper prefix, an upper-case name),
+        # with this process's pid or a dead one, and with an owner no store here has open
+        for elsewhere in (host[:-1], host.upper() if host != host.upper() else host.lower(), "~" + host):
+            assert elsewhere != host
+            for pid in (me, gone):
+                assert leases._alive("closed-owner", elsewhere, pid, None), (elsewhere, pid)
+                assert leases._alive("closed-owner", elsewhere, pid, "0", "123@2026-01-01", s.driver), (elsewhere, pid)
         # this host, another pid: alive while it runs under its recorded start time
         assert leases._alive("x", host, live, started)
         assert leases._alive("x", host, live, None)
