@@ -68,6 +68,29 @@ def test_decision_of_a_gap_an_undeclared_kind_and_architecture_and_a_remove_rule
     assert decision(pol, 1, "record", None) == Decision("remove", frozenset(), 2)  # no oracles for remove
 
 
+def test_decision_settings_are_canonical_json_with_sorted_keys_and_their_defaults():
+    """Each demanded oracle as ``json.dumps(..., sort_keys=True)`` of its full settings (written out
+    here by hand), so the report lists them in that canonical order (seed-4 survivor compare.py:78)."""
+    validation = [{"mode": "regen", "oracles": [
+        {"oracle": "grounded", "min_support": 0.5},
+        {"oracle": "schema", "schema": {"type": "object", "required": ["b", "a"]}},
+        {"oracle": "replay", "runs": 3}]}]
+    pol = policy([{"when": {}, "mode": "regen"}], validation)
+    assert decision(pol, 0, "record", None).settings == frozenset({
+        '{"min_support": 0.5, "oracle": "grounded"}',
+        '{"oracle": "replay", "runs": 3, "tolerance": 0.0}',
+        '{"by_kind": {}, "oracle": "schema", "schema": {"required": ["b", "a"], "type": "object"}}'})
+    old = policy([{"when": {}, "mode": "remove"}])
+    diffs = compare(old, pol)
+    assert diffs and all(d.verdict == "looser" for d in diffs)
+    assert diffs[0].as_dict()["new"]["oracle_settings"] == [  # sorted by their canonical text
+        {"by_kind": {}, "oracle": "schema", "schema": {"required": ["b", "a"], "type": "object"}},
+        {"min_support": 0.5, "oracle": "grounded"},
+        {"oracle": "replay", "runs": 3, "tolerance": 0.0}]
+    assert [list(x) for x in diffs[0].as_dict()["new"]["oracle_settings"]] == [
+        ["by_kind", "oracle", "schema"], ["min_support", "oracle"], ["oracle", "runs", "tolerance"]]
+
+
 # ------------------------------------------------------------------ verdicts
 
 
