@@ -265,6 +265,19 @@ def test_use_exact_modes_and_the_boundary_of_auto():
     assert use_exact(6, 4, "auto", premium=premium + 1e-9) and not use_exact(6, 4, "auto", premium=premium - 1e-9)
 
 
+def test_use_exact_default_premium_is_the_policys_a_quarter():
+    # 2^K / E[distinct]: K = 4, L = 4: 16 / 11.84 = 1.351 (> 1.25: sampled); L = 8: 1.126 (exact);
+    # K = 5, L = 8: 1.419 (sampled); K = 6, L = 16: 1.425 (sampled); K = 3, L = 2: 1.2 (exact)
+    from memsteward.policy.model import ClearanceSpec
+
+    assert ClearanceSpec().exact_premium == 0.25
+    for k, count, want in [(4, 4, False), (4, 8, True), (5, 8, False), (6, 16, False), (3, 2, True)]:
+        ratio = 2 ** k / expected_distinct_coalitions(k, count)
+        assert (ratio <= 1.25) == want, (k, count, ratio)
+        assert use_exact(k, count, "auto") == want, (k, count)
+        assert use_exact(k, count, "auto") == use_exact(k, count, "auto", 0.25, 1, None)
+
+
 def test_use_exact_weighs_the_screen_at_full_trials_and_the_rest_at_sample_trials():
     # K = 6, L = 4, E ≈ 27.0: screen 7 coalitions × trials, the others × min(sample_trials, trials)
     e = expected_distinct_coalitions(6, 4)
