@@ -362,6 +362,19 @@ def test_a_held_full_value_replaces_the_partial_trials_only_when_preferred():
     assert first == pytest.approx({"a": 0.5, "b": -0.25, "c": -0.25}, abs=TOL)
     fresh = Game(Task("q", "r", tuple(Memory(i) for i in ids)), TableEvaluator(outcomes=outcomes), trials=2)
     assert estimate(fresh, effects, [one], trials=1, prefer_full=True).contribution == pytest.approx(first)
+    # by default the first trials are used (prefer_full is off)
+    assert estimate(game, effects, [one], trials=1).contribution == pytest.approx(first, abs=TOL)
+
+
+@pytest.mark.parametrize("k", [4, 5])
+def test_estimate_default_confidence_is_95_percent(k):
+    ids = [f"m{j}" for j in range(k)]
+    table = dyadic_table(ids, 7 * k)
+    effects = loo_of(ids, table)
+    sample = subsets(ids, 1)[:2] + subsets(ids, 2)[:1]  # partly sampled strata: a variance term
+    want = reference_radius(ids, table, sample, 0.95)
+    assert want > reference_radius(ids, table, sample, 0.5)  # the confidence counts here
+    assert estimate(game_of(ids, table), effects, sample).radius == pytest.approx(want, rel=1e-12, abs=TOL)
 
 
 # ------------------------------------------------------------------ samples_for, the budget cut, attribution
