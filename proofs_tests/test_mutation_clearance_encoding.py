@@ -172,6 +172,33 @@ def test_domain_takes_the_union_of_the_policies_ranges():
     assert enc.declared(a) is enc.declared(a)
 
 
+RANGED = {  # the cache kind's "age" range in each policy ({} : declared without bounds; None: not declared)
+    "none": None, "open": {}, "0-10": {"min": 0, "max": 10}, "5-20": {"min": 5, "max": 20},
+    "min3": {"min": 3}, "max7": {"max": 7},
+}
+
+
+def _ranged_policy(name: str) -> Policy:
+    meta = {} if RANGED[name] is None else {"age": RANGED[name]}
+    return policy({"cache": {"replayable": True, "meta": meta}, "record": {}})
+
+
+@pytest.mark.parametrize("names", list(itertools.permutations(["none", "0-10", "5-20"], 3))
+                         + list(itertools.permutations(["0-10", "min3", "max7"], 3))
+                         + [("open", "0-10"), ("0-10", "open"), ("min3", "5-20"), ("none", "max7"), ("max7", "none")])
+def test_the_domain_bounds_a_field_by_the_union_of_the_ranges_of_the_policies_that_declare_it(names):
+    declaring = [RANGED[n] for n in names if RANGED[n] is not None]
+    los, his = [r.get("min") for r in declaring], [r.get("max") for r in declaring]
+    lo = None if None in los else min(los)  # a side stays bounded only if every declaring policy bounds it
+    hi = None if None in his else max(his)
+    enc = Encoding([_ranged_policy(n) for n in names])
+    for x in [-50.0, *points(0.0), *points(3.0), *points(5.0), *points(7.0), *points(10.0), *points(20.0), 50.0]:
+        want = (lo is None or x >= lo) and (hi is None or x <= hi)
+        cell = Cell("cache", None, "delete", "sufficient", False, {"age": x})
+        assert at(enc, enc.domain(), cell) == want, (names, x)
+        assert at(enc, enc.domain(), Cell("record", None, "delete", "sufficient", False, {"age": x}))  # not its field
+
+
 @pytest.mark.parametrize("lo,hi", [(None, None), (0.0, None), (None, 4.0), (1.0, 4.0)])
 def test_one_policy_range_bounds_exactly_its_declared_sides(lo, hi):
     mf = {k: v for k, v in (("min", lo), ("max", hi)) if v is not None}
