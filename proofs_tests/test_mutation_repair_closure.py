@@ -237,6 +237,21 @@ def test_a_lagrangian_shift_selects_at_lambda_plus_mu_and_reports_the_objective_
         assert sel.objective_exact == objective_ref(cands, sel.selected, lam)
 
 
+@pytest.mark.parametrize("backend", closure.BACKENDS)
+def test_a_rational_tradeoff_is_read_exactly_in_the_cut_and_its_objective(backend):
+    """λ given as a Fraction (as profit and _scaled take it) is not rounded to a float anywhere: at
+    λ = 1/3, a (value 1, cost 3) has profit exactly 0 (left out: minimal), b (value 1, cost 2.9)
+    profit 1 − 29/30 = 1/30, and c (value 0.5, cost 1) needs b and brings 1/6: Σ = 1/5 exactly (read
+    as the float 0.3333333333333333, b's profit would be 0.0333…34 and the sum not 1/5)."""
+    lam = Fraction(1, 3)
+    cands = [cand("a", v=1.0, c=3.0), cand("b", v=1.0, c=2.9), cand("c", ("b",), v=0.5, c=1.0)]
+    sel = closure.max_weight_closure(cands, lam, backend)
+    assert sel.selected == frozenset({"b", "c"})
+    assert sel.objective_exact == Fraction(1, 30) + Fraction(1, 6) == Fraction(1, 5)
+    assert closure.profit(cands[0], lam) == 0
+    assert closure.max_weight_closure(cands, 1 / 3, backend).objective_exact != Fraction(1, 5)  # the float λ
+
+
 def test_min_cut_on_hand_instances():
     # a valuable child pays for its negative parent; a zero-profit candidate is left out (minimal)
     cands = [cand("p", v=0.0, c=1.0), cand("k", ("p",), v=3.0, c=1.0), cand("z", v=1.0, c=1.0),

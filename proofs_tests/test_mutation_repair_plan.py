@@ -237,6 +237,29 @@ def test_event_scope_of_events_parsed_from_json_text(doc, grows):
     assert scope.cascade == (frozenset({"r", "s", "copy"}) if grows else frozenset({"r", "s"}))
 
 
+def test_compute_plan_uses_the_operators_it_is_given_and_the_policys_by_default():
+    """A registry passed to compute_plan is the one planning reads (a cache with no recompute operator
+    is not executable, and says why); without one, the policy's operators (the cache is)."""
+    from memsteward.repair.operators import OperatorRegistry
+
+    policy = load_policy("policies/default.yaml")
+    arts = {"r": Artifact("r", "record", None, 1, {"text": "r."}), "k": Artifact("k", "record", None, 1, {"text": "k."}),
+            "c": Artifact("c", "cache", None, 1, {"o": 1}, {"transform": "texts", "age_days": 1}),
+            "s": Artifact("s", "summary", None, 1, "s.")}
+    snap = Snapshot(arts, (Edge("r", "c"), Edge("k", "c"), Edge("r", "s"), Edge("k", "s")))
+    event = Event("delete", ("r",))
+    full = operators_for(policy)
+    only_regen = OperatorRegistry()
+    only_regen.register("regen", full.find("regen", "summary", None), kind="summary")
+    given = plans.compute_plan(policy, snap, event, operators=only_regen)
+    by = {c.id: c for c in given.candidates}
+    assert given.modes == {"c": "recompute", "s": "regen"}
+    assert by["c"].reason == "no operator registered for mode recompute" and not by["c"].executable
+    assert by["s"].executable and given.selection.selected == frozenset({"s"})
+    default = plans.compute_plan(policy, snap, event)
+    assert all(c.executable for c in default.candidates) and default.selection.selected == frozenset({"c", "s"})
+
+
 def test_plan_from_scope_fills_every_field():
     policy = load_policy("policies/default.yaml")
     arts = {"r": Artifact("r", "record", None, 3, {"text": "tea in paris."}),
