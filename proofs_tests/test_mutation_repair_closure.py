@@ -402,6 +402,15 @@ def test_greedy_on_hand_instances():
     cands = [cand("p", v=0.0, c=1.5), cand("y", ("p",), v=2.0, c=2.0), cand("x", ("p",), v=1.0, c=1.0)]
     assert closure.greedy(cands, 0.5).selected == frozenset({"p", "y"})
 
+    # the ratio w/c, not w − c nor the profit w − λc, orders the visits (λ = 2): x (ratio 4, w − c 3,
+    # profit 2) goes before y (ratio 13/6, w − c 3.5, profit 0.5) and pays for the shared p (profit −1):
+    # {x, p} is worth 1, then y joins alone (0.5). Visited first, y's {y, p} (−0.5) would be passed over
+    # for good: {x, p} only, worth 1 instead of 1.5
+    cands = [cand("p", v=0.0, c=0.5), cand("x", ("p",), v=4.0, c=1.0), cand("y", ("p",), v=6.5, c=3.0)]
+    got = closure.greedy(cands, 2.0)
+    assert got.selected == frozenset({"p", "x", "y"}) and got.objective_exact == Fraction(3, 2)
+    assert got.selected == greedy_ref(cands, 2.0)
+
 
 def test_baselines_select_what_they_say():
     cands = [cand("a", v=1.0, c=2.0), cand("b", ("a",), v=5.0, c=1.0), cand("x", ex=False), cand("y", ("x",))]
