@@ -15,6 +15,7 @@ value from a reference that shares no code with the module:
 from __future__ import annotations
 
 import math
+import random
 from fractions import Fraction
 from itertools import combinations, permutations
 
@@ -207,6 +208,38 @@ def test_draw_exhausts_a_stratum_with_distinct_coalitions_of_its_size(k, s):
     assert draw(ids, [s] * n, seed=5) == out  # seeded
     mixed = draw(ids, [s, 1, s, 1], seed=9)
     assert [len(c) for c in mixed] == [s, 1, s, 1] and len(set(mixed)) == 4
+
+
+def reference_draw(players, order, seed) -> list[Coalition]:
+    """The documented algorithm, written again: a stratum of at most 64 coalitions is enumerated
+    (combinations order), shuffled once and popped from the end; a larger one is drawn by
+    rejection, one ``sample`` of the players at a time, until an unseen coalition comes up."""
+    rng = random.Random(seed)
+    pools: dict[int, list] = {}
+    seen: set = set()
+    out = []
+    for s in order:
+        if math.comb(len(players), s) <= 64:
+            if s not in pools:
+                pools[s] = [frozenset(c) for c in combinations(players, s)]
+                rng.shuffle(pools[s])
+            c = pools[s].pop()
+        else:
+            c = frozenset(rng.sample(list(players), s))
+            while c in seen:
+                c = frozenset(rng.sample(list(players), s))
+        seen.add(c)
+        out.append(c)
+    return out
+
+
+@pytest.mark.parametrize("k,s", [(64, 1), (64, 63), (65, 1), (65, 64), (8, 4), (7, 3), (6, 3)])
+def test_draw_switches_to_rejection_above_64_coalitions_exactly(k, s):
+    """C(64, 1) = 64: enumerated; C(65, 1) = 65: rejection; the same seeded draws as the reference."""
+    ids = [f"m{j:02d}" for j in range(k)]
+    for seed in (0, 3):
+        order = [s] * 5 + [1, s]
+        assert draw(ids, order, seed) == reference_draw(ids, order, seed), (k, s, seed)
 
 
 def test_draw_is_uniform_within_a_stratum_over_seeds():
