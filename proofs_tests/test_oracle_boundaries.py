@@ -61,6 +61,52 @@ def test_schema_errors_at_every_bound(value, schema, errors):
     assert schema_errors(value, schema) == errors
 
 
+# Values strictly inside each bound (no error), and equal values as a parse makes them: separate objects
+# (strings from JSON are not interned, ints above 256 are not cached), so an `is` / `is not` for a
+# comparison changes a row's result.
+PARSED_ROWS = [
+    '["abc", {"type": "string", "minLength": 2}, []]',
+    '["ab", {"type": "string", "maxLength": 3}, []]',
+    '[3, {"type": "number", "minimum": 1}, []]',
+    '[3, {"type": "number", "maximum": 5}, []]',
+    '[[1, 2, 3], {"type": "array", "minItems": 2}, []]',
+    '[[1], {"type": "array", "maxItems": 2}, []]',
+    '[1000, {"type": "integer", "minimum": 1000, "maximum": 1000}, []]',
+    '[999, {"minimum": 1000}, ["$: below minimum"]]',
+    '[1001, {"maximum": 1000}, ["$: above maximum"]]',
+    '["a value read from a file", {"const": "a value read from a file"}, []]',
+    '["a value read from a file", {"const": "another value"}, ["$: not the constant"]]',
+    '[1000, {"const": 1000}, []]',
+    '[{"k": "a value read from a file"}, {"const": {"k": "a value read from a file"}}, []]',
+    '["a value read from a file", {"enum": ["x", "a value read from a file"]}, []]',
+    '[300, {"type": "integer", "minimum": 299, "maximum": 301}, []]',
+]
+
+
+@pytest.mark.parametrize("row", PARSED_ROWS)
+def test_schema_errors_inside_every_bound_and_on_parsed_equal_values(row):
+    import json
+
+    value, schema, errors = json.loads(row)
+    assert schema_errors(value, schema) == errors
+
+
+def test_schema_lengths_and_item_counts_above_256_at_their_bounds():
+    """300 items / characters against bounds of 300 parsed from JSON (len() and the parse make two int
+    objects): at the bound no error, one under or over the bound's error."""
+    import json
+
+    bound = json.loads('{"type": "array", "minItems": 300, "maxItems": 300}')
+    many = [0] * 300
+    assert schema_errors(many, bound) == []
+    assert schema_errors(many[:-1], bound) == ["$: fewer than 300 items"]
+    assert schema_errors([*many, 0], bound) == ["$: more than 300 items"]
+    bound = json.loads('{"type": "string", "minLength": 300, "maxLength": 300}')
+    assert schema_errors("x" * 300, bound) == []
+    assert schema_errors("x" * 299, bound) == ["$: shorter than 300"]
+    assert schema_errors("x" * 301, bound) == ["$: longer than 300"]
+
+
 def test_replay_comparison_is_exact_outside_numbers_and_within_the_tolerance_on_them():
     assert _close(1.0, 1.5, 0.5) and _close(1.5, 1.0, 0.5) and not _close(1.0, 1.5000001, 0.5)
     assert _close([1, {"a": 2.0}], [1, {"a": 2.05}], 0.1)
