@@ -340,3 +340,31 @@ def test_first_broken_with_a_key_needs_a_head_sealed_for_this_binding():
     assert fb(rows, head, head_seal=good, key=b"y" * 32, binding=binding) == bad
     assert fb(rows, head, head_seal="garbage", key=None, binding=binding) is None  # no key: the seal is not read
     assert fb([], None, head_seal=None, key=KEY, binding=binding) is None           # an empty log has no head
+
+
+@pytest.mark.parametrize("n", [1, 255, 256, 257, 300, 10_000])
+def test_sealed_head_problem_at_a_head_past_row_256(n):
+    """A signed head at row n and the next row n + 1 linked to it: no problem, whatever n (the next
+    row's seq as read from a store is an int object of its own; n + 1 above 256 is not a cached one);
+    the row after it at n + 2, or at n, does not link."""
+    binding = ("store-1", None)
+    prev = _row(ac.GENESIS, 1)[6]
+    head_row = (n, *_row(prev, n)[1:])
+    head = (int(str(n)), head_row[6], ac.seal(KEY, n, head_row[6], binding))
+    nxt = _row(head_row[6], int(str(n + 1)))
+    assert ac.sealed_head_problem(KEY, head, [head_row, nxt], binding) is None
+    unlinked = f"the row after the signed head (row {n}) does not link to it"
+    assert ac.sealed_head_problem(KEY, head, [head_row, _row(head_row[6], n + 2)], binding) == unlinked
+    assert ac.sealed_head_problem(KEY, head, [head_row, _row(head_row[6], n)], binding) == unlinked
+
+
+def test_first_broken_holds_over_a_chain_of_300_rows_and_finds_a_gap_past_row_256():
+    """A chain of 300 rows (seqs as a store reads them: ints above 256 are objects of their own) holds
+    up to its head; without row 280 the gap is found there, as the row it expected."""
+    rows, prev = [], ac.GENESIS
+    for k in range(1, 301):
+        rows.append(_row(prev, int(str(k))))
+        prev = rows[-1][6]
+    assert ac.first_broken(rows, head=(300, prev)) is None
+    assert ac.first_broken(rows[:279] + rows[280:], head=(300, prev)) == (
+        281, "sequence gap: expected row 280, found 281 (a row was deleted)")
