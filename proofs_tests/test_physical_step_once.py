@@ -113,3 +113,37 @@ def test_a_scan_that_found_text_outweighs_a_not_scanned_row_of_an_older_log():
 
     check = _physical_check(NoKeys(), log, erasure)
     assert check["ok"] is False and "found on disk" in check["detail"], check
+
+
+def test_the_publisher_s_step_neither_searches_the_audit_log_nor_takes_its_lease_again(tmp_path):
+    """The publisher holds the event's lease from publication to the step's row: its step recognises the
+    lease as its own (the owner as read back from the store, a string of its own), so it runs no search of
+    the audit log for an earlier row (a scan that grows with the log) and no second lease write; the row
+    and the lease's deletion commit together. Run again, the step returns that row and writes none."""
+    from memsteward.policy.loader import load_policy
+    from memsteward.repair.events import load_event
+    from memsteward.repair.execute import run_event
+    from memsteward.store import Store
+
+    s = Store.open(import_document(str(tmp_path / "s.db"), DATA / "store.json"))
+    issued: list[str] = []
+    real = s.erase_physically
+
+    def traced(event_id, refs=None):  # noqa: ANN001, ANN202 — the store's own step, its statements recorded
+        s.conn.set_trace_callback(issued.append)
+        try:
+            return real(event_id, refs)
+        finally:
+            s.conn.set_trace_callback(None)
+    s.erase_physically = traced  # type: ignore[method-assign]
+    run_event(s, load_policy(POLICY), load_event(str(DATA / "event-delete.json"), s.snapshot()))
+    assert issued, "the physical step did not run"
+    assert not [q for q in issued if "action = 'physical-erasure'" in q and q.lstrip().upper().startswith("SELECT")]
+    assert not [q for q in issued if "INTO event_lease" in q]
+    assert any("DELETE FROM event_lease" in q for q in issued)
+    rows = [json.loads(d) for (d,) in s.conn.execute("SELECT detail FROM audit WHERE action = 'physical-erasure'")]
+    assert len(rows) == 1 and rows[0]["complete"] and s.conn.execute("SELECT count(*) FROM event_lease").fetchone()[0] == 0
+    (event_id,) = s.conn.execute("SELECT event_id FROM audit WHERE action = 'physical-erasure'").fetchone()
+    assert real(int(event_id)) == rows[0]
+    assert s.conn.execute("SELECT count(*) FROM audit WHERE action = 'physical-erasure'").fetchone()[0] == 1
+    s.close()
