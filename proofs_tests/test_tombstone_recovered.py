@@ -106,8 +106,9 @@ def test_a_root_the_barrier_recorded_no_digests_for_is_opened_and_tombstoned_ali
     runs: dict[str, dict] = {}
     for name, keep in (("all", {"p1", "p2"}), ("none", set()), ("p2", {"p2"}), ("p1", {"p1"})):
         db = str(tmp_path / f"{name}.db")
-        for suffix in ("", ".keys"):
-            shutil.copyfile(base + suffix, db + suffix)
+        for suffix in ("", "-wal", ".keys", ".keys-wal"):  # the store and its key file, each with its WAL
+            if os.path.exists(base + suffix):
+                shutil.copyfile(base + suffix, db + suffix)
         s = Store.open(db)
         record = s._record_erasing_digests
         s._record_erasing_digests = lambda event_id, roots, keep=keep, record=record: record(  # type: ignore[method-assign]
