@@ -789,3 +789,33 @@ def test_sequential_outcomes_are_committed_once_a_batch_is_queued(tmp_path, monk
         assert seen == committed
     finally:
         store.close()
+
+
+def test_a_candidate_forgets_only_parent_versions_that_still_hold_content(tmp_path):
+    """s (a summary of r and q) fails in a delete of r: withdrawn, its only version erased. n, a neural
+    skill fed by s, q and k, is repaired in param mode then and again in a delete of q, whose scope
+    holds s: n's context forgets q at its old version, not s's erased version (nothing to forget)."""
+    from memsteward.policy.loader import load_policy_source
+    from memsteward.repair.artifacts import Edge
+    from memsteward.store import Store
+
+    (tmp_path / "p.yaml").write_text(POLICY_TEXT)
+    policy = load_policy_source(str(tmp_path / "p.yaml")).policy
+    arts = {i: Artifact(i, "record", None, 1, {"text": f"{i}."}) for i in ("r", "q", "k")}
+    arts["s"] = Artifact("s", "summary", None, 1, "s.")
+    arts["n"] = Artifact("n", "skill", "neural", 1, None)
+    store = Store()
+    try:
+        store.import_snapshot(Snapshot(arts, (Edge("r", "s"), Edge("q", "s"), Edge("s", "n"), Edge("q", "n"),
+                                              Edge("k", "n"))))
+        first = Scripted({"s": "raise"})
+        plan = ex.run_event(store, policy, Event("delete", ("r",)), operators=_registry(first))
+        assert _steps(plan)["s"][0] == "failed" and plan.modes["n"] == "param"
+        assert [(x.id, x.version) for x in first.seen["n"].forget] == [("s", 1)]  # s still held its text then
+        assert store.versions("s") == [(1, True, None)]
+        second = Scripted({})
+        plan = ex.run_event(store, policy, Event("delete", ("q",)), operators=_registry(second))
+        assert plan.cascade == ("n", "q", "s") and plan.republished == ("n",)
+        assert [(x.id, x.version, x.content) for x in second.seen["n"].forget] == [("q", 1, {"text": "q."})]
+    finally:
+        store.close()
