@@ -503,3 +503,37 @@ def test_one_writer_checks_each_running_event_by_its_own_barrier_and_tombstones(
     finally:
         w.close()
         s.close()
+
+
+@pytest.mark.parametrize(("privacy", "holds"), [(False, True), (True, False)])
+def test_a_copy_written_in_the_gap_voids_only_a_correction_that_erases(store_at, privacy, holds):
+    """A copy of the root's content written between the barrier's scope check and its write lock: a
+    privacy correction erases like a delete and scans for copies (the plan is void), a plain correction
+    does not scan (the plan holds and completes)."""
+    url = store_at("gap-correct")
+    _seed(url, chain=3)
+    policy = load_policy_source(POLICY).policy
+    s, other = Store.open(url), Store.open(url)
+    try:
+        doc = {"type": "correct", "roots": ["n1"], "privacy": privacy,
+               "replacements": [{"id": "n1", "kind": "record", "content": "Alice lives in Lyon now"}]}
+        generation = s.generation()
+        plan = compute_plan(policy, s, parse_event(doc, s))
+        checked = s._scope_checked
+
+        def then_write(*args):  # noqa: ANN002, ANN202 — the store's own check, a writer right after it
+            out = checked(*args)
+            other.record({"id": "copy", "kind": "record", "content": f"{ROOT_TEXT}, said Bob"})
+            return out
+        s._scope_checked = then_write
+        if holds:
+            barrier(s, policy, plan, generation)
+            assert recover(s) is not None and s.unfinished_event() is None
+            assert s.get("copy").content == f"{ROOT_TEXT}, said Bob"
+        else:
+            with pytest.raises(InputError, match="changed while the event was being planned"):
+                barrier(s, policy, plan, generation)
+            assert s.unfinished_event() is None
+    finally:
+        s.close()
+        other.close()
