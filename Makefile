@@ -87,7 +87,8 @@ bench: $(STAMP)
 # run, in one shard per worker, maps each core line to the tests that execute it (child processes
 # included); a seeded sample of ~560 observable mutants then runs, each against its covering tests,
 # fastest first up to a time budget (--max-share; survivors run the rest in a second pass while the
-# wall-clock budget lasts), two at a time (bench/mutation.py; raw results in
+# wall-clock budget lasts), two at a time (bench/mutation.py; a stopped run goes on with
+# the same MUTATE_ARGS plus "--resume bench/mutation.json.partial", on the same commit; raw results in
 # bench/mutation.json, the account and the command of the next full run in bench/MUTATION.md). It
 # needs MEMSTEWARD_PG_DSN (the PostgreSQL tests are mapped and run too), or MUTATE_ARGS=--no-postgresql.
 mutate: $(STAMP)
