@@ -376,6 +376,8 @@ def run(size: int, budget_s: float, seed: int, only: list[str], workers: int, li
                 if partial is not None:
                     partial.write_text(json.dumps({**out, "seconds": round(time.monotonic() - start, 1)},
                                                   indent=1, ensure_ascii=False) + "\n")
+            _timeout_pass(pool, out, plan, copies, free, cov, durations, passed, limit, per_mutant,
+                          mutating + budget_s)
             _second_pass(pool, out, plan, copies, free, cov, durations, passed, limit, per_mutant,
                          mutating + budget_s, partial, start)
     finally:
@@ -383,6 +385,59 @@ def run(size: int, budget_s: float, seed: int, only: list[str], workers: int, li
             shutil.rmtree(c, ignore_errors=True)
     out["seconds"] = round(time.monotonic() - start, 1)
     return out
+
+
+# A timeout counts as a kill (a mutant that hangs the program is caught), but on a loaded machine a
+# test can pass its 3x allowance without any hang: each timed-out mutant runs its tests again with
+# this many times their mapped durations before the survivors' second pass.
+RECHECK_FACTOR = 10
+
+
+def after_recheck(row: dict, again: dict) -> dict:
+    """A timed-out mutant's row after its tests ran again with a longer allowance: a pass makes it a
+    survivor (the first timeout was the machine), a failure a kill by that failure, a second timeout
+    a confirmed hang."""
+    out = {**row, "timeout_recheck": {"outcome": again["outcome"], "seconds": again.get("seconds", 0.0),
+                                      "killed_by": again.get("killed_by")}}
+    if again["outcome"] == "survived":
+        out["outcome"] = "survived"
+        out.pop("killed_by", None)
+    elif again.get("killed_by") == "timeout":
+        out["killed_by"] = "timeout (confirmed)"
+    else:
+        out["killed_by"] = again.get("killed_by", "test run failed")
+    return out
+
+
+def _timeout_pass(pool: ThreadPoolExecutor, out: dict, plan: list, copies: list[Path], free: queue.Queue[Path],
+                  cov: dict, durations: dict[str, float], passed: set[str], limit: int | None,
+                  per_mutant: float | None, deadline: float) -> None:
+    """Mutants killed only by a timeout run the same tests again with ``RECHECK_FACTOR`` times their
+    mapped durations, while the wall-clock budget lasts (``after_recheck``); one the budget did not
+    reach keeps ``killed_by: timeout`` and the score counts it as unconfirmed."""
+    by_place = {place(str(Path(m.module_path).relative_to(copies[0])), m.start_pos[0], m.operator_name,
+                      m.occurrence): m for m in plan}
+    todo = [i for i, r in enumerate(out["mutants"]) if r.get("killed_by") == "timeout"]
+    if todo:
+        print(f"timeout pass: {len(todo)} mutants killed by a timeout run again with {RECHECK_FACTOR}x", flush=True)
+
+    def again(i: int) -> None:
+        if time.monotonic() > deadline:
+            return
+        row = out["mutants"][i]
+        tests = sel.select_tests(cov.get(row["module"], {}).get(row["line"], []), durations, passed, limit, per_mutant)
+        c = free.get()
+        try:
+            m = by_place[place(row["module"], row["line"], row["operator"], row["occurrence"])]
+            second = _run_one(m, c, row["module"], tests,
+                              60.0 + RECHECK_FACTOR * sum(durations.get(t, 10.0) for t in tests))
+        finally:
+            free.put(c)
+        out["mutants"][i] = after_recheck(row, second)
+        print(f"[timeout pass] {row['module']}:{row['line']} {row['operator']}: {out['mutants'][i]['outcome']}"
+              f" ({second.get('seconds', 0.0)}s)", flush=True)
+
+    list(pool.map(again, todo))
 
 
 def _second_pass(pool: ThreadPoolExecutor, out: dict, plan: list, copies: list[Path], free: queue.Queue[Path],
@@ -451,6 +506,7 @@ def score(result: dict) -> dict:
     return {"tested": tested, "killed": c["killed"], "survived": c["survived"], "not_covered": c["not-covered"],
             "no_mutation": c["no-mutation"],
             "score": round(100 * c["killed"] / tested, 1) if tested else None,
+            "timeouts_unconfirmed": sum(m.get("killed_by") == "timeout" for m in result["mutants"]),
             "wilson_lower": round(100 * wilson_lower(c["killed"], tested), 1)}
 
 
@@ -519,7 +575,8 @@ def main(argv: list[str] | None = None) -> None:
     Path(a.out).write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
     s = result["score"]
     print(f"{s['killed']}/{s['tested']} killed ({s['score']} %, 95 % lower bound {s['wilson_lower']} %), "
-          f"{s['survived']} survived, {s['not_covered']} not covered; {result['seconds']} s; raw results in {a.out}")
+          f"{s['survived']} survived, {s['not_covered']} not covered, {s['timeouts_unconfirmed']} kills by an "
+          f"unconfirmed timeout; {result['seconds']} s; raw results in {a.out}")
 
 
 if __name__ == "__main__":

@@ -148,3 +148,19 @@ def test_a_resumed_run_keeps_the_earlier_rows_and_runs_only_the_rest_of_the_same
             resumable(earlier, seed, size, commit)
     with pytest.raises(SystemExit, match="commit 'b20f293' != 'abc1234'"):
         resumable({**earlier, "commit": "b20f293"}, 4, 560, "abc1234")
+
+
+def test_a_kill_by_timeout_is_confirmed_or_undone_by_the_longer_rerun():
+    from bench.mutation import after_recheck, score
+
+    row = {"module": "engine/a.py", "line": 3, "operator": "AddNot", "occurrence": 0,
+           "outcome": "killed", "killed_by": "timeout"}
+    passed = after_recheck(row, {"outcome": "survived", "seconds": 40.0})
+    assert passed["outcome"] == "survived" and "killed_by" not in passed  # the first timeout was the machine
+    failed = after_recheck(row, {"outcome": "killed", "killed_by": "FAILED t.py::x", "seconds": 3.0})
+    assert (failed["outcome"], failed["killed_by"]) == ("killed", "FAILED t.py::x")
+    hung = after_recheck(row, {"outcome": "killed", "killed_by": "timeout", "seconds": 600.0})
+    assert (hung["outcome"], hung["killed_by"]) == ("killed", "timeout (confirmed)")
+    assert row["killed_by"] == "timeout"  # the run's own row is replaced, not edited in place
+    s = score({"mutants": [row, passed, failed, hung]})
+    assert (s["killed"], s["survived"], s["timeouts_unconfirmed"]) == (3, 1, 1)
