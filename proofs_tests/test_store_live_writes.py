@@ -45,6 +45,19 @@ def _seed(url: str, chain: int = 20) -> None:
     s.close()
 
 
+def _barrier_holds(s, policy, plan, generation: int, holds: bool) -> bool:
+    """The barrier of ``plan`` taken and the event recovered to its end when ``holds``; else refused
+    for a plan that writes since planning voided, leaving no unfinished event. Returns ``holds``."""
+    if holds:
+        barrier(s, policy, plan, generation)
+        assert recover(s) is not None
+    else:
+        with pytest.raises(InputError, match="changed while the event was being planned"):
+            barrier(s, policy, plan, generation)
+        assert s.unfinished_event() is None
+    return holds
+
+
 def _writer(url: str, writes: list[dict]) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, CHILD, "writer", url, json.dumps(writes)],
                             stdout=subprocess.PIPE, text=True)
@@ -191,13 +204,8 @@ def test_writes_between_planning_and_barrier_void_the_plan_only_inside_its_scope
         generation = s.generation()
         plan = compute_plan(policy, s, parse_event({"type": "delete", "roots": ["n1"]}, s))
         s.record(write, inputs=inputs)
-        if holds:
-            barrier(s, policy, plan, generation)
-            assert recover(s) is not None and s.states()["n1"][0] == "erased"
-        else:
-            with pytest.raises(InputError, match="changed while the event was being planned"):
-                barrier(s, policy, plan, generation)
-            assert s.unfinished_event() is None
+        if _barrier_holds(s, policy, plan, generation, holds):
+            assert s.states()["n1"][0] == "erased"
     finally:
         s.close()
 
@@ -238,13 +246,8 @@ def test_writes_between_the_scope_check_and_the_write_lock_are_checked_under_it(
                 other.record(writes[0], inputs=inputs)
             return seen[-1]
         s._scope_checked = then_write
-        if holds:
-            barrier(s, policy, plan, generation)
-            assert recover(s) is not None and s.states()["n1"][0] == "erased"
-        else:
-            with pytest.raises(InputError, match="changed while the event was being planned"):
-                barrier(s, policy, plan, generation)
-            assert s.unfinished_event() is None
+        if _barrier_holds(s, policy, plan, generation, holds):
+            assert s.states()["n1"][0] == "erased"
         assert seen == [generation + 1]  # checked at the snapshot after x0, before the gap's write
     finally:
         s.close()
@@ -526,14 +529,9 @@ def test_a_copy_written_in_the_gap_voids_only_a_correction_that_erases(store_at,
             other.record({"id": "copy", "kind": "record", "content": f"{ROOT_TEXT}, said Bob"})
             return out
         s._scope_checked = then_write
-        if holds:
-            barrier(s, policy, plan, generation)
-            assert recover(s) is not None and s.unfinished_event() is None
-            assert s.get("copy").content == f"{ROOT_TEXT}, said Bob"
-        else:
-            with pytest.raises(InputError, match="changed while the event was being planned"):
-                barrier(s, policy, plan, generation)
+        if _barrier_holds(s, policy, plan, generation, holds):
             assert s.unfinished_event() is None
+            assert s.get("copy").content == f"{ROOT_TEXT}, said Bob"
     finally:
         s.close()
         other.close()
