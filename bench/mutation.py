@@ -64,7 +64,7 @@ NOT_MAPPED = frozenset({
 
 PG_ENV = "MEMSTEWARD_PG_DSN"
 # Bumped when the way lines are mapped to tests changes, so an older map file is not reused.
-MAP_RULES = 2
+MAP_RULES = 3
 
 
 def postgresql_problem(environ: Mapping[str, str], without: bool) -> str | None:
@@ -184,7 +184,9 @@ def map_coverage(copies: list[Path], timeout: float, only_tests: list[str],
         d, ok = sel.read_outcomes(outcomes)
         durations.update(d)
         passed |= ok
-    cov = sel.coverage_map([(c / ".coverage", c) for c, _, _ in procs], CORE, _elsewhere(copies[0]))
+    tests = {str(p.relative_to(copies[0])): p.read_text() for p in sorted((copies[0] / "proofs_tests").glob("test_*.py"))
+             if p.name in files}
+    cov = sel.coverage_map([(c / ".coverage", c) for c, _, _ in procs], CORE, _elsewhere(copies[0]), tests, durations)
     return cov, durations, passed
 
 

@@ -132,15 +132,33 @@ def import_time_lines(source: str, elsewhere: str = "") -> dict[int, frozenset[i
     return out
 
 
+def read_by_tests(source: str, tests: Mapping[str, str]) -> dict[int, frozenset[str]]:
+    """Each line of a module-level assignment, with the test files whose text names what it binds
+    (``tests``: a test file's path → its text). A test that reads a table of the module directly,
+    with no call into it, executes none of its lines, so coverage alone never selects it."""
+    out: dict[int, frozenset[str]] = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            names = _names_bound(node)
+            files = frozenset(f for f, text in tests.items()
+                              if any(re.search(rf"\b{re.escape(n)}\b", text) for n in names))
+            for line in range(node.lineno, (node.end_lineno or node.lineno) + 1) if files else ():
+                out[line] = files
+    return out
+
+
 def coverage_map(data_files: Iterable[tuple[Path, Path]], modules: Iterable[str],
-                 elsewhere: Mapping[str, str] | None = None) -> dict[str, dict[int, list[str]]]:
+                 elsewhere: Mapping[str, str] | None = None, tests: Mapping[str, str] | None = None,
+                 all_tests: Iterable[str] = ()) -> dict[str, dict[int, list[str]]]:
     """module → line → the test node ids (coverage contexts ``nodeid|phase``) that executed it, from
     the coverage data of one or more shards (``(data_file, root of the tree it measured)``).
 
     A line a module executes at import (``import_time_lines``) is mapped to the tests that execute the
     lines it reaches, or, when it reaches anything, to every test that executes some line of its module
     (and always to the tests that executed it). ``elsewhere[module]`` is the text of the other modules
-    and the tests, where a module-level name read outside the module is looked for."""
+    and the tests, where a module-level name read outside the module is looked for. With ``tests``
+    (a test file's path → its text) and ``all_tests`` (every test node id the map ran), a module-level
+    assignment also goes to every test of each file that names it (``read_by_tests``)."""
     from coverage import CoverageData
 
     modules = list(modules)
@@ -165,6 +183,9 @@ def coverage_map(data_files: Iterable[tuple[Path, Path]], modules: Iterable[str]
         for line, reach in at_import.items() if everyone else ():  # imported by some test: every such line ran
             wide = everyone if reach is None else {t for r in reach for t in lines.get(r, ())}
             final[line] = set(lines.get(line, ())) | wide
+        ids = list(all_tests)
+        for line, files in read_by_tests(sources[0].read_text(), tests).items() if sources and tests else ():
+            final.setdefault(line, set()).update(t for t in ids if t.split("::")[0] in files)
         result[module] = {line: sorted(ids) for line, ids in sorted(final.items())}
     return result
 

@@ -164,3 +164,17 @@ def test_a_kill_by_timeout_is_confirmed_or_undone_by_the_longer_rerun():
     assert row["killed_by"] == "timeout"  # the run's own row is replaced, not edited in place
     s = score({"mutants": [row, passed, failed, hung]})
     assert (s["killed"], s["survived"], s["timeouts_unconfirmed"]) == (3, 1, 1)
+
+
+def test_a_table_a_test_reads_directly_selects_that_test_file(tmp_path):
+    # t_table only reads the module's table (no line of the module runs under it); t_f calls f
+    data = _data(tmp_path, {"": [1, 2, 3, 5, 6, 8, 9, 10, 11, 12, 14], "proofs_tests/test_f.py::t_f|call": [4]})
+    all_tests = ["proofs_tests/test_f.py::t_f", "proofs_tests/test_table.py::t_table[1]",
+                 "proofs_tests/test_table.py::t_other", "proofs_tests/test_else.py::t_else"]
+    tests = {"proofs_tests/test_table.py": "from m import SHARED\nassert SHARED == 7\n",
+             "proofs_tests/test_f.py": "f(2)\n", "proofs_tests/test_else.py": "UNSHARED = 1\n"}
+    cov = coverage_map([(data, tmp_path)], ["engine/m.py"], None, tests, all_tests)["engine/m.py"]
+    assert cov[9] == ["proofs_tests/test_table.py::t_other", "proofs_tests/test_table.py::t_table[1]"]  # SHARED = 7
+    assert cov[1] == ["proofs_tests/test_f.py::t_f"]  # A is named in no test file
+    assert cov[4] == ["proofs_tests/test_f.py::t_f"]  # a function's line: coverage alone
+    assert coverage_map([(data, tmp_path)], ["engine/m.py"])["engine/m.py"][9] == []  # without the texts
