@@ -88,14 +88,20 @@ def test_verdict_hand_table(old: Decision, new: Decision, expected: str | None):
     assert reference_verdict(old, new) == expected
 
 
-@given(policies(), policies())
-def test_compare_matches_brute_force(old: Policy, new: Policy):
-    brute = set()
+
+def _brute_changes(old: Policy, new: Policy) -> set[tuple]:
+    """(verdict, old rule, new rule, kind, arch) of every cell of either policy whose decision changed,
+    by deciding each cell under both policies (the reference the comparison is checked against)."""
+    out = set()
     for c in _union_cells(old, new):
         a, b = _decide(old, c), _decide(new, c)
         v = reference_verdict(a, b)
         if v is not None:
-            brute.add((v, a.rule, b.rule, c.kind, c.arch))
+            out.add((v, a.rule, b.rule, c.kind, c.arch))
+    return out
+@given(policies(), policies())
+def test_compare_matches_brute_force(old: Policy, new: Policy):
+    brute = _brute_changes(old, new)
     diffs = compare(old, new)
     found = [(d.verdict, d.old.rule, d.new.rule, d.cell.kind, d.cell.arch) for d in diffs]
     assert set(found) == brute and len(found) == len(brute)  # one example per region
@@ -235,12 +241,7 @@ def test_compare_cli_with_a_policy_that_declares_no_kind_matches_brute_force(tmp
     assert r.exit_code == 0, r.output
     doc = _json.loads(r.stdout)
     old, new = (Policy.model_validate(yaml.safe_load(EDGE_POLICIES[n])) for n in (a, b))
-    brute = set()
-    for c in _union_cells(old, new):
-        x, y = _decide(old, c), _decide(new, c)
-        v = reference_verdict(x, y)
-        if v is not None:
-            brute.add((v, x.rule, y.rule, c.kind, c.arch))
+    brute = _brute_changes(old, new)
     found = [(d["verdict"], d["old"]["rule"], d["new"]["rule"], d["cell"]["kind"], d["cell"]["arch"])
              for d in doc["differences"]]
     assert sorted(found, key=str) == sorted(brute, key=str)  # every region once, none split in two
