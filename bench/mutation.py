@@ -246,11 +246,16 @@ def resumable(earlier: Mapping, seed: int, size: int, commit: str) -> list[dict]
     return [dict(r) for r in earlier.get("mutants", [])]
 
 
+def _by_place(plan: list, root: Path) -> dict[tuple[str, int, str, int], object]:
+    """The sampled mutants (cosmic-ray's, with paths under the copy ``root``) by ``place``, in the sample's order."""
+    return {place(str(Path(m.module_path).relative_to(root)), m.start_pos[0], m.operator_name, m.occurrence): m
+            for m in plan}
+
+
 def still_to_run(plan: list, done: list[dict], root: Path) -> list:
     """The sampled mutants (in the sample's order) that no row of ``done`` already ran."""
     ran = {place(r["module"], r["line"], r["operator"], r["occurrence"]) for r in done}
-    return [m for m in plan if place(str(Path(m.module_path).relative_to(root)), m.start_pos[0],
-                                     m.operator_name, m.occurrence) not in ran]
+    return [m for k, m in _by_place(plan, root).items() if k not in ran]
 
 
 def _run_one(m, copy: Path, rel: str, tests: list[str], timeout: float) -> dict:
@@ -417,8 +422,7 @@ def _timeout_pass(pool: ThreadPoolExecutor, out: dict, plan: list, copies: list[
     """Mutants killed only by a timeout run the same tests again with ``RECHECK_FACTOR`` times their
     mapped durations, while the wall-clock budget lasts (``after_recheck``); one the budget did not
     reach keeps ``killed_by: timeout`` and the score counts it as unconfirmed."""
-    by_place = {place(str(Path(m.module_path).relative_to(copies[0])), m.start_pos[0], m.operator_name,
-                      m.occurrence): m for m in plan}
+    by_place = _by_place(plan, copies[0])
     todo = [i for i, r in enumerate(out["mutants"]) if r.get("killed_by") == "timeout"]
     if todo:
         print(f"timeout pass: {len(todo)} mutants killed by a timeout run again with {RECHECK_FACTOR}x", flush=True)
@@ -448,8 +452,7 @@ def _second_pass(pool: ThreadPoolExecutor, out: dict, plan: list, copies: list[P
     """Survivors whose slower covering tests were left out by ``--max-share`` run those tests now,
     fastest first, while the run's wall-clock budget lasts: a kill there is a kill by the mutant's
     covering tests, marked ``second_pass``; a survivor still standing ran every covering test."""
-    by_place = {(str(Path(m.module_path).relative_to(copies[0])), m.start_pos[0], m.operator_name.split("/")[-1],
-                 m.occurrence): m for m in plan}
+    by_place = _by_place(plan, copies[0])
     todo = [r for r in out["mutants"] if r["outcome"] == "survived" and r.get("tests_beyond_budget")]
     todo.sort(key=lambda r: sum(durations.get(t, 60.0) for t in
                                 sel.beyond_budget(cov.get(r["module"], {}).get(r["line"], []), durations, passed,
@@ -463,7 +466,7 @@ def _second_pass(pool: ThreadPoolExecutor, out: dict, plan: list, copies: list[P
         rest = sel.beyond_budget(cov.get(row["module"], {}).get(row["line"], []), durations, passed, limit, per_mutant)
         c = free.get()
         try:
-            m = by_place[(row["module"], row["line"], row["operator"], row["occurrence"])]
+            m = by_place[place(row["module"], row["line"], row["operator"], row["occurrence"])]
             timeout = 60.0 + 3 * sum(durations.get(t, 10.0) for t in rest)
             second = _run_one(m, c, row["module"], rest, timeout)
         finally:

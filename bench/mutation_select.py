@@ -83,6 +83,11 @@ def _names_bound(node: ast.stmt) -> set[str]:
     return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
 
 
+def _names_any(names: Iterable[str], text: str) -> bool:
+    """Whether ``text`` names any of ``names`` as a whole word."""
+    return any(re.search(rf"\b{re.escape(n)}\b", text) for n in names)
+
+
 def import_time_lines(source: str, elsewhere: str = "") -> dict[int, frozenset[int] | None]:
     """The lines a module executes when it is imported, each with the lines whose tests can see a
     mutation there: a module-level constant acts where it is read (the lines that load its name); a
@@ -119,7 +124,7 @@ def import_time_lines(source: str, elsewhere: str = "") -> dict[int, frozenset[i
             elif isinstance(node, (ast.Assign, ast.AnnAssign)) and not in_class:
                 names = _names_bound(node)
                 used = {ln for n in names for ln in loads.get(n, ())}
-                shared = any(re.search(rf"\b{re.escape(n)}\b", elsewhere) for n in names)
+                shared = _names_any(names, elsewhere)
                 inner = used - set(range(node.lineno, last + 1))
                 span(node.lineno, last, None if shared or not inner else frozenset(inner))
             else:
@@ -140,8 +145,7 @@ def read_by_tests(source: str, tests: Mapping[str, str]) -> dict[int, frozenset[
     for node in ast.parse(source).body:
         if isinstance(node, (ast.Assign, ast.AnnAssign)):
             names = _names_bound(node)
-            files = frozenset(f for f, text in tests.items()
-                              if any(re.search(rf"\b{re.escape(n)}\b", text) for n in names))
+            files = frozenset(f for f, text in tests.items() if _names_any(names, text))
             for line in range(node.lineno, (node.end_lineno or node.lineno) + 1) if files else ():
                 out[line] = files
     return out
@@ -174,6 +178,9 @@ def coverage_map(data_files: Iterable[tuple[Path, Path]], modules: Iterable[str]
             for line, contexts in data.contexts_by_lineno(measured).items():
                 ids = {c.split("|")[0] for c in contexts if c}
                 out[module].setdefault(line, set()).update(ids)
+    by_file: dict[str, list[str]] = {}
+    for t in all_tests:
+        by_file.setdefault(t.split("::")[0], []).append(t)
     result: dict[str, dict[int, list[str]]] = {}
     for module, lines in out.items():
         sources = [root / module for _, root in data_files if (root / module).exists()]
@@ -183,9 +190,8 @@ def coverage_map(data_files: Iterable[tuple[Path, Path]], modules: Iterable[str]
         for line, reach in at_import.items() if everyone else ():  # imported by some test: every such line ran
             wide = everyone if reach is None else {t for r in reach for t in lines.get(r, ())}
             final[line] = set(lines.get(line, ())) | wide
-        ids = list(all_tests)
         for line, files in read_by_tests(sources[0].read_text(), tests).items() if sources and tests else ():
-            final.setdefault(line, set()).update(t for t in ids if t.split("::")[0] in files)
+            final.setdefault(line, set()).update(t for f in files for t in by_file.get(f, ()))
         result[module] = {line: sorted(ids) for line, ids in sorted(final.items())}
     return result
 
