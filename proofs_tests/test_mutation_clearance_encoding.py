@@ -141,6 +141,20 @@ def test_a_kind_listed_in_a_guard_but_not_declared_by_that_policy_never_matches(
     assert at(enc, enc.declared(old), cell) and not at(enc, enc.declared(new), cell)
 
 
+def test_a_cached_guard_is_used_only_for_the_policy_it_was_built_for():
+    """The guard cache is keyed by ids. A policy freed and a copy made at its address (``model_copy``
+    shares the rules, ``when`` included) must not get the old policy's formula: the entry's id
+    collision is simulated by filing the old entry under the copy's id."""
+    old = policy({"record": {}, "cache": {"replayable": True}})
+    new = old.model_copy(update={"kinds": {"record": old.kinds["record"]}})
+    enc = Encoding([old, new])
+    w = When(kind=["cache"])
+    cell = Cell("cache", None, "delete", "sufficient", False)
+    assert at(enc, enc.guard(w, old), cell)
+    enc._guards[(id(w), id(new))] = enc._guards[(id(w), id(old))]
+    assert not at(enc, enc.guard(w, new), cell)
+
+
 # ------------------------------------------------------------------ the domain and the declared ranges
 
 

@@ -48,7 +48,7 @@ class Encoding:
         self.partitions = z3.Bool("partitions")
         names = sorted({f for p in self.policies for spec in p.kinds.values() for f in spec.meta})
         self.meta = {f: z3.Real(f"meta.{f}") for f in names}
-        self._guards: dict[tuple[int, int], tuple[When, z3.BoolRef]] = {}
+        self._guards: dict[tuple[int, int], tuple[When, Policy, z3.BoolRef]] = {}
         self._domain: z3.BoolRef | None = None
         self._declared: dict[int, tuple[Policy, z3.BoolRef]] = {}
 
@@ -134,13 +134,16 @@ class Encoding:
 
     def guard(self, when: When, policy: Policy) -> z3.BoolRef:
         """Z3 formula for ``matches(when, cell)`` under ``policy``'s declarations (built once per
-        rule: building Z3 terms from Python dominates the analysis of large policies)."""
+        rule: building Z3 terms from Python dominates the analysis of large policies). The entry keeps
+        the rule and the policy it was built for and is used only for those two objects: a rule shared
+        by a copy of the policy with other kinds (``model_copy``), whose id a freed policy had, is
+        built again."""
         key = (id(when), id(policy))
         cached = self._guards.get(key)
-        if cached is not None and cached[0] is when:
-            return cached[1]
+        if cached is not None and cached[0] is when and cached[1] is policy:
+            return cached[2]
         formula = self._guard(when, policy)
-        self._guards[key] = (when, formula)
+        self._guards[key] = (when, policy, formula)
         return formula
 
     def _guard(self, when: When, policy: Policy) -> z3.BoolRef:
