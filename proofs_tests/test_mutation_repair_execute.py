@@ -567,6 +567,43 @@ def test_a_plan_whose_scope_changed_is_refused_at_the_barrier_and_planned_again(
         store.close()
 
 
+def test_run_event_plans_again_when_a_write_changes_the_scope_between_plan_and_barrier(tmp_path, monkeypatch):
+    """A write deriving from a member lands after run_event planned and before its barrier: the barrier
+    refuses (StoreBusy), and run_event, well within MEMSTEWARD_WRITE_WAIT, plans again and runs the
+    event with the new artifact in its cascade (seed-5 survivor execute.py:146: ``>=`` to ``<=`` gave up
+    at once)."""
+    from memsteward.errors import StoreBusy
+
+    policy, store = _chain(tmp_path)
+    plans, real = [], ex.compute_plan
+    busy = []
+    real_execute = ex.execute
+
+    def plan_then_write(*args, **kwargs):
+        plan = real(*args, **kwargs)
+        plans.append(plan.cascade)
+        if len(plans) == 1:  # another writer, between this plan and its barrier
+            store.record({"id": "d", "kind": "summary", "content": "d."}, ["c"])
+        return plan
+
+    def execute(*args, **kwargs):
+        try:
+            return real_execute(*args, **kwargs)
+        except StoreBusy:
+            busy.append(len(plans))
+            raise
+
+    monkeypatch.setenv("MEMSTEWARD_WRITE_WAIT", "30")
+    monkeypatch.setattr(ex, "compute_plan", plan_then_write)
+    monkeypatch.setattr(ex, "execute", execute)
+    try:
+        done = ex.run_event(store, policy, Event("delete", ("r",)), operators=_registry(Scripted({})))
+        assert busy == [1] and plans == [("a", "b", "c", "r"), ("a", "b", "c", "d", "r")]
+        assert done.cascade == ("a", "b", "c", "d", "r") and done.status == "done"
+    finally:
+        store.close()
+
+
 def test_a_recovered_candidate_whose_operator_is_gone_fails_and_blocks_its_dependents(tmp_path):
     from memsteward.repair.operators import OperatorRegistry
 
