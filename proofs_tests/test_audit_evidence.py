@@ -173,6 +173,61 @@ def test_a_keyed_write_never_seals_over_a_forgery(signed_db: str, forge, tmp_pat
     assert len(Path(signed_db).read_bytes()) == len(before)
 
 
+def _forge_and_drop_head(loc: str) -> None:
+    """A file writer without the key: rewrites row 1's detail, re-chains the whole log with valid
+    hashes, and removes the head record (so no seal is left to disagree with the forged hashes)."""
+    if loc.startswith("postgresql://"):
+        import psycopg
+
+        dsn, schema = loc.rsplit("?schema=", 1)
+        con = psycopg.connect(dsn, autocommit=True)
+        con.execute(f'SET search_path TO "{schema}"')
+        con.execute("ALTER TABLE audit DISABLE TRIGGER USER")
+        mark = "%s"
+    else:
+        con = sqlite3.connect(loc)
+        con.executescript("DROP TRIGGER audit_no_update; DROP TRIGGER audit_no_delete;")
+        mark = "?"
+    rows = [list(r) for r in con.execute("SELECT seq, at, event_id, action, artifact_id, detail FROM audit ORDER BY seq")]
+    rows[0][5] = '{"forged":true}'
+    prev = GENESIS
+    for seq, at, ev, action, art, detail in rows:
+        prev = row_hash(prev, seq, at, ev, action, art, detail)
+        con.execute(f"UPDATE audit SET detail = {mark}, hash = {mark} WHERE seq = {mark}", (detail, prev, seq))
+    con.execute("DELETE FROM audit_head")
+    if not loc.startswith("postgresql://"):
+        con.commit()
+    con.close()
+
+
+def test_a_keyed_write_never_seals_a_log_whose_head_record_was_removed(store_at, monkeypatch):
+    """Without a recorded head a keyed writer took the log for a new one whenever its first row was row
+    1, and sealed a head over every row: a forger who re-chained a rewrite and deleted the head record
+    had it sealed by the agent's next write (seed-5 mutation run: ``== 1`` to ``<= 1`` survived; the
+    hole was the same test's blind side). Now a write with no head is sealed only if it appends row 1
+    itself. Both backends; nothing is written, and `audit --check` still reports the missing head."""
+    from memsteward.errors import InputError
+    from memsteward.store import Store
+
+    monkeypatch.setenv("MEMSTEWARD_AUDIT_KEY", KEY)
+    loc = store_at()
+    s = Store.open(loc, create=True)
+    s.record({"id": "n1", "kind": "record", "content": "Alice likes tea"})
+    s.record({"id": "n2", "kind": "record", "content": "Bob likes coffee"})
+    s.close()
+    _forge_and_drop_head(loc)
+    before = store_at.fingerprint(loc)
+    s = Store.open(loc)
+    try:
+        with pytest.raises(InputError, match="the audit log has rows but no recorded head"):
+            s.record({"id": "n3", "kind": "record", "content": "Carol likes juice"})
+    finally:
+        s.close()
+    assert store_at.fingerprint(loc) == before
+    bad = CliRunner().invoke(main, ["audit", "--store", loc, "--check", "--json"])
+    assert bad.exit_code == 1 and "no recorded head" in json.loads(bad.stdout)["first_broken"]["reason"], bad.output
+
+
 def test_check_without_a_key_says_integrity_is_not_proven(signed_db: str, monkeypatch):
     """Issue 25: without the key a re-chained log was reported "intact" with no word that nothing was
     verified against a file writer."""

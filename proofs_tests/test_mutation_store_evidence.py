@@ -221,13 +221,20 @@ def _signed_head_case():
 
 def test_sealed_head_problem_every_branch():
     binding, first, second, head = _signed_head_case()
-    ok = ac.sealed_head_problem
-    # no head: fine for an empty log or one starting at row 1 (the first append), not otherwise
-    assert ok(KEY, None, [], binding) is None
-    assert ok(KEY, None, [first], binding) is None
-    assert ok(KEY, (0, ac.GENESIS, None), [first], binding) is None
-    assert ok(KEY, None, [second], binding) == "the audit log has rows but no recorded head"
-    assert ok(KEY, (0, ac.GENESIS, None), [second], binding) == "the audit log has rows but no recorded head"
+    def ok(key, head, rows, binding, first_appended=2):  # (a head's own row is 1 below: row 2 is appended)
+        return ac.sealed_head_problem(key, head, rows, binding, first_appended=first_appended)
+
+    # no head: fine for an empty log, or one whose row 1 is this transaction's first append; not for a
+    # log with older rows (its head record removed), nor one starting elsewhere (a forged row 0)
+    no_head = "the audit log has rows but no recorded head"
+    assert ok(KEY, None, [], binding, 1) is None
+    assert ok(KEY, None, [first], binding, 1) is None
+    assert ok(KEY, (0, ac.GENESIS, None), [first], binding, 1) is None
+    assert ok(KEY, None, [second], binding, 1) == no_head
+    assert ok(KEY, (0, ac.GENESIS, None), [second], binding, 1) == no_head
+    assert ok(KEY, None, [first, second], binding, 3) == no_head
+    assert ok(KEY, (0, ac.GENESIS, None), [first], binding, 2) == no_head
+    assert ok(KEY, None, [_row(ac.GENESIS, 0), first], binding, 1) == no_head
     # a sealed head, its own row, and the next row linked to it
     assert ok(KEY, head, [first], binding) is None
     assert ok(KEY, head, [first, second], binding) is None
@@ -352,10 +359,10 @@ def test_sealed_head_problem_at_a_head_past_row_256(n):
     head_row = (n, *_row(prev, n)[1:])
     head = (int(str(n)), head_row[6], ac.seal(KEY, n, head_row[6], binding))
     nxt = _row(head_row[6], int(str(n + 1)))
-    assert ac.sealed_head_problem(KEY, head, [head_row, nxt], binding) is None
+    assert ac.sealed_head_problem(KEY, head, [head_row, nxt], binding, first_appended=n + 2) is None
     unlinked = f"the row after the signed head (row {n}) does not link to it"
-    assert ac.sealed_head_problem(KEY, head, [head_row, _row(head_row[6], n + 2)], binding) == unlinked
-    assert ac.sealed_head_problem(KEY, head, [head_row, _row(head_row[6], n)], binding) == unlinked
+    assert ac.sealed_head_problem(KEY, head, [head_row, _row(head_row[6], n + 2)], binding, first_appended=n + 2) == unlinked
+    assert ac.sealed_head_problem(KEY, head, [head_row, _row(head_row[6], n)], binding, first_appended=n + 2) == unlinked
 
 
 def test_first_broken_holds_over_a_chain_of_300_rows_and_finds_a_gap_past_row_256():

@@ -76,11 +76,16 @@ def seal_verifies(key: bytes, stored: str, seq: int, head_hash: str, binding: Bi
 
 
 def sealed_head_problem(key: bytes, head: tuple[int, str, str | None] | None,
-                        rows: Sequence[Sequence[Any]], binding: Binding) -> str | None:
+                        rows: Sequence[Sequence[Any]], binding: Binding, *, first_appended: int) -> str | None:
     """Why a keyed writer must not extend this log (None: it may), checked before it seals.
 
-    ``head`` is the stored (seq, hash, seal) before this transaction's appends (None: an empty log);
-    ``rows`` are the stored rows from ``head``'s seq on (the head row, then the first appended one).
+    ``head`` is the stored (seq, hash, seal) before this transaction's appends (None: no head
+    recorded); ``rows`` are the stored rows from ``head``'s seq on (the head row, then the first
+    appended one); ``first_appended`` is the seq of this transaction's first appended row.
+    Without a recorded head the log must have been empty: its first row is row 1 and this
+    transaction appended it. A log with older rows and no head lost its head record (a file writer
+    removed it after rewriting rows): sealing a new head over it would launder the rewrite, as
+    ``audit --check`` reports a missing head as tampering.
     The head must be sealed under ``key``, be the row it names, and the first appended row must link
     to it. A file writer without the key who rewrote rows and re-chained them changed the head hash,
     so its seal no longer verifies: the writer refuses instead of sealing the forgery (the laundering
@@ -88,7 +93,8 @@ def sealed_head_problem(key: bytes, head: tuple[int, str, str | None] | None,
     ``audit --check`` (the chain is verified there in full); no later write can seal them valid.
     """
     if head is None or head[0] == 0:
-        return None if not rows or rows[0][0] == 1 else "the audit log has rows but no recorded head"
+        empty_before = first_appended == 1 and (not rows or rows[0][0] == 1)
+        return None if empty_before else "the audit log has rows but no recorded head"
     seq, stored_hash, stored_seal = head
     if stored_seal is None:
         return (f"the audit head (row {seq}) is not signed although {KEY_ENV} is set: it was written without the "

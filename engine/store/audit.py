@@ -110,7 +110,7 @@ class AuditChain(Sealing):
                 prev = hashes[-1].decode("ascii")
         finally:
             written()  # never leave a statement running into the rollback
-        self._write_head(seq + len(ids), prev)
+        self._write_head(seq + len(ids), prev, seq + 1)
 
     def _insert_withdrawals(self, first: int, at: str, event_id: int, ids_text: str, start: int,
                             hashes: Sequence[bytes]) -> None:
@@ -134,26 +134,27 @@ class AuditChain(Sealing):
     def _write_audit(self, out: Sequence[tuple[int, str, int | None, str, str | None, str, str]]) -> None:
         self.driver.bulk_insert("audit", AUDIT_COLUMNS, out)  # PostgreSQL: one COPY for a barrier's withdraw rows
         if out:
-            self._write_head(out[-1][0], out[-1][6])
+            self._write_head(out[-1][0], out[-1][6], out[0][0])
 
-    def _write_head(self, seq: int, head: str) -> None:
+    def _write_head(self, seq: int, head: str, first: int) -> None:
         """Record (and, with the key, seal) the chain's head in the transaction that appended it.
 
         A keyed writer first checks the head it extends (:func:`~memsteward.repair.auditchain.sealed_head_problem`):
         a log rewritten and re-chained by someone without the key is refused (InputError, the write
-        rolled back), never sealed over."""
+        rolled back), never sealed over. ``first`` is the seq of the first row this call appended."""
         if self._audit_key is not None:
-            self._check_sealed_head(self._audit_key)
+            self._check_sealed_head(self._audit_key, first)
         sealed = None if self._audit_key is None else seal(self._audit_key, seq, head, self.audit_binding())
         self.driver.write(self.q.upsert_audit_head, (seq, head, sealed))
 
-    def _check_sealed_head(self, key: bytes) -> None:
+    def _check_sealed_head(self, key: bytes, first: int) -> None:
         """Before sealing: the previous head must carry a valid seal and be the row this transaction's
-        first appended row links to (rows appended since are this transaction's own)."""
+        first appended row links to (rows appended since are this transaction's own); with no head
+        recorded, the log must have been empty (``first``, this call's first appended row, is row 1)."""
         old = self.conn.execute(self.q.audit_head_sealed).fetchone()
         rows = self.conn.execute(self.q.audit_rows_from, (int(old[0]) if old else 0,)).fetchall()
         problem = sealed_head_problem(key, None if old is None else (int(old[0]), old[1], old[2]),
-                                      [tuple(r) for r in rows], self.audit_binding())
+                                      [tuple(r) for r in rows], self.audit_binding(), first_appended=first)
         if problem is not None:
             raise InputError(f"refusing to write: {problem}; nothing was written. Run `memsteward audit --check "
                              f"--store {self.path}` and restore the store from a trusted copy", file=self.path)
