@@ -173,9 +173,9 @@ def test_a_keyed_write_never_seals_over_a_forgery(signed_db: str, forge, tmp_pat
     assert len(Path(signed_db).read_bytes()) == len(before)
 
 
-def _forge_and_drop_head(loc: str) -> None:
-    """A file writer without the key: rewrites row 1's detail, re-chains the whole log with valid
-    hashes, and removes the head record (so no seal is left to disagree with the forged hashes)."""
+def _raw(loc: str):
+    """A raw connection to the store's database with the append-only triggers off (a file writer, or
+    a database login, without the audit key), and its parameter mark."""
     if loc.startswith("postgresql://"):
         import psycopg
 
@@ -183,29 +183,43 @@ def _forge_and_drop_head(loc: str) -> None:
         con = psycopg.connect(dsn, autocommit=True)
         con.execute(f'SET search_path TO "{schema}"')
         con.execute("ALTER TABLE audit DISABLE TRIGGER USER")
-        mark = "%s"
-    else:
-        con = sqlite3.connect(loc)
-        con.executescript("DROP TRIGGER audit_no_update; DROP TRIGGER audit_no_delete;")
-        mark = "?"
-    rows = [list(r) for r in con.execute("SELECT seq, at, event_id, action, artifact_id, detail FROM audit ORDER BY seq")]
-    rows[0][5] = '{"forged":true}'
-    prev = GENESIS
-    for seq, at, ev, action, art, detail in rows:
+        return con, "%s"
+    con = sqlite3.connect(loc, isolation_level=None)
+    con.executescript("DROP TRIGGER IF EXISTS audit_no_update; DROP TRIGGER IF EXISTS audit_no_delete;")
+    return con, "?"
+
+
+def _forge_after(loc: str, head: tuple | None) -> None:
+    """Rewrite the detail of the row after ``head`` (row 1 without one), re-chain every row after it with
+    valid hashes, and put ``head`` back as the head record (None: remove the record), so that no seal
+    is left to disagree with the forged hashes."""
+    con, mark = _raw(loc)
+    rows = [list(r) for r in con.execute("SELECT seq, at, event_id, action, artifact_id, detail, hash FROM audit "
+                                         "ORDER BY seq")]
+    after = 0 if head is None else head[0]
+    prev = GENESIS if head is None else head[1]
+    for seq, at, ev, action, art, detail, _ in rows[after:]:
+        if seq == after + 1:
+            detail = '{"forged":true}'
         prev = row_hash(prev, seq, at, ev, action, art, detail)
         con.execute(f"UPDATE audit SET detail = {mark}, hash = {mark} WHERE seq = {mark}", (detail, prev, seq))
     con.execute("DELETE FROM audit_head")
-    if not loc.startswith("postgresql://"):
-        con.commit()
+    if head is not None:
+        con.execute(f"INSERT INTO audit_head(one, seq, hash, seal) VALUES (1, {mark}, {mark}, {mark})", head)
     con.close()
 
 
-def test_a_keyed_write_never_seals_a_log_whose_head_record_was_removed(store_at, monkeypatch):
-    """Without a recorded head a keyed writer took the log for a new one whenever its first row was row
-    1, and sealed a head over every row: a forger who re-chained a rewrite and deleted the head record
-    had it sealed by the agent's next write (seed-5 mutation run: ``== 1`` to ``<= 1`` survived; the
-    hole was the same test's blind side). Now a write with no head is sealed only if it appends row 1
-    itself. Both backends; nothing is written, and `audit --check` still reports the missing head."""
+@pytest.mark.parametrize("put_back", ["no head", "an older signed head"])
+def test_a_keyed_write_never_seals_a_log_whose_head_record_was_removed_or_put_back(store_at, monkeypatch,
+                                                                                  put_back):
+    """Found from the seed-5 mutation run (``== 1`` to ``<= 1`` in sealed_head_problem survived): the
+    writer's check trusted the head record to be the latest. A forger without the key re-chained a
+    rewrite and then (a) removed the head record: with no head, a log whose first row was row 1 was
+    taken for a new one; or (b) put back an older signed head read from an earlier copy of the store,
+    whose seal verifies and after which the next row links. Either way the agent's next ordinary
+    write sealed the forged log and `audit --check` said verified. Now a write is sealed only if it
+    appends right after the head (row 1 with none). Both backends; nothing is written, and `audit
+    --check` still reports the tampering."""
     from memsteward.errors import InputError
     from memsteward.store import Store
 
@@ -213,19 +227,23 @@ def test_a_keyed_write_never_seals_a_log_whose_head_record_was_removed(store_at,
     loc = store_at()
     s = Store.open(loc, create=True)
     s.record({"id": "n1", "kind": "record", "content": "Alice likes tea"})
+    con, _ = _raw(loc)
+    older = tuple(con.execute("SELECT seq, hash, seal FROM audit_head").fetchone())  # an earlier copy's head
+    con.close()
     s.record({"id": "n2", "kind": "record", "content": "Bob likes coffee"})
+    s.record({"id": "n3", "kind": "record", "content": "Carol likes juice"})
     s.close()
-    _forge_and_drop_head(loc)
+    _forge_after(loc, None if put_back == "no head" else older)
     before = store_at.fingerprint(loc)
     s = Store.open(loc)
     try:
-        with pytest.raises(InputError, match="the audit log has rows but no recorded head"):
-            s.record({"id": "n3", "kind": "record", "content": "Carol likes juice"})
+        with pytest.raises(InputError, match="no recorded head" if put_back == "no head" else "does not end at"):
+            s.record({"id": "n4", "kind": "record", "content": "Dan likes milk"})
     finally:
         s.close()
     assert store_at.fingerprint(loc) == before
     bad = CliRunner().invoke(main, ["audit", "--store", loc, "--check", "--json"])
-    assert bad.exit_code == 1 and "no recorded head" in json.loads(bad.stdout)["first_broken"]["reason"], bad.output
+    assert bad.exit_code == 1 and json.loads(bad.stdout)["first_broken"] is not None, bad.output
 
 
 def test_check_without_a_key_says_integrity_is_not_proven(signed_db: str, monkeypatch):

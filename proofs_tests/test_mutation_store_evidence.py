@@ -221,8 +221,9 @@ def _signed_head_case():
 
 def test_sealed_head_problem_every_branch():
     binding, first, second, head = _signed_head_case()
-    def ok(key, head, rows, binding, first_appended=2):  # (a head's own row is 1 below: row 2 is appended)
-        return ac.sealed_head_problem(key, head, rows, binding, first_appended=first_appended)
+    def ok(key, head, rows, binding, first_appended=None):  # by default the row after the head is appended
+        first = (head[0] + 1 if head else 1) if first_appended is None else first_appended
+        return ac.sealed_head_problem(key, head, rows, binding, first_appended=first)
 
     # no head: fine for an empty log, or one whose row 1 is this transaction's first append; not for a
     # log with older rows (its head record removed), nor one starting elsewhere (a forged row 0)
@@ -254,6 +255,10 @@ def test_sealed_head_problem_every_branch():
     assert ok(KEY, head, [first, (1, *_row(first[6], 1)[1:])], binding) == unlinked  # seq, not seq + 1
     assert ok(KEY, head, [first, _row(ac.GENESIS, 2)], binding) == unlinked          # not chained to the head
     assert ok(KEY, head, [first, (*second[:5], '{"x":1}', second[6])], binding) == unlinked  # detail altered
+    # rows between the head and this transaction's first row: an older signed head put back over a log
+    # re-chained after it (its seal verifies, and the row after it links to it)
+    assert ok(KEY, head, [first, second], binding, 3) == ends
+    assert ok(KEY, head, [first], binding, 3) == ends
 
 
 # --------------------------------------------------------------------------- hashes
@@ -359,10 +364,10 @@ def test_sealed_head_problem_at_a_head_past_row_256(n):
     head_row = (n, *_row(prev, n)[1:])
     head = (int(str(n)), head_row[6], ac.seal(KEY, n, head_row[6], binding))
     nxt = _row(head_row[6], int(str(n + 1)))
-    assert ac.sealed_head_problem(KEY, head, [head_row, nxt], binding, first_appended=n + 2) is None
+    assert ac.sealed_head_problem(KEY, head, [head_row, nxt], binding, first_appended=n + 1) is None
     unlinked = f"the row after the signed head (row {n}) does not link to it"
-    assert ac.sealed_head_problem(KEY, head, [head_row, _row(head_row[6], n + 2)], binding, first_appended=n + 2) == unlinked
-    assert ac.sealed_head_problem(KEY, head, [head_row, _row(head_row[6], n)], binding, first_appended=n + 2) == unlinked
+    assert ac.sealed_head_problem(KEY, head, [head_row, _row(head_row[6], n + 2)], binding, first_appended=n + 1) == unlinked
+    assert ac.sealed_head_problem(KEY, head, [head_row, _row(head_row[6], n)], binding, first_appended=n + 1) == unlinked
 
 
 def test_first_broken_holds_over_a_chain_of_300_rows_and_finds_a_gap_past_row_256():

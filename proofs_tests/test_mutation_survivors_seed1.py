@@ -223,7 +223,7 @@ def test_the_row_after_a_sealed_head_must_carry_the_next_sequence_number():
 
     assert sealed_head_problem(key, head, [head_row, after(4)], binding, first_appended=4) is None
     for s in (5, 3):
-        assert sealed_head_problem(key, head, [head_row, after(s)], binding, first_appended=s) == \
+        assert sealed_head_problem(key, head, [head_row, after(s)], binding, first_appended=4) == \
             "the row after the signed head (row 3) does not link to it"
 
 

@@ -85,7 +85,9 @@ def sealed_head_problem(key: bytes, head: tuple[int, str, str | None] | None,
     Without a recorded head the log must have been empty: its first row is row 1 and this
     transaction appended it. A log with older rows and no head lost its head record (a file writer
     removed it after rewriting rows): sealing a new head over it would launder the rewrite, as
-    ``audit --check`` reports a missing head as tampering.
+    ``audit --check`` reports a missing head as tampering. With a head, this transaction's first
+    row must come right after it: an older signed head put back over rows re-chained after it (its
+    seal still verifies) would otherwise be sealed over too.
     The head must be sealed under ``key``, be the row it names, and the first appended row must link
     to it. A file writer without the key who rewrote rows and re-chained them changed the head hash,
     so its seal no longer verifies: the writer refuses instead of sealing the forgery (the laundering
@@ -102,7 +104,9 @@ def sealed_head_problem(key: bytes, head: tuple[int, str, str | None] | None,
     if not seal_verifies(key, stored_seal, seq, stored_hash, binding):
         return (f"the audit head's signature (row {seq}) does not verify: the log was rewritten without the key, "
                 "or it is another store's log")
-    if not rows or rows[0][0] != seq or rows[0][6] != stored_hash:
+    if not rows or rows[0][0] != seq or rows[0][6] != stored_hash or first_appended != seq + 1:
+        # (first_appended past seq + 1: rows lie between the head and this transaction's appends, as when a
+        # file writer put back an older signed head over rows it re-chained after it)
         return f"the audit log does not end at its signed head (row {seq}): rows were altered or removed"
     if len(rows) > 1:
         s, at, event_id, action, artifact_id, detail, stored = rows[1]
