@@ -1,0 +1,80 @@
+"""Tests for gaps the seed-5 whole-core mutation run (``bench/mutation-seed5.json``) found: each
+docstring names the survivor it kills; each was seen failing with that mutant planted."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import socket
+
+import pytest
+
+from memsteward.errors import EventHeld, InputError
+
+
+def test_a_correct_event_built_in_code_with_a_bad_replacement_names_the_problem():
+    """execute.py `f"replacement {a.id!r}: {problem[1]}"` → `problem[0]` survived: parse_event refuses
+    a bad replacement first, so only an event built in code reaches check_inputs' own check; the
+    message must say what is wrong (not the field again), and the field must name it."""
+    from memsteward.policy.loader import load_policy
+    from memsteward.repair.events import load_event
+    from memsteward.repair.execute import check_inputs
+    from memsteward.repair.plan import compute_plan
+    from memsteward.store import Store
+
+    store = Store.open("engine/data/repair/store.json")
+    event = load_event("engine/data/repair/event-correct.json", store.snapshot())
+    plan = compute_plan(load_policy("policies/default.yaml"), store, event, "mincut", "networkx")
+    bad = dataclasses.replace(event, replacements=(event.replacements[0]._replace(meta={"corrected": float("nan")}),))
+    with pytest.raises(InputError) as err:
+        check_inputs(store, dataclasses.replace(plan, event=bad))
+    assert str(err.value) == "replacement 'traj-lyon': not a finite number"
+    assert err.value.field == "replacements[0].meta.corrected"
+
+
+def test_the_physical_step_is_held_by_another_open_store_of_this_process(tmp_path):
+    """store/erasure.py `_alive(row[0], …)` → `_alive(row[1], …)` survived: a lease held by another
+    Store object of this very process is alive while that store is open (its owner id in the
+    process's open set), so ``erase_physically`` through a second store must refuse it; with the
+    host name passed as the owner it took the step over. Once the holder is closed, it may."""
+    from test_mutation_store_leases import _event, _physical_rows, _set_lease
+
+    from memsteward.store import Store
+
+    path = str(tmp_path / "s.db")
+    holder = Store.open(path, create=True)
+    other = Store.open(path)
+    try:
+        e = _event(holder, "done")
+        _set_lease(holder, e, holder.owner, socket.gethostname(), os.getpid(), None)
+        with pytest.raises(EventHeld):
+            other.erase_physically(e, [])
+        assert _physical_rows(other, e) == []
+        holder.close()
+        assert other.erase_physically(e, [])["versions"] == 0 and len(_physical_rows(other, e)) == 1
+    finally:
+        holder.close()
+        other.close()
+
+
+def test_reindexing_more_than_50000_rows_of_known_ids_writes_every_row(tmp_path):
+    """store/planning.py `for start in range(0, len(other), 50_000)` → step 50001 survived: the
+    index rows of ids the store already holds go in by slices of 50,000, and no test wrote more than
+    one slice, so a step past the slice size (every 50,001st row skipped) passed. 50,010 rows of
+    known ids, then every one of them is in the lineage index."""
+    from memsteward.repair.lineage import index_hashes
+    from memsteward.store import Store
+
+    s = Store.open(str(tmp_path / "s.db"), create=True)
+    try:
+        ids = [f"a{k}" for k in range(10)]
+        texts = {i: " ".join(f"w{k}x{j}" for j in range(5_003)) for k, i in enumerate(ids)}
+        s.record_many([{"id": i, "kind": "record", "content": "x"} for i in ids])
+        want = sorted({(h, i) for i, c in texts.items() for h in index_hashes(c, s._keyed)})
+        assert len(want) > 50_000
+        with s.transaction():
+            s._index(texts)
+        got = sorted((int(h), i) for h, i in s.conn.execute("SELECT h, id FROM shingles"))
+        assert set(want) <= set(got)
+    finally:
+        s.close()
