@@ -78,3 +78,26 @@ def test_reindexing_more_than_50000_rows_of_known_ids_writes_every_row(tmp_path)
         assert set(want) <= set(got)
     finally:
         s.close()
+
+
+@pytest.mark.parametrize(("word", "stem"), [("making", "making"), ("walking", "walk"), ("asked", "asked"),
+                                          ("mapped", "mapp"), ("boxes", "boxe"), ("mashes", "mash"),
+                                          ("cats", "cats"), ("plans", "plan")])
+def test_the_grounding_stem_strips_a_suffix_only_from_a_word_longer_than_it_by_four(word, stem):
+    """oracles.py `len(token) > len(suffix) + 3` → `+ 2` survived: the stem's length bound was never
+    tested at its edge. A word three letters longer than a suffix keeps it, four letters longer loses
+    it (``boxes`` is too short for ``es`` and loses only the ``s``), so the grounded oracle does not
+    take ``cats`` for ``cat``."""
+    from memsteward.repair.oracles import _stem
+
+    assert _stem(word) == stem
+
+
+def test_unique_sorted_drops_equal_ids_that_are_distinct_objects():
+    """scope.py `n != ordered[k - 1]` → `is not` survived: ids read from a store are distinct string
+    objects, so an id listed twice must be dropped by equality, as ``sorted(set(nodes))`` does."""
+    from memsteward.repair.scope import _unique_sorted
+
+    twice = ["".join(["n", str(k)]) for k in (2, 1, 2, 1)]
+    assert twice[0] is not twice[2]
+    assert _unique_sorted(twice) == sorted(set(twice)) == ["n1", "n2"]
