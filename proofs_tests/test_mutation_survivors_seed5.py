@@ -101,3 +101,17 @@ def test_unique_sorted_drops_equal_ids_that_are_distinct_objects():
     twice = ["".join(["n", str(k)]) for k in (2, 1, 2, 1)]
     assert twice[0] is not twice[2]
     assert _unique_sorted(twice) == sorted(set(twice)) == ["n1", "n2"]
+
+
+def test_an_unreachable_default_config_location_means_the_defaults(tmp_path):
+    """endpoints.py `except OSError:` (around the default location's ``is_file``) was not covered: a
+    default config path the system cannot even stat (here a name longer than NAME_MAX: ENAMETOOLONG,
+    which ``is_file`` raises rather than answering False) is optional, so the rules are the defaults;
+    only a path named by MEMSTEWARD_CONFIG must be readable."""
+    from memsteward.policy.endpoints import EndpointRules, _config
+
+    unreachable = str(tmp_path / ("x" * 300))
+    with pytest.raises(OSError):
+        (tmp_path / ("x" * 300) / "memsteward" / "config.toml").is_file()
+    assert _config({"XDG_CONFIG_HOME": unreachable}) == ("", {})
+    assert EndpointRules.from_environment({"XDG_CONFIG_HOME": unreachable}) == EndpointRules.from_environment({})
