@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from store_import import import_document
 
 from memsteward.errors import WriteRefused
@@ -119,3 +120,49 @@ def test_a_root_the_barrier_recorded_no_digests_for_is_opened_and_tombstoned_ali
         s.close()
     assert set(runs["all"]) == {"p1", "p2"} and len(runs["all"]["p1"]) > 1 and len(runs["all"]["p2"]) > 1
     assert runs["none"] == runs["all"] and runs["p2"] == runs["all"] and runs["p1"] == runs["all"]
+
+
+LEGACY_CHILD = CHILD.replace("store = CrashingStore(Store.open(sys.argv[1])", """inner = Store.open(sys.argv[1])
+inner._record_erasing_digests = lambda event_id, roots: None  # a barrier from before schema 10: no digests
+store = CrashingStore(inner""")
+
+
+def test_recover_of_a_legacy_event_after_the_keys_went_reads_its_roots_as_erased(store_at):
+    """An event whose barrier recorded no normalised digests (barriered before schema 10), killed after
+    its publication destroyed the keys: ``recover`` opens the roots' versions to digest them, finds
+    their keys gone and reads them as erased (only the exact digest is tombstoned; the normalised ones
+    went with the key), and completes the event. Seed-5 survivor store/erasure.py:83
+    (``shredded_as_erased=True`` → ``False``): recover then failed on the destroyed key."""
+    ref = import_document(store_at("ref"), DATA / "store.json")
+    s = Store.open(ref)
+    s._record_erasing_digests = lambda event_id, roots: None
+    start, at = s.checkpoints, []
+    destroy = s._destroy_keys
+
+    def counted(ready):  # noqa: ANN001, ANN202 — the store's own step, its checkpoint counted
+        destroy(ready)
+        at.append(s.checkpoints - start)
+    s._destroy_keys = counted
+    run_event(s, load_policy(POLICY), load_event(EVENT, s.snapshot()), "mincut", "ortools")
+    s.close()
+    assert len(at) == 1 and _stones(ref)["p1"] > 1  # uninterrupted, the publication opened the roots itself
+
+    db = import_document(store_at("killed"), DATA / "store.json")
+    child = subprocess.run([sys.executable, "-c", LEGACY_CHILD, db, POLICY, EVENT, str(at[0])], cwd=ROOT,
+                           env=dict(os.environ), capture_output=True, text=True, timeout=120)
+    assert child.returncode == -signal.SIGKILL, child.stderr
+    rec = subprocess.run([MEMGOV, "recover", "--store", db], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert rec.returncode == 0, rec.stderr
+    s = Store.open(db)
+    try:
+        assert s.unfinished_event() is None
+    finally:
+        s.close()
+    assert _stones(db)["p1"] == 1  # the exact digest: the normalised forms needed the text, whose key is gone
+    s = Store.open(db)
+    try:  # the exact content is still refused (its digest was stored with the version)
+        with pytest.raises(WriteRefused) as refused:
+            s.record({"id": "again", "kind": "record", "content": {"text": TEXT, "label": "allergy"}}, wait=0)
+        assert refused.value.reason == "tombstone"
+    finally:
+        s.close()
