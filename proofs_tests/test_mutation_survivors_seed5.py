@@ -115,3 +115,15 @@ def test_an_unreachable_default_config_location_means_the_defaults(tmp_path):
         (tmp_path / ("x" * 300) / "memsteward" / "config.toml").is_file()
     assert _config({"XDG_CONFIG_HOME": unreachable}) == ("", {})
     assert EndpointRules.from_environment({"XDG_CONFIG_HOME": unreachable}) == EndpointRules.from_environment({})
+
+
+def test_a_tag_only_the_support_holds_is_not_a_leak():
+    """oracles.py `set(tags of text) - support_tags` → `^` survived: a markup tag is prompt scaffolding
+    only when the text has it and no retained input does. A retained input with a tag the successor
+    does not repeat is no problem; the successor repeating it is none either; a tag of its own is."""
+    from memsteward.repair.oracles import grounding_problems
+
+    support = ["<note>Alice lives in Lyon</note> and likes green tea"]
+    for text in ("Alice lives in Lyon and likes green tea.", "<note>Alice lives in Lyon</note> and likes green tea."):
+        assert grounding_problems(text, support, [], [], 0.5) == [], text
+    assert "markup tags from the prompt" in grounding_problems("<records>Alice lives in Lyon.", support, [], [], 0.5)
