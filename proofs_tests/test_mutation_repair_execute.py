@@ -704,6 +704,37 @@ def test_a_param_candidate_forgets_a_repaired_parent_it_does_not_consume(tmp_pat
         store.close()
 
 
+def test_recover_keeps_the_successor_staged_before_an_interruption(tmp_path, monkeypatch):
+    """An interruption between b's staging and its validation leaves b ``staged`` with its version:
+    recover validates that staged successor and publishes it, without calling b's operator again
+    (seed-5 survivor execute.py:327, ``st == "staged"`` → ``st < "staged"``, built b anew)."""
+    policy, store = _chain(tmp_path)
+    real = ex.validate
+
+    def stop_at_b(specs, inp, oracles):  # noqa: ANN001, ANN202 — the engine's own validation, interrupted once at b
+        if inp.successor is not None and inp.artifact.id == "b":
+            monkeypatch.setattr(ex, "validate", real)
+            raise KeyboardInterrupt
+        return real(specs, inp, oracles)
+
+    monkeypatch.setattr(ex, "validate", stop_at_b)
+    try:
+        first = Scripted({})
+        with pytest.raises(KeyboardInterrupt):
+            ex.run_event(store, policy, Event("delete", ("r",)), operators=_registry(first))
+        (event_id, *_), = [store.unfinished_event()]
+        status, version, _ = store.steps(event_id)["b"]
+        assert status == "staged" and version is not None and "b" in first.seen
+        staged = store.version_of("b", version)
+        again = Scripted({})
+        plan = ex.recover(store, _registry(again))
+        assert "b" not in again.seen and set(again.seen) == {"c"}
+        assert _steps(plan)["b"][0] == "republished"
+        assert store.get("b").version == version and store.get("b").content == staged.content
+    finally:
+        store.close()
+
+
 class FailThenInterrupt(Scripted):
     """a: a successor the schema oracle refuses (staged, then failed); e: an interruption."""
 
