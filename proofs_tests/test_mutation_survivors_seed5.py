@@ -127,3 +127,39 @@ def test_a_tag_only_the_support_holds_is_not_a_leak():
     for text in ("Alice lives in Lyon and likes green tea.", "<note>Alice lives in Lyon</note> and likes green tea."):
         assert grounding_problems(text, support, [], [], 0.5) == [], text
     assert "markup tags from the prompt" in grounding_problems("<records>Alice lives in Lyon.", support, [], [], 0.5)
+
+
+def test_a_physical_step_taken_over_while_it_scanned_does_not_write_a_second_row(tmp_path):
+    """store/erasure.py `self._physical_row(event_id) is not None` → `is None` survived: a process whose
+    physical step was taken over (its lease judged dead: here it names an exited pid) by a second
+    process that then finished the step (its row written, the lease gone) must, on reaching its own
+    final transaction, return that row and not write one of its own."""
+    import subprocess
+    import sys
+
+    from test_mutation_store_leases import _event, _physical_rows, _set_lease
+
+    from memsteward.store import Store
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    path = str(tmp_path / "s.db")
+    slow, taker = Store.open(path, create=True), Store.open(path)
+    try:
+        e = _event(slow, "done")
+        real = slow.driver.truncate_log
+        taken = []
+
+        def meanwhile(wait):  # noqa: ANN001, ANN202 — the slow process's own step, the take-over in between
+            if not taken:
+                _set_lease(slow, e, "publisher", socket.gethostname(), gone.pid, None)  # the holder looks dead
+                taken.append(taker.erase_physically(e, []))
+            return real(wait)
+
+        slow.driver.truncate_log = meanwhile
+        got = slow.erase_physically(e, [])
+        assert len(taken) == 1 and got == taken[0]
+        assert _physical_rows(slow, e) == [taken[0]]
+    finally:
+        slow.close()
+        taker.close()
