@@ -416,6 +416,13 @@ def after_recheck(row: dict, again: dict) -> dict:
     return out
 
 
+def fits_budget(now: float, timeout: float, deadline: float) -> bool:
+    """Whether a rerun started ``now`` ends by ``deadline`` even if it takes its whole ``timeout``: the
+    timeout and second passes start only such runs, so the budget bounds the run's wall clock (the
+    seed-5 run started second-pass runs up to its deadline, and they ended 3.6 minutes past it)."""
+    return now + timeout <= deadline
+
+
 def _timeout_pass(pool: ThreadPoolExecutor, out: dict, plan: list, copies: list[Path], free: queue.Queue[Path],
                   cov: dict, durations: dict[str, float], passed: set[str], limit: int | None,
                   per_mutant: float | None, deadline: float) -> None:
@@ -428,15 +435,15 @@ def _timeout_pass(pool: ThreadPoolExecutor, out: dict, plan: list, copies: list[
         print(f"timeout pass: {len(todo)} mutants killed by a timeout run again with {RECHECK_FACTOR}x", flush=True)
 
     def again(i: int) -> None:
-        if time.monotonic() > deadline:
-            return
         row = out["mutants"][i]
         tests = sel.select_tests(cov.get(row["module"], {}).get(row["line"], []), durations, passed, limit, per_mutant)
+        timeout = 60.0 + RECHECK_FACTOR * sum(durations.get(t, 10.0) for t in tests)
+        if not fits_budget(time.monotonic(), timeout, deadline):
+            return
         c = free.get()
         try:
             m = by_place[place(row["module"], row["line"], row["operator"], row["occurrence"])]
-            second = _run_one(m, c, row["module"], tests,
-                              60.0 + RECHECK_FACTOR * sum(durations.get(t, 10.0) for t in tests))
+            second = _run_one(m, c, row["module"], tests, timeout)
         finally:
             free.put(c)
         out["mutants"][i] = after_recheck(row, second)
@@ -461,13 +468,13 @@ def _second_pass(pool: ThreadPoolExecutor, out: dict, plan: list, copies: list[P
         print(f"second pass: {len(todo)} survivors run their covering tests beyond the budget", flush=True)
 
     def again(row: dict) -> None:
-        if time.monotonic() > deadline:
-            return
         rest = sel.beyond_budget(cov.get(row["module"], {}).get(row["line"], []), durations, passed, limit, per_mutant)
+        timeout = 60.0 + 3 * sum(durations.get(t, 10.0) for t in rest)
+        if not fits_budget(time.monotonic(), timeout, deadline):
+            return
         c = free.get()
         try:
             m = by_place[place(row["module"], row["line"], row["operator"], row["occurrence"])]
-            timeout = 60.0 + 3 * sum(durations.get(t, 10.0) for t in rest)
             second = _run_one(m, c, row["module"], rest, timeout)
         finally:
             free.put(c)

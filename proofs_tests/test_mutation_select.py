@@ -11,7 +11,7 @@ from pathlib import Path
 
 from coverage import CoverageData
 
-from bench.mutation import _shards, postgresql_problem
+from bench.mutation import _shards, fits_budget, postgresql_problem
 from bench.mutation_select import beyond_budget, coverage_map, import_time_lines, select_tests
 
 SOURCE = '''\
@@ -107,6 +107,14 @@ def test_the_second_pass_runs_exactly_the_covering_tests_the_budget_left_out():
     first = select_tests(list(durations), durations, passing, None, 2.5)
     assert first + beyond_budget(list(durations), durations, passing, None, 2.5) == \
         select_tests(list(durations), durations, passing)
+
+
+def test_a_rerun_starts_only_if_its_whole_timeout_ends_by_the_deadline():
+    """The timeout and second passes bound the wall clock: a rerun that could run past the deadline is
+    not started (seed 5 started reruns up to the deadline; they ended 3.6 minutes past it)."""
+    assert fits_budget(100.0, 50.0, 150.0)
+    assert not fits_budget(100.0, 50.5, 150.0)
+    assert not fits_budget(151.0, 0.0, 150.0)
 
 
 def test_the_run_needs_postgresql_unless_told_otherwise():
