@@ -61,14 +61,12 @@ def _written(url: str, text: str) -> object:
         s.close()
 
 
-def test_recover_after_the_keys_went_writes_the_normalised_tombstones(store_at):
-    """Uninterrupted (in this process), counting the checkpoint the keys' destruction passes; then a
-    child process SIGKILLed at that checkpoint, ``memsteward recover`` (a process of its own), and an
-    upper-cased and a re-spaced copy of the deleted text: refused, the tombstones as uninterrupted.
-    Seen failing with the publication opening the roots instead of reading the barrier's digests
-    (the copies acknowledged, p1 holding 1 digest instead of the uninterrupted run's)."""
-    ref = import_document(store_at("ref"), DATA / "store.json")
-    s = Store.open(ref)
+def _keys_checkpoint(url: str, legacy: bool = False) -> int:
+    """Run the delete uninterrupted in this process and return the checkpoint (counted from the
+    event's start) that the keys' destruction passes; ``legacy``: its barrier records no digests."""
+    s = Store.open(url)
+    if legacy:
+        s._record_erasing_digests = lambda event_id, roots: None
     start, at = s.checkpoints, []
     destroy = s._destroy_keys
 
@@ -79,11 +77,22 @@ def test_recover_after_the_keys_went_writes_the_normalised_tombstones(store_at):
     run_event(s, load_policy(POLICY), load_event(EVENT, s.snapshot()), "mincut", "ortools")
     s.close()
     assert len(at) == 1
+    return at[0]
+
+
+def test_recover_after_the_keys_went_writes_the_normalised_tombstones(store_at):
+    """Uninterrupted (in this process), counting the checkpoint the keys' destruction passes; then a
+    child process SIGKILLed at that checkpoint, ``memsteward recover`` (a process of its own), and an
+    upper-cased and a re-spaced copy of the deleted text: refused, the tombstones as uninterrupted.
+    Seen failing with the publication opening the roots instead of reading the barrier's digests
+    (the copies acknowledged, p1 holding 1 digest instead of the uninterrupted run's)."""
+    ref = import_document(store_at("ref"), DATA / "store.json")
+    at = _keys_checkpoint(ref)
     expected = _stones(ref)
     assert expected["p1"] > 1  # the exact digest and the normalised ones
 
     db = import_document(store_at("killed"), DATA / "store.json")
-    child = subprocess.run([sys.executable, "-c", CHILD, db, POLICY, EVENT, str(at[0])], cwd=ROOT,
+    child = subprocess.run([sys.executable, "-c", CHILD, db, POLICY, EVENT, str(at)], cwd=ROOT,
                            env=dict(os.environ), capture_output=True, text=True, timeout=120)
     assert child.returncode == -signal.SIGKILL, child.stderr
     s = Store.open(db)
@@ -134,21 +143,11 @@ def test_recover_of_a_legacy_event_after_the_keys_went_reads_its_roots_as_erased
     went with the key), and completes the event. Seed-5 survivor store/erasure.py:83
     (``shredded_as_erased=True`` → ``False``): recover then failed on the destroyed key."""
     ref = import_document(store_at("ref"), DATA / "store.json")
-    s = Store.open(ref)
-    s._record_erasing_digests = lambda event_id, roots: None
-    start, at = s.checkpoints, []
-    destroy = s._destroy_keys
-
-    def counted(ready):  # noqa: ANN001, ANN202 — the store's own step, its checkpoint counted
-        destroy(ready)
-        at.append(s.checkpoints - start)
-    s._destroy_keys = counted
-    run_event(s, load_policy(POLICY), load_event(EVENT, s.snapshot()), "mincut", "ortools")
-    s.close()
-    assert len(at) == 1 and _stones(ref)["p1"] > 1  # uninterrupted, the publication opened the roots itself
+    at = _keys_checkpoint(ref, legacy=True)
+    assert _stones(ref)["p1"] > 1  # uninterrupted, the publication opened the roots itself
 
     db = import_document(store_at("killed"), DATA / "store.json")
-    child = subprocess.run([sys.executable, "-c", LEGACY_CHILD, db, POLICY, EVENT, str(at[0])], cwd=ROOT,
+    child = subprocess.run([sys.executable, "-c", LEGACY_CHILD, db, POLICY, EVENT, str(at)], cwd=ROOT,
                            env=dict(os.environ), capture_output=True, text=True, timeout=120)
     assert child.returncode == -signal.SIGKILL, child.stderr
     rec = subprocess.run([MEMGOV, "recover", "--store", db], capture_output=True, text=True, cwd=ROOT, timeout=120)
