@@ -359,7 +359,7 @@ def run(size: int, budget_s: float, seed: int, only: list[str], workers: int, li
             rel = str(Path(m.module_path).relative_to(copies[0]))
             covering = cov.get(rel, {}).get(m.start_pos[0], [])
             tests = sel.select_tests(covering, durations, passed, limit, per_mutant)
-            timeout = 60.0 + 3 * sum(durations.get(t, 10.0) for t in tests)
+            timeout = run_timeout(tests, durations)
             c = free.get()
             try:
                 row = _run_one(m, c, rel, tests, timeout)
@@ -416,10 +416,17 @@ def after_recheck(row: dict, again: dict) -> dict:
     return out
 
 
+def run_timeout(tests: list[str], durations: Mapping[str, float], factor: float = 3.0) -> float:
+    """How long a mutant's run of ``tests`` may take before it counts as a hang: ``factor`` times their
+    mapped durations (10 s for a test the map has no time for) plus a minute of start-up."""
+    return 60.0 + factor * sum(durations.get(t, 10.0) for t in tests)
+
+
 def fits_budget(now: float, timeout: float, deadline: float) -> bool:
     """Whether a rerun started ``now`` ends by ``deadline`` even if it takes its whole ``timeout``: the
-    timeout and second passes start only such runs, so the budget bounds the run's wall clock (the
-    seed-5 run started second-pass runs up to its deadline, and they ended 3.6 minutes past it)."""
+    timeout and second passes start only such runs, so nothing after the first pass runs past the
+    budget (the seed-5 run started second-pass runs up to its deadline, and they ended 3.6 minutes past
+    it). A first-pass mutant started before the deadline may still run to its own timeout."""
     return now + timeout <= deadline
 
 
@@ -437,7 +444,7 @@ def _timeout_pass(pool: ThreadPoolExecutor, out: dict, plan: list, copies: list[
     def again(i: int) -> None:
         row = out["mutants"][i]
         tests = sel.select_tests(cov.get(row["module"], {}).get(row["line"], []), durations, passed, limit, per_mutant)
-        timeout = 60.0 + RECHECK_FACTOR * sum(durations.get(t, 10.0) for t in tests)
+        timeout = run_timeout(tests, durations, RECHECK_FACTOR)
         if not fits_budget(time.monotonic(), timeout, deadline):
             return
         c = free.get()
@@ -469,7 +476,7 @@ def _second_pass(pool: ThreadPoolExecutor, out: dict, plan: list, copies: list[P
 
     def again(row: dict) -> None:
         rest = sel.beyond_budget(cov.get(row["module"], {}).get(row["line"], []), durations, passed, limit, per_mutant)
-        timeout = 60.0 + 3 * sum(durations.get(t, 10.0) for t in rest)
+        timeout = run_timeout(rest, durations)
         if not fits_budget(time.monotonic(), timeout, deadline):
             return
         c = free.get()

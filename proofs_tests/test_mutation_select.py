@@ -11,7 +11,7 @@ from pathlib import Path
 
 from coverage import CoverageData
 
-from bench.mutation import _shards, fits_budget, postgresql_problem
+from bench.mutation import _shards, fits_budget, postgresql_problem, run_timeout
 from bench.mutation_select import beyond_budget, coverage_map, import_time_lines, select_tests
 
 SOURCE = '''\
@@ -110,8 +110,11 @@ def test_the_second_pass_runs_exactly_the_covering_tests_the_budget_left_out():
 
 
 def test_a_rerun_starts_only_if_its_whole_timeout_ends_by_the_deadline():
-    """The timeout and second passes bound the wall clock: a rerun that could run past the deadline is
-    not started (seed 5 started reruns up to the deadline; they ended 3.6 minutes past it)."""
+    """The timeout and second passes add nothing past the deadline: a rerun that could run past it is
+    not started (seed 5 started reruns up to the deadline; they ended 3.6 minutes past it). A run's
+    timeout is a minute plus the factor times the tests' mapped durations (10 s for an unmapped one)."""
+    assert run_timeout(["a", "x"], {"a": 2.0}) == 60.0 + 3 * 12.0
+    assert run_timeout(["a"], {"a": 2.0}, 10) == 80.0
     assert fits_budget(100.0, 50.0, 150.0)
     assert not fits_budget(100.0, 50.5, 150.0)
     assert not fits_budget(151.0, 0.0, 150.0)

@@ -88,7 +88,6 @@ def test_verdict_hand_table(old: Decision, new: Decision, expected: str | None):
     assert reference_verdict(old, new) == expected
 
 
-
 def _brute_changes(old: Policy, new: Policy) -> set[tuple]:
     """(verdict, old rule, new rule, kind, arch) of every cell of either policy whose decision changed,
     by deciding each cell under both policies (the reference the comparison is checked against)."""
@@ -99,6 +98,8 @@ def _brute_changes(old: Policy, new: Policy) -> set[tuple]:
         if v is not None:
             out.add((v, a.rule, b.rule, c.kind, c.arch))
     return out
+
+
 @given(policies(), policies())
 def test_compare_matches_brute_force(old: Policy, new: Policy):
     brute = _brute_changes(old, new)
