@@ -575,9 +575,9 @@ def test_run_event_plans_again_when_a_write_changes_the_scope_between_plan_and_b
     from memsteward.errors import StoreBusy
 
     policy, store = _chain(tmp_path)
-    plans, real = [], ex.compute_plan
-    busy = []
-    real_execute = ex.execute
+    plans: list[tuple[str, ...]] = []  # the cascade of each plan run_event made
+    busy: list[int] = []  # the number of plans made when the barrier refused one
+    real, real_execute = ex.compute_plan, ex.execute
 
     def plan_then_write(*args, **kwargs):
         plan = real(*args, **kwargs)
@@ -722,7 +722,7 @@ def test_recover_keeps_the_successor_staged_before_an_interruption(tmp_path, mon
         first = Scripted({})
         with pytest.raises(KeyboardInterrupt):
             ex.run_event(store, policy, Event("delete", ("r",)), operators=_registry(first))
-        (event_id, *_), = [store.unfinished_event()]
+        event_id = store.unfinished_event()[0]
         status, version, _ = store.steps(event_id)["b"]
         assert status == "staged" and version is not None and "b" in first.seen
         staged = store.version_of("b", version)

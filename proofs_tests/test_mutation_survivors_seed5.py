@@ -130,10 +130,12 @@ def test_a_tag_only_the_support_holds_is_not_a_leak():
 
 
 def test_a_physical_step_taken_over_while_it_scanned_does_not_write_a_second_row(tmp_path):
-    """store/erasure.py `self._physical_row(event_id) is not None` → `is None` survived: a process whose
-    physical step was taken over (its lease judged dead: here it names an exited pid) by a second
-    process that then finished the step (its row written, the lease gone) must, on reaching its own
-    final transaction, return that row and not write one of its own."""
+    """store/erasure.py `self._physical_row(event_id) is not None` → `is None` survived: a store whose
+    physical step was taken over while it scanned (its lease made to look dead: it names an exited
+    pid) by a second store that then finished the step (its row written, the lease gone) must, on
+    reaching its own final transaction, return that row and not write one of its own. Both stores are
+    in this process, the take-over run from inside the first one's step; the lease logic is the
+    same for a second process (test_mutation_store_leases races real ones)."""
     import subprocess
     import sys
 
