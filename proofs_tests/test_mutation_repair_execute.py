@@ -282,6 +282,31 @@ def test_check_inputs_reads_every_touched_stored_artifact_but_the_roots_and_the_
         store.close()
 
 
+def test_check_inputs_reads_no_removed_member_nor_a_parent_only_removed_members_have():
+    from memsteward.repair.artifacts import Edge
+    from memsteward.store import Store
+
+    bad = {"goal": 5, "calls": []}  # a chain's goal must be a string: no operator can read it
+    arts = {"r": Artifact("r", "record", None, 1, {"text": "r."}),
+            "s": Artifact("s", "skill", "chain", 1, bad),  # a member
+            "p": Artifact("p", "skill", "chain", 1, bad),  # a parent of s alone, outside C(F)
+            "k": Artifact("k", "summary", None, 1, "kept summary."),  # a member that is rebuilt
+            "q": Artifact("q", "record", None, 1, {"text": "q."})}
+    store = Store()
+    store.import_snapshot(Snapshot(arts, (Edge("r", "s"), Edge("p", "s"), Edge("r", "k"), Edge("q", "k"))))
+    plan = plan_of(Event("delete", ("r",)), ("k", "r", "s"), {"r": "erased"}, {"r": 1, "s": 1, "k": 1})
+    try:
+        ex.check_inputs(store, plan.replace(modes={"s": "remove", "k": "regen"}))  # s removed: neither read
+        with pytest.raises(InputError) as err:  # s rebuilt: both read, p first by id
+            ex.check_inputs(store, plan.replace(modes={"s": "param", "k": "regen"}))
+        assert err.value.field == "p.content.goal"
+        with pytest.raises(InputError) as err:  # a member without a mode is read
+            ex.check_inputs(store, plan.replace(modes={"k": "regen"}))
+        assert err.value.field == "p.content.goal"
+    finally:
+        store.close()
+
+
 # --------------------------------------------------------------------------- resume, end to end
 
 POLICY_TEXT = """version: 1

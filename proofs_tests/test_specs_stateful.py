@@ -530,23 +530,48 @@ def _machine(store_at) -> type[BarrierMachine]:
     return type("PgBarrierMachine", (BarrierMachine,), {"locate": staticmethod(lambda: store_at(f"g5-{next(fresh)}"))})
 
 
+def _short_of_hard_paths(stats: dict[str, int], examples: int) -> list[str]:
+    """The hard paths a run of ``examples`` examples must have exercised, and did not (per 40
+    examples: 10 crashes mid-event, 5 recoveries, 20 publications, 5 failed steps, 10 events with
+    interleaved workers, 5 writes tried during an unfinished event, 5 fenced writes)."""
+    scale = examples / 40
+    wanted = {"crashes mid-event": 10, "recoveries": 5, "publications": 20, "steps failed": 5,
+              "events with interleaved workers": 10, "writes tried during an unfinished event": 5,
+              "writes refused (fenced)": 5}
+    return [f"{name}: {stats.get(name, 0)} < {n * scale:g}" for name, n in wanted.items()
+            if stats.get(name, 0) < n * scale]
+
+
+HARD_PATH_ROUNDS = 3  # a random run short of the hard paths gets up to 2 more rounds of as many examples
+
+
 @pytest.mark.slow
 def test_barrier_isolation_state_machine(store_at):
     STATS.clear()
     examples = SETTINGS.max_examples if store_at.backend == "sqlite" else PG_EXAMPLES
-    run_state_machine_as_test(_machine(store_at), settings=settings(SETTINGS, max_examples=examples))
+    # the weights make the hard paths common: a run that never crashes, fails or republishes
+    # would prove little (typical CI run: see bench/RESULTS.md, "G5 state machine"). Hypothesis draws
+    # new examples each run, so a run of 12 (PostgreSQL) fell short of 5 recoveries × 12/40 about once
+    # in a few runs: a short run goes on with fresh examples (every one checks the invariants) until
+    # the hard paths were exercised as often as asked, for at most HARD_PATH_ROUNDS rounds
+    for _ in range(HARD_PATH_ROUNDS):
+        run_state_machine_as_test(_machine(store_at), settings=settings(SETTINGS, max_examples=examples))
+        if not _short_of_hard_paths(STATS, examples):
+            break
     if os.environ.get("MEMSTEWARD_G5_STATS"):  # bench/g5_machine.py reports what a CI run exercised
         Path(os.environ["MEMSTEWARD_G5_STATS"]).write_text(json.dumps(STATS, sort_keys=True))
-    # the weights make the hard paths common: a run that never crashes, fails or republishes
-    # would prove little (typical CI run: see bench/RESULTS.md, "G5 state machine"); per 40 examples
-    scale = examples / 40
-    assert STATS.get("crashes mid-event", 0) >= 10 * scale and STATS.get("recoveries", 0) >= 5 * scale, STATS
-    assert STATS.get("publications", 0) >= 20 * scale and STATS.get("steps failed", 0) >= 5 * scale, STATS
-    # concurrent staging is exercised, not just possible: workers interleave around staged successors
-    assert STATS.get("events with interleaved workers", 0) >= 10 * scale, STATS
-    # agent writers interleave with events: some during an unfinished event, some fenced
-    assert STATS.get("writes tried during an unfinished event", 0) >= 5 * scale, STATS
-    assert STATS.get("writes refused (fenced)", 0) >= 5 * scale, STATS
+    # concurrent staging is exercised, not just possible; agent writers interleave with events
+    assert not _short_of_hard_paths(STATS, examples), STATS
+
+
+def test_short_of_hard_paths_names_each_path_below_its_share():
+    full = {"crashes mid-event": 10, "recoveries": 5, "publications": 20, "steps failed": 5,
+            "events with interleaved workers": 10, "writes tried during an unfinished event": 5,
+            "writes refused (fenced)": 5}
+    assert _short_of_hard_paths(full, 40) == []
+    assert _short_of_hard_paths({**full, "recoveries": 1}, 12) == ["recoveries: 1 < 1.5"]
+    assert _short_of_hard_paths({**full, "recoveries": 4}, 40) == ["recoveries: 4 < 5"]
+    assert _short_of_hard_paths({}, 40)[0] == "crashes mid-event: 0 < 10"
 
 
 WIDE = {"artifacts": [{"id": "r0", "kind": "record", "content": {"text": "tea fact 0. rain too.", "label": "a"}},

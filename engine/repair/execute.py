@@ -23,7 +23,7 @@ from ..policy.plugins import manifest
 from ..store.api import BarrierSpec, OracleReport, Provenance, PublishSpec, RepairLog, StepRecord, StepStatus
 from ..store.connection import db_errors
 from .artifacts import SERVABLE_STATES, Artifact, Snapshot, artifact_field_problem
-from .candidates import Candidate
+from .candidates import REMOVE, Candidate
 from .events import Event, with_interfaces
 from .executors import Executor, LocalPool, Sequential, Serialized, Shared, executor_from, prepare
 from .operators import OperatorError, OperatorRegistry, RepairContext, Successor, operators_for
@@ -66,9 +66,11 @@ def guarded(stage: str, fn: Callable[[], T]) -> T:
 
 
 def check_inputs(store: RepairLog, plan: TransitionPlan) -> None:
-    """Validate before the barrier: the event's Δ and every artifact the plan touches (C(F) \\ F
-    and the influence parents of its members) against the content/meta schemas
-    (:mod:`memsteward.repair.schemas`). Raises :class:`InputError`; nothing is withdrawn yet."""
+    """Validate before the barrier: the event's Δ and every stored artifact the repair may read
+    against the content/meta schemas (:mod:`memsteward.repair.schemas`): the members of C(F) \\ F
+    whose mode is not ``remove`` and their influence parents. A removed member is withdrawn and
+    never read by any operator (nor are parents only it has): a delete whose cascade is all removed
+    reads no stored content here. Raises :class:`InputError`; nothing is withdrawn yet."""
     event = plan.event
     for k, a in enumerate(event.replacements):
         problem = artifact_field_problem(a)
@@ -79,8 +81,9 @@ def check_inputs(store: RepairLog, plan: TransitionPlan) -> None:
         problem = interface_problem(iface, f"interface.{r}")
         if problem:
             raise InputError(f"migrate interface of {r!r}: {problem[1]}", file="<event>", field=problem[0])
-    touched = set(plan.cascade)
-    touched.update(src for src, _ in store.parent_edges(plan.cascade))  # indexed: ∝ the cascade
+    kept = [i for i in plan.cascade if plan.modes.get(i) != REMOVE]  # an id without a mode is read
+    touched = set(kept)
+    touched.update(src for src, _ in store.parent_edges(kept))  # indexed: ∝ what is rebuilt
     touched -= set(event.roots)  # a root's stored content is erased or replaced by Δ, never read
     arts = store.artifacts_of(touched)
     for ident in sorted(touched):
