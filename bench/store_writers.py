@@ -97,20 +97,40 @@ def _event(url: str, start: Any, go: Any, done: Any) -> None:
 
     s = Store.open(url)
     policy = load_policy(bundled_path("policies", "default.yaml"))
+    pids = _backends(s)
     start.wait()
     go.wait()
-    t0 = time.perf_counter()
+    t0, c0, s0 = time.perf_counter(), time.process_time(), _cpu_of(pids)
     plan = apply_event(s, policy, {"type": "delete", "roots": ["r"]})
-    done.put((t0, time.perf_counter(), len(plan.republished)))
+    done.put((t0, time.perf_counter(), len(plan.republished), time.process_time() - c0 + _cpu_of(pids) - s0))
     s.close()
+
+
+def _busy_loop() -> None:
+    """A core's worth of CPU that touches no store (the reference of :func:`_beside_busy_loop`)."""
+    while True:
+        pass
+
+
+def _beside_busy_loop(url: str, writers: int, seconds: float) -> float:
+    """Records/s of ``writers`` writers while one process spins on the CPU and nothing else runs:
+    what taking one core away costs them, with no lock, no event and no data in common."""
+    loop = mp.get_context("fork").Process(target=_busy_loop, daemon=True)
+    loop.start()
+    try:
+        return _writers_during(url, writers, seconds)[0]
+    finally:
+        loop.kill()
+        loop.join()
 
 
 WARM = 1.0  # seconds the writers write before they are counted (each process's first writes fill its key pool)
 
 
-def _writers_during(url: str, writers: int, seconds: float | None) -> tuple[float, int, float, int, float]:
+def _writers_during(url: str, writers: int, seconds: float | None) -> tuple[float, int, float, int, float, float]:
     """(records/s, refusals, wall seconds, successors republished: 0 without an event, the CPU the
-    writer processes got in cores); no writers: the event alone. The writers write for ``WARM``
+    writer processes got in cores, the CPU the event used in cores: its process and its server
+    processes, 0 without an event); no writers: the event alone. The writers write for ``WARM``
     seconds first; then the event runs (``seconds`` None) or ``seconds`` pass, and the writes
     acknowledged within that window, the event's own, are counted."""
     ctx = mp.get_context("fork")
@@ -126,11 +146,11 @@ def _writers_during(url: str, writers: int, seconds: float | None) -> tuple[floa
         time.sleep(WARM)
     go.set()
     if with_event:
-        t0, t1, republished = done.get(timeout=3600)
+        t0, t1, republished, event_cpu = done.get(timeout=3600)
     else:
         t0 = time.perf_counter()
         time.sleep(seconds or 0)
-        t1, republished = time.perf_counter(), 0
+        t1, republished, event_cpu = time.perf_counter(), 0, 0.0
     stop.set()
     rows = [out.get(timeout=600) for _ in range(writers)] or [(0, 0, 0.0, 0.0, [])]
     for p in procs:
@@ -140,12 +160,12 @@ def _writers_during(url: str, writers: int, seconds: float | None) -> tuple[floa
     wall = t1 - t0
     within = [[c for t, c in r[4] if t0 <= t < t1] for r in rows]
     return (sum(map(len, within)) / wall, sum(r[1] for r in rows), wall, republished,
-            sum(w[-1] - w[0] for w in within if w) / wall)
+            sum(w[-1] - w[0] for w in within if w) / wall, event_cpu / wall)
 
 
 def _backends(s: Any) -> list[int]:
     """The PostgreSQL server processes serving store ``s`` (its connection, its key store's)."""
-    conns = [s.conn.raw, getattr(s.vault.keys, "conn", None)]  # s.vault: the key store opened now
+    conns = [getattr(s.conn, "raw", None), getattr(s.vault.keys, "conn", None)]  # s.vault: the key store opened now
     return [c.info.backend_pid for c in conns if c is not None and hasattr(c, "info")]
 
 
@@ -232,6 +252,17 @@ def _rate(urls: list[str], worker: Any, per_writer: int) -> tuple[float, float, 
             1000 * sum(e[2] for e in ends) / ops, (b1[0] - b0[0]) / max(1, b1[1] - b0[1]))
 
 
+def _spin_note(rows: list[list[Any]]) -> str:
+    """What the spinning-process rows say, by backend."""
+    left = {r[0]: r[3] for r in rows}
+    return (f"One spinning process, and nothing of the store's, leaves the PostgreSQL writers "
+            f"{left.get('postgresql', float('nan')):.0%} of their rate and the SQLite writers "
+            f"{left.get('sqlite', float('nan')):.0%}: PostgreSQL's writers (client and server processes) are "
+            "bound by CPU on this machine, SQLite's by the write lock and the disk. An event that uses about "
+            "a core (last column of the first table) takes that share from PostgreSQL's writers before any lock "
+            "is involved.\n")
+
+
 async def _probe(stop: Any, lags: list[float]) -> None:
     import asyncio
 
@@ -297,7 +328,8 @@ def run(quick: bool = False) -> None:
     per_writer, events = (20, 2) if quick else (100, 4)
     batches, size = (2, 200) if quick else (10, 1_000)
     load_start = os.getloadavg()
-    rows_w = []
+    rows_w: list[list[Any]] = []
+    rows_b: list[list[Any]] = []
     with tempfile.TemporaryDirectory(prefix="memsteward-writers-") as tmp:
         for kind in ("sqlite", "postgresql"):
             for n, fixed in ((cascade, False), (repaired, True)):
@@ -305,16 +337,20 @@ def run(quick: bool = False) -> None:
                         for _ in range(2 + repeats)]
                 for u in urls:
                     _seed_cascade(u, n, fixed)
-                _, _, solo, _, _ = _writers_during(urls[0], 0, None)  # the event alone
-                base, base_refused, _, _, base_cores = _writers_during(urls[1], writers, alone)
+                _, _, solo, _, _, solo_cores = _writers_during(urls[0], 0, None)  # the event alone
+                base, base_refused, _, _, base_cores, _ = _writers_during(urls[1], writers, alone)
+                if not fixed:  # once per backend: the same writers beside one spinning process
+                    spun = _beside_busy_loop(urls[1], writers, alone)
+                    rows_b.append([kind, base, spun, spun / base])
                 runs = [_writers_during(u, writers, None) for u in urls[2:]]  # one event per store, in a row
                 wall = sum(r[2] for r in runs)
                 during = sum(r[0] * r[2] for r in runs) / wall
                 refused, republished = sum(r[1] for r in runs), runs[0][3]
                 cores = sum(r[4] * r[2] for r in runs) / wall
+                event_cores = sum(r[5] * r[2] for r in runs) / wall
                 what = f"{n:,} {'repaired' if fixed else 'removed'}"
                 rows_w.append([kind, what, base, during, during / base, refused + base_refused, solo, wall / repeats,
-                               f"{base_cores:.2f} / {cores:.2f}"])
+                               f"{base_cores:.2f} / {cores:.2f}", f"{solo_cores:.2f} / {event_cores:.2f}"])
                 print(f"[store_writers] {kind} {what}: alone {base:.3g}/s, during {during:.3g}/s (event {solo:.1f} s "
                       f"alone, {wall / repeats:.1f} s with writers, {republished} republished; each event: "
                       f"{', '.join(f'{r[0]:.3g}/s in {r[2]:.2f} s' for r in runs)}), refused {refused}",
@@ -372,19 +408,27 @@ def run(quick: bool = False) -> None:
           "up. The event's own wall time is measured alone (same store, no writers) and with the writers (per "
           "event).\n",
           table(["backend", "cascade", "records/s alone", "records/s during the event", "during / alone", "refused",
-                 "event alone (s)", "event with writers (s)", "writers' CPU, cores (alone / during)"], rows_w), "",
+                 "event alone (s)", "event with writers (s)", "writers' CPU, cores (alone / during)",
+                 "event's CPU, cores (alone / with writers)"], rows_w), "",
           "Every write transaction of a store appends to its one audit chain, under the store's one write lock "
           "(SQLite's, PostgreSQL's advisory lock); writers in a tight loop keep it busy, and each transaction of "
           "the event (barrier, each batch of staged successors and step outcomes, publication) takes its turn behind them, "
-          "so the event itself is slowed by the writers (last two columns). What a transaction does under the "
-          "lock is kept short: a write seals its version (the key store's own durable commit) before it takes "
+          "so the event itself is slowed by the writers (its wall time alone and with writers). What a "
+          "transaction does under the lock is kept short: a write seals its version (the key store's own durable commit) before it takes "
           "the lock; the barrier reads the plan's scope again before it takes the lock (under it, only the writes "
           "committed since are checked); a publication reads its erasure and destroys its keys before its "
           "transaction; and on PostgreSQL a batch of steps and a publication do their work (stage, republish, "
           "erase, re-index) before they take the lock to check the event's lease and chain their audit rows. "
           "On a 2-core machine the event's own work "
-          "(planning, operators, oracles) also takes CPU from the writers: the last column is the CPU the writer "
-          "processes got, alone and during the event.\n",
+          "(planning, operators, oracles) also takes CPU from the writers: the writers' CPU is what the writer "
+          "processes got, alone and during the event; the event's is what its process and its server processes "
+          "used (/proc), in cores over its own wall time.\n",
+          "**What one core less costs the writers.** The same writers, on the same store, alone and beside one "
+          "process that spins on the CPU (no store, no lock, no data in common; as long as the writers alone), "
+          "in the same run: the share of their rate that is left when a core's worth of CPU goes elsewhere, as "
+          "during an event that uses about a core.\n",
+          table(["backend", "records/s alone", "records/s beside one spinning process", "beside / alone"], rows_b),
+          "", _spin_note(rows_b),
           f"**Tenants (PostgreSQL).** W writers, each on its own tenant (its own schema in the same database, "
           f"its own advisory lock), against W writers on one tenant; {per_writer} records each. CPU is what the "
           "writer processes and their server processes used (/proc), per record.\n",
