@@ -530,15 +530,16 @@ def _machine(store_at) -> type[BarrierMachine]:
     return type("PgBarrierMachine", (BarrierMachine,), {"locate": staticmethod(lambda: store_at(f"g5-{next(fresh)}"))})
 
 
-def _short_of_hard_paths(stats: dict[str, int], examples: int) -> list[str]:
-    """The hard paths a run of ``examples`` examples must have exercised, and did not (per 40
-    examples: 10 crashes mid-event, 5 recoveries, 20 publications, 5 failed steps, 10 events with
-    interleaved workers, 5 writes tried during an unfinished event, 5 fenced writes)."""
-    scale = examples / 40
-    wanted = {"crashes mid-event": 10, "recoveries": 5, "publications": 20, "steps failed": 5,
+HARD_PATHS = {"crashes mid-event": 10, "recoveries": 5, "publications": 20, "steps failed": 5,
               "events with interleaved workers": 10, "writes tried during an unfinished event": 5,
               "writes refused (fenced)": 5}
-    return [f"{name}: {stats.get(name, 0)} < {n * scale:g}" for name, n in wanted.items()
+"""How often a G5 machine run must exercise each hard path, per 40 examples."""
+
+
+def _short_of_hard_paths(stats: dict[str, int], examples: int) -> list[str]:
+    """The hard paths (:data:`HARD_PATHS`) a run of ``examples`` examples exercised less often than asked."""
+    scale = examples / 40
+    return [f"{name}: {stats.get(name, 0)} < {n * scale:g}" for name, n in HARD_PATHS.items()
             if stats.get(name, 0) < n * scale]
 
 
@@ -561,7 +562,8 @@ def test_barrier_isolation_state_machine(store_at):
     if os.environ.get("MEMSTEWARD_G5_STATS"):  # bench/g5_machine.py reports what a CI run exercised
         Path(os.environ["MEMSTEWARD_G5_STATS"]).write_text(json.dumps(STATS, sort_keys=True))
     # concurrent staging is exercised, not just possible; agent writers interleave with events
-    assert not _short_of_hard_paths(STATS, examples), STATS
+    short = _short_of_hard_paths(STATS, examples)
+    assert not short, f"{'; '.join(short)} in {HARD_PATH_ROUNDS} rounds of {examples} examples: {STATS}"
 
 
 def test_short_of_hard_paths_names_each_path_below_its_share():
