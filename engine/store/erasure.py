@@ -139,7 +139,11 @@ class Erasure(Leases):
             ready = self._erasure_of(event_id, targets, tombstone)
         if now:
             self._destroy_keys(ready)
-        self.conn.executemany(self.q.erase_version, ready.updates)
+        if self.q.erase_versions is not None:  # one statement for them all
+            rows = json.dumps([{"sha": sha, "id": i, "version": v} for sha, i, v in ready.updates])
+            self.driver.write(self.q.erase_versions, (rows, rows))
+        else:
+            self.conn.executemany(self.q.erase_version, ready.updates)
         self.conn.executemany(self.q.insert_tombstones, ready.stones)
         self.conn.execute(self.q.delete_erasing_digests, (event_id,))  # now held by ``tombstones``
         pinned = self._tombstone_commitments(event_id, sorted({s[1] for s in ready.stones}), {s[0] for s in ready.stones})

@@ -102,6 +102,7 @@ class Queries:
     version_deks: str  # (id, version, dek) of the ids' versions sealed under pooled keys
     named_deks: str  # which of the pooled key ids (a JSON array) a version names (erased ones included)
     erase_version: str
+    erase_versions: str | None  # PostgreSQL: every erased version in one UPDATE (SQLite: None, erase_version per row)
     insert_tombstones: str
     tombstones_of_digests: str
     insert_erasing_digests: str  # (event, id, version, digest): a barrier's normalised digests (schema 10)

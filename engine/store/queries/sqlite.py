@@ -108,6 +108,7 @@ SQLITE = Queries(
                   "(SELECT value FROM json_each(?))"),
     named_deks="SELECT DISTINCT dek FROM versions WHERE dek IN (SELECT value FROM json_each(?))",
     erase_version="UPDATE versions SET content = NULL, meta = '{}', erased = 1, sha256 = ? WHERE id = ? AND version = ?",
+    erase_versions=None,
     insert_tombstones="INSERT OR IGNORE INTO tombstones(digest, root, event_id) VALUES (?,?,?)",
     tombstones_of_digests="SELECT digest, root, event_id FROM tombstones WHERE digest IN (SELECT value FROM json_each(?))",
     insert_erasing_digests="INSERT OR IGNORE INTO erasing_digests(event_id, id, version, digest) VALUES (?,?,?,?)",
