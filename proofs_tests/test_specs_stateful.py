@@ -555,8 +555,9 @@ def test_barrier_isolation_state_machine(store_at):
     # new examples each run, so a run of 12 (PostgreSQL) fell short of 5 recoveries × 12/40 about once
     # in a few runs: a short run goes on with fresh examples (every one checks the invariants) until
     # the hard paths were exercised as often as asked, for at most HARD_PATH_ROUNDS rounds
+    machine = _machine(store_at)  # one for all rounds: on PostgreSQL it numbers its fresh schemas
     for _ in range(HARD_PATH_ROUNDS):
-        run_state_machine_as_test(_machine(store_at), settings=settings(SETTINGS, max_examples=examples))
+        run_state_machine_as_test(machine, settings=settings(SETTINGS, max_examples=examples))
         if not _short_of_hard_paths(STATS, examples):
             break
     if os.environ.get("MEMSTEWARD_G5_STATS"):  # bench/g5_machine.py reports what a CI run exercised
