@@ -324,7 +324,7 @@ def _record_many(url: str, batches: int, size: int) -> float:
 
 def run(quick: bool = False) -> None:
     cascade, repaired, writers, alone = (200, 20, 4, 2.0) if quick else (2_000, 200, 8, 10.0)
-    repeats = 1 if quick else 3  # events with the writers, each on its own store: their windows added up
+    repeats = 1 if quick else 6  # events with the writers, each on its own store: their windows added up
     per_writer, events = (20, 2) if quick else (100, 4)
     batches, size = (2, 200) if quick else (10, 1_000)
     load_start = os.getloadavg()
@@ -349,7 +349,9 @@ def run(quick: bool = False) -> None:
                 cores = sum(r[4] * r[2] for r in runs) / wall
                 event_cores = sum(r[5] * r[2] for r in runs) / wall
                 what = f"{n:,} {'repaired' if fixed else 'removed'}"
-                rows_w.append([kind, what, base, during, during / base, refused + base_refused, solo, wall / repeats,
+                each = [r[0] / base for r in runs]  # one event's window alone: the spread between events
+                rows_w.append([kind, what, base, during, during / base, f"{min(each):.2f}–{max(each):.2f}",
+                               refused + base_refused, solo, wall / repeats,
                                f"{base_cores:.2f} / {cores:.2f}", f"{solo_cores:.2f} / {event_cores:.2f}"])
                 print(f"[store_writers] {kind} {what}: alone {base:.3g}/s, during {during:.3g}/s (event {solo:.1f} s "
                       f"alone, {wall / repeats:.1f} s with writers, {republished} republished; each event: "
@@ -405,9 +407,10 @@ def run(quick: bool = False) -> None:
           f"{WARM:g} s before they are counted (a process's first writes fill its key pool), and the writes "
           "counted are those acknowledged within the window measured (the event's own, from its start to its "
           f"end); {repeats} events in a row, each on its own store with the same cascade, their windows added "
-          "up. The event's own wall time is measured alone (same store, no writers) and with the writers (per "
-          "event).\n",
-          table(["backend", "cascade", "records/s alone", "records/s during the event", "during / alone", "refused",
+          "up (the next column: the lowest and the highest of the events' own ratios). The event's own wall time "
+          "is measured alone (same store, no writers) and with the writers (per event).\n",
+          table(["backend", "cascade", "records/s alone", "records/s during the event", "during / alone",
+                 "during / alone, each event", "refused",
                  "event alone (s)", "event with writers (s)", "writers' CPU, cores (alone / during)",
                  "event's CPU, cores (alone / with writers)"], rows_w), "",
           "Every write transaction of a store appends to its one audit chain, under the store's one write lock "
