@@ -141,7 +141,7 @@ class Erasure(Leases):
             self._destroy_keys(ready)
         if self.q.erase_versions is not None:  # one statement for them all
             rows = json.dumps([{"sha": sha, "id": i, "version": v} for sha, i, v in ready.updates])
-            self.driver.write(self.q.erase_versions, (rows, rows))
+            self.driver.write(self.q.erase_versions, (rows,))
         else:
             self.conn.executemany(self.q.erase_version, ready.updates)
         self.conn.executemany(self.q.insert_tombstones, ready.stones)

@@ -112,12 +112,12 @@ POSTGRES = Queries(
     named_deks=('SELECT DISTINCT dek FROM versions WHERE dek = ' + _ANY),
     erase_version=("UPDATE versions SET content = NULL, meta = '{}', erased = 1, sha256 = %s WHERE id = %s AND "
                    'version = %s'),
-    # one JSON array of {"sha", "id", "version"}, passed twice: the ids as one array matched by the primary key
-    # (_ANY's reason), the rows joined to it (2,000 versions: one statement, against 2,000 in a pipeline)
-    erase_versions=("UPDATE versions AS v SET content = NULL, meta = '{}', erased = 1, sha256 = u.sha "
-                    "FROM json_to_recordset(%s::json) AS u(sha text, id text, version integer) "
-                    "WHERE v.id = ANY(ARRAY(SELECT x ->> 'id' COLLATE \"C\" FROM json_array_elements(%s::json) AS t(x))) "
-                    'AND v.id = u.id COLLATE "C" AND v.version = u.version'),
+    # one JSON array of {"sha", "id", "version"}: its ids as one array matched by the primary key (_ANY's reason),
+    # its rows joined to it (2,000 versions: one statement, against 2,000 in a pipeline)
+    erase_versions=('WITH u AS (SELECT sha, id COLLATE "C" AS id, version FROM json_to_recordset(%s::json) '
+                    "AS t(sha text, id text, version integer)) "
+                    "UPDATE versions AS v SET content = NULL, meta = '{}', erased = 1, sha256 = u.sha FROM u "
+                    "WHERE v.id = ANY(ARRAY(SELECT id FROM u)) AND v.id = u.id AND v.version = u.version"),
     insert_tombstones='INSERT INTO tombstones(digest, root, event_id) VALUES (%s,%s,%s) ON CONFLICT DO NOTHING',
     tombstones_of_digests=('SELECT digest, root, event_id FROM tombstones WHERE digest = ' + _ANY),
     insert_erasing_digests=('INSERT INTO erasing_digests(event_id, id, version, digest) VALUES (%s,%s,%s,%s) '
