@@ -252,15 +252,17 @@ def _rate(urls: list[str], worker: Any, per_writer: int) -> tuple[float, float, 
             1000 * sum(e[2] for e in ends) / ops, (b1[0] - b0[0]) / max(1, b1[1] - b0[1]))
 
 
+CPU_BOUND = 0.9  # writers that keep less than this share of their rate beside one spinning process wait for CPU
+
+
 def _spin_note(rows: list[list[Any]]) -> str:
-    """What the spinning-process rows say, by backend."""
-    left = {r[0]: r[3] for r in rows}
-    return (f"One spinning process, and nothing of the store's, leaves the PostgreSQL writers "
-            f"{left.get('postgresql', float('nan')):.0%} of their rate and the SQLite writers "
-            f"{left.get('sqlite', float('nan')):.0%}: PostgreSQL's writers (client and server processes) are "
-            "bound by CPU on this machine, SQLite's by the write lock and the disk. An event that uses about "
-            "a core (last column of the first table) takes that share from PostgreSQL's writers before any lock "
-            "is involved.\n")
+    """What the spinning-process rows say, by backend: the share left, and whether that makes the
+    writers bound by CPU on this machine (below :data:`CPU_BOUND`)."""
+    said = [f"the {kind} writers {left:.0%} of their rate ({'bound by CPU here' if left < CPU_BOUND else 'not bound by CPU here'})"
+            for kind, _, _, left in rows]
+    return (f"One spinning process, and nothing of the store's, leaves {' and '.join(said)}. Writers bound by CPU "
+            "lose that share to an event that uses about a core (last column of the first table) before any "
+            "lock is involved.\n")
 
 
 async def _probe(stop: Any, lags: list[float]) -> None:
