@@ -146,6 +146,28 @@ def test_reingest_allow_refuse_review():
     gs.put(NS, "next", {"content": "Alice lives in Lyon."})  # the next valid put succeeds
 
 
+@pytest.mark.parametrize("value", [
+    {"content": "Alice lives at 12 Rue Cler in Paris.", "facts": ["green tea"]},   # beside a second field
+    {"content": ["Alice drinks green tea.", "Alice lives at 12 Rue Cler in Paris."]},  # one list item of two
+    {"content": "Alice drinks green tea.", "x": {"Alice lives at 12 Rue Cler in Paris.": 1}},  # an object key
+    {"content": "Alice drinks green tea.", "Alice lives at 12 Rue Cler in Paris": "yes"},  # a top-level key
+    {"content": "\u201cAlice lives\u200e at 12 Rue Cler in Paris\u201d"},  # quoted, a direction mark inside
+], ids=["second-field", "list-item", "nested-key", "top-level-key", "quoted-invisible"])
+def test_a_derived_put_carrying_deleted_text_is_refused_wherever_it_sits(value):
+    """Found by a red team (2026-12-03): the governed strings are joined into one text, so a second
+    field on either side defeated the per-string tombstone, and keys were never checked. Each form is
+    refused, and nothing of it reaches the wrapped store."""
+    gs = _gs()
+    gs.put(NS, "home", {"content": "Alice lives at 12 Rue Cler in Paris.", "note": "her flat"})
+    gs.put(NS, "tea", {"content": "Alice drinks green tea."})
+    gs.delete(NS, "home")
+    with pytest.raises(GovernedWriteRefused) as exc:
+        gs.put(NS, "profile", {**value, "derived_from": [[list(NS), "tea"]]})
+    assert exc.value.reason == "tombstone"
+    assert gs.get(NS, "profile") is None and "Rue Cler" not in _raw(gs)
+    gs.put(NS, "profile", {"content": "Alice drinks green tea.", "derived_from": [[list(NS), "tea"]]})
+
+
 def test_ttl_expiry_on_read_is_a_delete_event(tmp_path):
     conn = sqlite3.connect(str(tmp_path / "lg.db"), check_same_thread=False, isolation_level=None)
     inner = SqliteStore(conn, ttl={"default_ttl": None, "refresh_on_read": False})

@@ -33,6 +33,18 @@ VARIANTS = {
     "zero-width": {"text": TEXT.replace("peanuts", "pea\u200bnuts"), "label": "allergy"},
     "wrapped": {"note": {"text": TEXT}},
     "bare-string": TEXT,
+    # found by a red team (2026-12-03): invisible characters beyond the zero-width ones, Hangul fillers
+    # drawn as spaces, the text as an object key, as one line of several, in quotes
+    "lrm": {"text": TEXT.replace("peanuts", "pea\u200enuts"), "label": "allergy"},
+    "cgj": {"text": TEXT.replace("peanuts", "pea\u034fnuts"), "label": "allergy"},
+    "invisible-times": {"text": TEXT.replace("peanuts", "pea\u2062nuts"), "label": "allergy"},
+    "variation-selector": {"text": TEXT.replace("peanuts", "pea\ufe0fnuts"), "label": "allergy"},
+    "bidi-override": {"text": "\u202d" + TEXT + "\u202c", "label": "allergy"},
+    "tag-characters": {"text": TEXT.replace("peanuts", "pea\U000e0041nuts"), "label": "allergy"},
+    "hangul-filler-spaces": {"text": TEXT.replace(" ", "\u3164"), "label": "allergy"},
+    "object-key": {"facts": {TEXT: True}},
+    "one-line-of-several": {"text": "Summary of the week.\n" + TEXT + "\nNothing else."},
+    "quoted": {"text": "\u201c" + TEXT + "\u201d", "label": "allergy"},
 }
 
 
@@ -77,6 +89,41 @@ def test_normalise_folds_forms():
     for form in ("NFD", "NFKD", "NFKC"):
         assert normalise(unicodedata.normalize(form, "Crème brûlée at Zoë's.")) == base
     assert normalise("CRÈME  BRÛLÉE\u200b at zoë's") == base
+
+
+def test_every_default_ignorable_code_point_is_removed():
+    """Independent of the table: every format character (category Cf) and every variation selector
+    Python's own Unicode database knows is dropped, except the visible format marks (prepended
+    concatenation marks such as ARABIC NUMBER SIGN, and the interlinear annotation characters, which
+    are not default-ignorable), and the Hangul fillers become a space."""
+    import sys
+
+    visible = {0x0600, 0x0601, 0x0602, 0x0603, 0x0604, 0x0605, 0x06DD, 0x070F, 0x0890, 0x0891, 0x08E2, 0x110BD,
+               0x110CD, 0xFFF9, 0xFFFA, 0xFFFB, *range(0x13430, 0x13460)}
+    base = normalise("the user keeps a spare key under the mat")
+    missed = []
+    for cp in range(sys.maxunicode + 1):
+        c = chr(cp)
+        if cp in visible or not (unicodedata.category(c) == "Cf" or "VARIATION SELECTOR" in unicodedata.name(c, "")):
+            continue
+        if normalise(f"the user keeps a spare k{c}ey under the mat") != base:
+            missed.append(f"U+{cp:04X}")
+    assert not missed, missed
+    for filler in "\u115f\u1160\u3164\uffa0":
+        assert normalise(f"the user keeps a spare key under the mat".replace(" ", filler)) == base
+
+
+def test_quotes_and_lines_and_keys_are_what_a_write_says():
+    from memsteward.textnorm import digest_of, said_text_digests, text_digests
+
+    assert normalise('"Bob\'s PIN"') == normalise("«bob's pin»") == normalise("(Bob's PIN.)") == "bob's pin"
+    erased = text_digests("Alice lives at 12 Rue Cler in Paris.")
+    assert text_digests("PIN 4829") & said_text_digests("Bob's card\nPIN 4829")  # a short line: what a write says
+    assert not text_digests("PIN 4829") & text_digests("Bob's card\nPIN 4829")  # but no tombstone of its own
+    assert erased & said_text_digests("Alice drinks green tea.\nAlice lives at 12 Rue Cler in Paris")
+    assert erased & said_text_digests({"x": {"Alice lives at 12 Rue Cler in Paris": 1}})
+    # a tombstone holds no key's digest: a value's schema does not block later values of its shape
+    assert digest_of("a rather long field name for facts") not in text_digests({"a rather long field name for facts": "x"})
 
 
 def _state(db: str) -> dict:

@@ -26,7 +26,7 @@ from ..repair.artifacts import ABSENT, SERVABLE_STATES, Artifact, Edge, Snapshot
 from ..repair.lineage import candidates, index_hashes
 from ..repair.reingest import verdict as reingest_verdict
 from ..repair.writes import Write, canonical_json, content_digest, parse_put, prepare
-from ..textnorm import text_digests
+from ..textnorm import said_text_digests
 from .core import _dump, _load, refs_unkeyed
 from .hooks import LogHooks
 from .live import LiveEvent, ordered_after, pending_tombstones, retry_busy
@@ -357,7 +357,7 @@ class MemoryReads(LogHooks):
                 raise self._refuse(a.id, {"reason": "fenced", "inputs": {x: s for _, x, s in fenced}}, WriteRefused(
                     f"write of {a.id!r} refused: input {i!r} is {st} (under repair or deleted); "
                     "new memory may derive only from servable artifacts", "fenced", self.path, f"{where}inputs[{j}]"))
-            said = {w.digest} | text_digests(a.content, a.meta)
+            said = {w.digest} | said_text_digests(a.content, a.meta)
             hit = next((d for d in sorted(said) if d in t.tombstones), None)
             if hit is not None and reingest_verdict(reingest, not w.inputs, True) == "refuse":
                 raise self._refuse(a.id, {"reason": "tombstone", "sha256": hit}, WriteRefused(

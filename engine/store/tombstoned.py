@@ -4,7 +4,7 @@
 ``correct`` or ``migrate`` event stages at its barrier (:mod:`.repairlog`) all ask the same
 question: does this content (or meta) say erased text again? :func:`said_digests` is what a tombstone
 can hold of a value — its exact content digest and the digests of its normalised text
-(:func:`memsteward.textnorm.text_digests`) — and :func:`first_tombstoned` finds the first of a batch of
+(:func:`memsteward.textnorm.said_text_digests`: its object keys too) — and :func:`first_tombstoned` finds the first of a batch of
 artifacts that a tombstone holds. A store answers with its own digests (``store.said_digests``: keyed
 under its index key once sealed, issue 27), so no caller computes a digest itself; ``Store.tombstone_of``
 is the question for one content (the LangGraph adapter's ``reingest: review``).
@@ -17,14 +17,14 @@ from typing import Any, Protocol
 
 from ..errors import WriteRefused
 from ..repair.writes import content_digest
-from ..textnorm import text_digests
+from ..textnorm import said_text_digests
 
 __all__ = ["first_tombstoned", "refusal", "refuse_tombstoned_successors", "said_digests"]
 
 
 def said_digests(content: Any, meta: Any) -> set[str]:
     """The digests a tombstone may hold of an artifact with this content and meta."""
-    return {content_digest(content)} | text_digests(content, meta)
+    return {content_digest(content)} | said_text_digests(content, meta)
 
 
 def first_tombstoned(items: Iterable[tuple[str, Any, Any]],

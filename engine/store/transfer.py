@@ -18,7 +18,7 @@ from ..repair.writes import canonical_json
 from ..shred.keystores import open_keys
 from ..shred.overlay import OverlayKeyStore
 from ..shred.vault import Vault
-from ..textnorm import text_digests
+from ..textnorm import said_text_digests
 from .connection import retrying
 from .core import _dump, refs_unkeyed
 from .erasure import Erasure
@@ -111,7 +111,7 @@ class Transfer(Erasure, LogHooks):
 
     def _said(self, plain: str, keyed: str, content: Any, meta: Any) -> set[str]:
         """:meth:`said_digests` with the exact content's digests already taken (the write path has them)."""
-        return {plain, keyed} | self._tomb_digests(text_digests(content, meta or {}))
+        return {plain, keyed} | self._tomb_digests(said_text_digests(content, meta or {}))
 
     def tombstone_of(self, content: Any, meta: Mapping[str, Any] | None = None) -> str | None:
         """The tombstone a write of ``content`` (with ``meta``) would hit: the digest, as this store keeps

@@ -25,6 +25,7 @@ from langgraph.store.base import BaseStore, PutOp, Result
 from ...errors import InputError, WriteRefused
 from ...repair.artifacts import SERVABLE_STATES
 from ...repair.reingest import verdict
+from ...textnorm import keys_of
 from .errors import GovernedWriteRefused
 from .events import EventSync
 from .guard import REVIEW_KEY
@@ -172,7 +173,24 @@ class WritePath(EventSync):
                                  field=f"{field}[{k}]")
         return list(dict.fromkeys(found[a] for a in pairs))
 
+    def _said_keys(self, op: PutOp) -> dict[str, None] | None:
+        """The object keys of a put's value that may carry text, for the tombstone test: every key below
+        the top level, and top-level keys with a space (a field name has none); None when there are none."""
+        body = [(k, v) for k, v in (op.value or {}).items() if k not in (self.spec.provenance_field, self.spec.meta_field)]
+        keys = [k for k, _ in body if " " in k] + [k for _, v in body for k in keys_of(v)]
+        return dict.fromkeys(keys) if keys else None
+
+    def _keys_erased(self, op: PutOp) -> bool:
+        """Whether an object key of the put's value says content a delete event erased (the governed text
+        is the value's strings; its keys are checked here, one tombstone lookup, when it has any)."""
+        keys = self._said_keys(op)
+        return keys is not None and self.store.tombstone_of(keys) is not None
+
     def _artifact(self, op: PutOp, inputs: list[str]) -> dict[str, Any]:
+        rule = "refuse" if self.reingest == "refuse" else "allow"
+        if verdict(rule, not inputs, True) == "refuse" and self._keys_erased(op):
+            raise GovernedWriteRefused("write refused: a key of its value says content a delete event erased",
+                                       "tombstone", "<langgraph put>", "value")
         value = dict(op.value or {})
         named = value.get("kind")  # a kind the policy declares (paper or its own), never a skill here
         kind = named if isinstance(named, str) and named in self.policy.kinds and \
@@ -191,7 +209,8 @@ class WritePath(EventSync):
         inputs = self._sources(op.value or {})
         art = self._artifact(op, inputs)
         current = self.latest([(op.namespace, op.key)]).get((op.namespace, op.key))
-        if self.reingest == "review" and not inputs and self.store.tombstone_of(art["content"], art["meta"]) is not None:
+        if self.reingest == "review" and not inputs and (self.store.tombstone_of(art["content"], art["meta"]) is not None
+                                                         or self._keys_erased(op)):
             art["meta"][REVIEW_KEY] = True
         if current is None:
             self._write({"id": self.ids.of(op.namespace, op.key), **art}, inputs, before_commit)
