@@ -140,9 +140,11 @@ def text_digests(*values: Any) -> set[str]:
 
 def said_text_digests(*values: Any) -> set[str]:
     """What a write says, for the tombstone test: :func:`text_digests` of its values, and the digest of
-    each object key's and each line's normalised text, of any length (a key or a line that is an erased
-    value's whole text says it)."""
-    parts = {normalise(t) for value in values for t in (*keys_of(value), *lines_of(value))}
+    each line's normalised text and of each object key's that is no field name (one with a space, or of
+    :data:`MIN_TOMBSTONE_CHARS` characters), of any length (a key or a line that is an erased value's
+    whole text says it)."""
+    keys = (k for value in values for k in keys_of(value) if " " in k or len(k) >= MIN_TOMBSTONE_CHARS)  # not a field name
+    parts = {normalise(t) for t in (*keys, *(t for value in values for t in lines_of(value)))}
     return text_digests(*values) | {digest_of(t) for t in parts if t}
 
 
