@@ -13,6 +13,12 @@ adapter:
   (:func:`memsteward.shred.deepscan.scan_file`, the matcher of ``audit --deep``), whatever the
   number of needles. When no file could be read (a remote PostgreSQL server) the check is
   ``unverified``, never ``pass``;
+* ``wrapped-statistics`` (PostgreSQL only): the planner statistics of the wrapped store's tables
+  (``pg_stats``: ``most_common_vals``, ``histogram_bounds``, ``most_common_elems``, one query) hold
+  none of that text. They are copies of column values written by ``ANALYZE``, which ``VACUUM FULL``
+  does not touch (:func:`.physical.scrub` refreshes them). When the last scrub could not rewrite
+  ``pg_statistic``'s heap (not a superuser or the database's owner, or an older snapshot was held),
+  dead tuples of that catalog may still hold the old values: ``unverified`` unless a value was found;
 * ``wrapped-wal-backups`` (file-backed stores only): always ``unverified``. The wrapped store keeps
   its values in plaintext (memsteward's own store is sealed under destroyable keys; LangGraph's
   tables are not), so PostgreSQL's WAL segments, WAL archive, streaming replicas, base backups and
@@ -24,7 +30,7 @@ deepscan.windows`, no budget), in their UTF-8 and JSON-escaped forms, minus the 
 occur in what the event kept (the republished successors, a corrected root's new value): text the
 repair kept is not evidence. They are taken from the content before the event erased it and kept by
 the adapter in memory (``GovernedStore.fingerprints``): the store keeps only digests. An attestation
-asked of an event this process did not run gets ``ok: false`` for the value and file checks, saying why.
+asked of an event this process did not run gets ``ok: false`` for the value, file and statistics checks, saying why.
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
 from ...repair.attestation import attest as store_attest
 from ...shred.deepscan import ByteMatcher, Needles, build_needles, scan_file
-from .physical import files, is_postgres, raw_items, vector_rows
+from .physical import files, is_postgres, raw_items, statistics, vector_rows
 
 if TYPE_CHECKING:
     from .store import GovernedStore
@@ -143,6 +149,29 @@ def _files_check(gs: GovernedStore, eid: int, needles: Needles, matcher: ByteMat
     return _check("wrapped-files", hits == 0, detail)
 
 
+def _statistics_check(gs: GovernedStore, needles: Needles, matcher: ByteMatcher | None) -> dict[str, Any]:
+    """``wrapped-statistics``: the value arrays of ``pg_stats`` for the wrapped tables, matched in one pass."""
+    columns, text = statistics(gs.inner)
+    found: set[bytes] = set()
+    if text and matcher is not None:
+        matcher.find(memoryview(text), found)
+    detail = f"{columns} column(s) with planner statistics read; {len(found)} of {len(needles.words)} needles found"
+    stats = gs.last_scrub.get("statistics") or {}
+    if found and stats.get("stale"):
+        detail += (f"; the statistics of the empty table(s) {', '.join(stats['stale'])} were kept: ANALYZE writes "
+                   "none from no rows and deleting them from pg_statistic needs a superuser")
+    if found and not stats:
+        detail += "; the statistics were not refreshed after the event (no PostgreSQL scrub ran)"
+    rewritten = stats.get("catalog_rewritten") and not gs.last_scrub.get("held_by")
+    if found or rewritten:
+        return _check("wrapped-statistics", not found, detail)
+    why = ("VACUUM FULL pg_catalog.pg_statistic did not run or was skipped (it needs a superuser or the "
+           "database's owner)" if not gs.last_scrub.get("held_by") else
+           "an older snapshot was held, so VACUUM FULL pg_catalog.pg_statistic kept its recently dead tuples")
+    return _check("wrapped-statistics", True, f"{detail}; {why}: dead tuples in pg_statistic's file may still "
+                  "hold the statistics computed before the event, until that catalog is vacuumed", looked=False)
+
+
 def attest(gs: GovernedStore, event_id: int | None = None, needles: Needles | None = None) -> dict[str, Any]:
     """memsteward's attestation of the event plus the wrapped-store checks; ``ok`` is all of them
     (``unverified`` checks do not fail it, and are listed under ``unverified``)."""
@@ -153,10 +182,13 @@ def attest(gs: GovernedStore, event_id: int | None = None, needles: Needles | No
     checks = []
     if found is None:
         why = "the erased content's fingerprints are not known to this process (the event ran elsewhere)"
-        checks += [_check(n, False, why) for n in ("wrapped-values", "wrapped-files")]
+        names = ("wrapped-values", "wrapped-files") + (("wrapped-statistics",) if backend == "postgresql" else ())
+        checks += [_check(n, False, why) for n in names]
     else:
-        matcher = ByteMatcher(found.words) if found.words else None  # built once for values and files
+        matcher = ByteMatcher(found.words) if found.words else None  # built once for values, files, statistics
         checks += [_values_check(gs, found, matcher), _files_check(gs, eid, found, matcher, backend)]
+        if backend == "postgresql":
+            checks.append(_statistics_check(gs, found, matcher))
     stale = stale_vectors(gs)
     checks.append(_check("wrapped-vectors", not stale, f"{len(stale)} stale vector(s)"))
     if backend is not None:

@@ -5,6 +5,17 @@
 (SQLite: WAL checkpoint, ``VACUUM``, checkpoint; PostgreSQL: ``VACUUM FULL`` of ``store`` and
 ``store_vectors``, which writes new relation files, TOAST and indexes included).
 
+PostgreSQL also keeps copies of column values in the planner statistics (``pg_statistic``, read
+through ``pg_stats``: ``most_common_vals``, ``histogram_bounds``, ``most_common_elems``), written by
+every ``ANALYZE`` (autovacuum runs it by itself) and untouched by ``VACUUM FULL``. :func:`scrub`
+therefore runs ``ANALYZE`` on each wrapped table, so its statistics are computed from the remaining
+rows only; a table left empty keeps its old statistics through ``ANALYZE`` (the server writes none from
+no rows), so its rows of ``pg_statistic`` are deleted (superuser only; otherwise reported under
+``statistics.stale``). Then, after the wait below, ``VACUUM FULL pg_catalog.pg_statistic`` rewrites
+that catalog's heap without the dead tuples holding the old values; it needs a superuser or the
+database's owner (another role's ``VACUUM`` skips it with a warning), so whether the catalog's file
+was rewritten is read from its file node and reported (``statistics.catalog_rewritten``).
+
 PostgreSQL's ``VACUUM FULL`` copies a deleted row into the new file when some snapshot taken before
 the delete is still open anywhere in the database ("recently dead": another session's ``REPEATABLE
 READ`` transaction, a long query, an idle-in-transaction connection, a replication slot's xmin).
@@ -27,7 +38,8 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["SNAPSHOT_WAIT", "files", "is_postgres", "raw_items", "scrub", "snapshot_holders", "vector_rows"]
+__all__ = ["SNAPSHOT_WAIT", "files", "is_postgres", "raw_items", "scrub", "snapshot_holders", "statistics",
+           "vector_rows"]
 
 PAGE = 500
 MAX_ITEMS = 1_000_000
@@ -59,14 +71,60 @@ def scrub(inner: Any, wait: float = SNAPSHOT_WAIT) -> dict[str, Any]:
                 return _scrub_sqlite(conn)
         return _scrub_sqlite(conn)
     if _pg(inner):
+        from psycopg import sql  # PostgresStore's driver: imported only when the store is one
+
         with inner._cursor() as cur:
+            tables = ["store"] + (["store_vectors"] if _has_vectors(cur) else [])
+            stats = _refresh_statistics(cur, tables)  # before the wait: it covers the catalog's dead tuples too
             start = time.monotonic()
             held = _await_horizon(cur, wait)
             waited = time.monotonic() - start
-            cur.execute("VACUUM FULL store")
-            cur.execute("VACUUM FULL store_vectors") if _has_vectors(cur) else None
-        return {"backend": "postgresql", "vacuum": True, "held_by": held, "waited_s": round(waited, 3)}
+            for table in tables:
+                cur.execute(sql.SQL("VACUUM FULL {}").format(sql.Identifier(table)))
+            stats["catalog_rewritten"] = _rewrite_statistics_catalog(cur)
+        return {"backend": "postgresql", "vacuum": True, "held_by": held, "waited_s": round(waited, 3),
+                "statistics": stats}
     return {"backend": type(inner).__name__, "vacuum": False}
+
+
+def _refresh_statistics(cur: Any, tables: list[str]) -> dict[str, Any]:
+    """``ANALYZE`` each table (statistics from its remaining rows only); delete the statistics of a
+    table left empty, which ``ANALYZE`` leaves as they were (superuser only: else listed as ``stale``)."""
+    from psycopg import errors, sql
+
+    empty, cleared, stale = [], [], []
+    for table in tables:
+        name = sql.Identifier(table)
+        cur.execute(sql.SQL("ANALYZE {}").format(name))
+        cur.execute(sql.SQL("SELECT NOT EXISTS (SELECT 1 FROM {}) AS e").format(name))
+        row = cur.fetchone()
+        if row["e"] if isinstance(row, dict) else row[0]:
+            empty.append(table)
+    for table in empty:
+        try:
+            cur.execute("DELETE FROM pg_catalog.pg_statistic WHERE starelid = quote_ident(%s)::regclass", (table,))
+            cleared.append(table)
+        except errors.InsufficientPrivilege:  # not a superuser: pg_statistic is not writable
+            stale.append(table)
+    return {"analyzed": list(tables), "cleared": cleared, "stale": stale}
+
+
+def _rewrite_statistics_catalog(cur: Any) -> bool:
+    """``VACUUM FULL pg_catalog.pg_statistic``; whether its heap was rewritten (a new file node: a role
+    that is neither superuser nor the database's owner gets a warning and nothing is done)."""
+    from psycopg import errors
+
+    node = "SELECT pg_relation_filenode('pg_catalog.pg_statistic')::text AS n"
+    cur.execute(node)
+    row = cur.fetchone()
+    before = row["n"] if isinstance(row, dict) else row[0]
+    try:
+        cur.execute("VACUUM FULL pg_catalog.pg_statistic")
+    except errors.InsufficientPrivilege:
+        return False
+    cur.execute(node)
+    row = cur.fetchone()
+    return bool((row["n"] if isinstance(row, dict) else row[0]) != before)
 
 
 def _await_horizon(cur: Any, wait: float) -> list[int]:
@@ -185,3 +243,28 @@ def files(inner: Any, checkpoint: bool = True) -> list[str]:
         path = os.path.join(base, rel)
         out += [p for p in [path] + [f"{path}.{n}" for n in range(1, 64)] if os.path.exists(p)]
     return out
+
+
+_STATS = (
+    "SELECT count(*) AS n, coalesce(string_agg(concat_ws(E'\\n', s.most_common_vals::text, s.histogram_bounds::text, "
+    "s.most_common_elems::text, array_to_string(s.most_common_vals::text::text[], E'\\n'), "
+    "array_to_string(s.histogram_bounds::text::text[], E'\\n'), array_to_string(s.most_common_elems::text::text[], "
+    "E'\\n')), E'\\n'), '') AS t FROM pg_catalog.pg_stats s WHERE s.schemaname = current_schema() AND s.tablename IN "
+    "(SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema() "
+    "AND (c.relname IN ('store', 'store_vectors') OR c.oid IN (SELECT indexrelid FROM pg_index WHERE indrelid IN "
+    "(to_regclass('store'), to_regclass('store_vectors')))))")
+"""The planner statistics of the store's tables (and of expression indexes on them), in one query: the
+value arrays as the server prints them and, element by element, unquoted (a JSON value's own escapes
+then read as in the value itself)."""
+
+
+def statistics(inner: Any) -> tuple[int, bytes]:
+    """(columns with statistics, their value arrays as text) of the wrapped ``PostgresStore``'s
+    tables (``pg_stats``: ``most_common_vals``, ``histogram_bounds``, ``most_common_elems``)."""
+    if not _pg(inner):
+        return 0, b""
+    with inner._cursor() as cur:
+        cur.execute(_STATS)
+        row = cur.fetchone()
+    n, text = (row["n"], row["t"]) if isinstance(row, dict) else (row[0], row[1])
+    return int(n), str(text).encode("utf-8")
