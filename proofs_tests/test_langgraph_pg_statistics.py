@@ -114,3 +114,28 @@ def test_pg_statistic_not_rewritten_is_unverified(pg_store, monkeypatch):
     check = _check(report, "wrapped-statistics")
     assert check["status"] == "unverified" and check["ok"] and "pg_statistic" in check["detail"]
     assert "wrapped-statistics" in report["unverified"] and report["ok"]
+
+
+def test_a_role_that_may_not_read_the_data_directory_gets_no_files_not_an_error():
+    """Found while checking the statistics with a non-superuser: ``files()`` raised
+    ``InsufficientPrivilege`` reading ``data_directory``; it now names no file, so the file check is
+    ``unverified``. A real role on the real server, dropped afterwards."""
+    from langgraph.store.postgres import PostgresStore
+    from psycopg.rows import dict_row
+
+    tag = uuid.uuid4().hex[:10]
+    role, schema = f"lg_np_{tag}", f"lg_np_{tag}"
+    with psycopg.connect(pg_dsn(), autocommit=True) as admin:
+        admin.execute(f'CREATE ROLE "{role}" LOGIN')
+        admin.execute(f'CREATE SCHEMA "{schema}" AUTHORIZATION "{role}"')
+    try:
+        dsn = psycopg.conninfo.make_conninfo(pg_dsn(), user=role)
+        with psycopg.connect(dsn, autocommit=True, prepare_threshold=0, row_factory=dict_row,
+                             options=f"-c search_path={schema}") as conn:
+            inner = PostgresStore(conn)
+            inner.setup()
+            assert physical.files(inner) == []
+    finally:
+        with psycopg.connect(pg_dsn(), autocommit=True) as admin:
+            admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+            admin.execute(f'DROP ROLE IF EXISTS "{role}"')

@@ -228,6 +228,8 @@ def files(inner: Any, checkpoint: bool = True) -> list[str]:
         return [p for p in (path, path + "-wal", path + "-journal") if path and os.path.exists(p)]
     if not _pg(inner):
         return []
+    from psycopg import errors  # PostgresStore's driver: imported only when the store is one
+
     out: list[str] = []
     with inner._cursor() as cur:
         if checkpoint:
@@ -235,7 +237,10 @@ def files(inner: Any, checkpoint: bool = True) -> list[str]:
                 cur.execute("CHECKPOINT")  # shared buffers to the files, so a scan reads what the server holds
             except Exception:  # noqa: BLE001 - not a superuser: the files may lag the buffers
                 pass
-        cur.execute("SELECT current_setting('data_directory') AS d")
+        try:
+            cur.execute("SELECT current_setting('data_directory') AS d")
+        except errors.InsufficientPrivilege:  # a role without pg_read_all_settings: no file this process can name
+            return []
         base = cur.fetchone()["d"]
         cur.execute(_RELATIONS)
         rels = [r["p"] for r in cur.fetchall()]
