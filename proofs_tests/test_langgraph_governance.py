@@ -56,6 +56,26 @@ def test_named_fields_govern_only_those_paths_and_keep_the_others():
     assert "facts" not in value and value["nested"] == {"city": "Paris"} and value["age"] == 33
 
 
+@pytest.mark.parametrize("fields, kept", [
+    (["{content,facts}"], {"nested", "age"}),
+    (["{content, facts}"], {"nested", "age"}),
+    (["{facts,content}"], {"nested", "age"}),
+    (["content", "{nested.city,facts[*]}"], {"age"}),
+    (["{content,age}", "facts"], {"nested"}),
+    (["*"], set()),
+    (["content", "*.city"], set()),
+])
+def test_every_alternative_of_a_brace_path_is_governed_and_none_survives_a_repair(fields, kept):
+    """LangGraph reads every alternative of ``{a,b}`` (and ``*`` every field): each is a governed
+    head, so a repair keeps none of them — only the fields no governed path starts with."""
+    gs = _gs(fields=fields)
+    _profile(gs)
+    gs.delete(NS, "home")
+    raw = gs.inner.get(NS, "profile").value
+    assert set(raw) == {"content", "derived_from"} | kept, raw
+    assert "Rue Cler" not in _raw(gs)
+
+
 def test_meta_passes_through_declared_keys_trusted_the_others_kept_apart():
     gs = _gs()
     gs.put(NS, "n", {"content": "x", "meta": {"transform": "concat", "source": "chat"}})

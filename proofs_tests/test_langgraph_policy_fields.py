@@ -66,6 +66,7 @@ def test_provenance_field_and_reingest_come_from_the_policy(tmp_path):
     ('adapter:\n  fields: ["content", "facts[x]"]\n', "adapter.fields"),
     ('adapter:\n  fields: ["meta.sensitivity"]\n', "adapter"),
     ("adapter:\n  provenance_field: meta\n", "adapter"),
+    ('adapter:\n  fields: ["{content,derived_from}"]\n', "adapter"),  # every alternative is a head
     ("adapter:\n  reingest: sometimes\n", "adapter.reingest"),
     ('adapter:\n  fields: ["a\\u001b[31m"]\n', "adapter.fields"),
 ])

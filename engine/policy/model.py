@@ -627,7 +627,8 @@ class AdapterSpec(Strict):
     def _distinct(self) -> AdapterSpec:
         if self.provenance_field == self.meta_field:
             raise ValueError("provenance_field and meta_field must differ")
-        heads = {f.split(".")[0].split("[")[0].strip("{}").split(",")[0] for f in self.fields}
+        firsts = [f.split(".")[0] for f in self.fields]  # every alternative of a {a,b} group is a head
+        heads = {h for s in firsts for h in (s[1:-1].split(",") if s.startswith("{") else [s.split("[")[0]])}
         clash = sorted(heads & {self.provenance_field, self.meta_field})
         if clash:
             raise ValueError(f"a governed field cannot start at the {clash[0]!r} field (provenance or meta)")

@@ -61,16 +61,47 @@ class ValueSpec:
             raise InputError("the provenance and meta fields must differ", file="<GovernedStore>",
                              field="provenance_field")
 
-    def heads(self) -> frozenset[str]:
-        """The top-level names the governed paths start with (all names when every string is governed)."""
+    def heads(self) -> frozenset[str] | None:
+        """The top-level names the governed paths start with; None when a path starts with the
+        wildcard (``*``: every top-level field) or every string is governed (no ``fields``)."""
         if self.fields is None:
-            return frozenset()
-        return frozenset(_head(f) for f in self.fields)
+            return None
+        out: set[str] = set()
+        for f in self.fields:
+            heads = path_heads(f)
+            if heads is None:
+                return None
+            out |= heads
+        return frozenset(out)
 
 
-def _head(path: str) -> str:
-    token = tokenize_path(path)[0]
-    return token.strip("{}").split(",")[0].split(".")[0] if token.startswith("{") else token
+def path_heads(path: str) -> frozenset[str] | None:
+    """Every top-level name a LangGraph index path reads in a value (an object), as
+    ``get_text_at_path`` reads it; None for the wildcard ``*`` (every top-level field).
+
+    Each alternative of a ``{a,b}`` group is a head (its first name, looked up as is: LangGraph
+    splits a group at every comma and reads each part's names as literal keys). A leading ``[n]``
+    reads nothing of an object.
+
+    Examples
+    --------
+    >>> sorted(path_heads("{content, facts.x,nested[0]}"))
+    ['content', 'facts', 'nested']
+    >>> sorted(path_heads("profile.address")), path_heads("*.text"), sorted(path_heads("[*]"))
+    (['profile'], None, [])
+    """
+    tokens = tokenize_path(path)
+    if not tokens:
+        return frozenset()
+    token = tokens[0]
+    if token.startswith("[") and token.endswith("]"):
+        return frozenset()
+    if token.startswith("{") and token.endswith("}"):
+        parts = (tokenize_path(part.strip()) for part in token[1:-1].split(","))
+        return frozenset(p[0] for p in parts if p)
+    if token == "*":
+        return None
+    return frozenset({token})
 
 
 def _strings(value: Any) -> Iterator[str]:
@@ -155,8 +186,8 @@ def rebuilt(old: Mapping[str, Any] | None, content: Any, meta: Mapping[str, Any]
     {'content': 'B.', 'derived_from': [[['m'], 'b']]}
     """
     value: dict[str, Any] = dict(content) if isinstance(content, Mapping) else {text_field: content}
-    if old is not None and spec.fields is not None:
-        heads = spec.heads()
+    heads = spec.heads()
+    if old is not None and heads is not None:
         for k, v in old.items():
             if k not in heads and k not in (spec.provenance_field, spec.meta_field) and k not in value:
                 value[k] = v
