@@ -11,7 +11,7 @@ MODULES = ["memsteward", "memsteward.api", "memsteward.repair.writes", "memstewa
            "memsteward.store.writepath", "memsteward.store.memory_log", "memsteward.store.crashing",
            "memsteward.store.postgres", "memsteward.store.pg_connect", "memsteward.store.driver",
            "memsteward.mcp.tenant", "memsteward.mcp.limits", "memsteward.mcp.memory", "memsteward.mcp.transports",
-           "memsteward.repair.reingest", "memsteward.integrations.langgraph.store",
+           "memsteward.repair.reingest", "memsteward.repair.schemas", "memsteward.integrations.langgraph.store",
            "memsteward.integrations.langgraph.values", "memsteward.integrations.langgraph.identity"]
 
 

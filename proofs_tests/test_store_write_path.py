@@ -175,6 +175,52 @@ def test_bad_writes_change_nothing(artifact, inputs, field, words):
     assert s.record({"id": "a", "kind": "record", "content": "fine"}).version == 1  # the next valid write succeeds
 
 
+@pytest.mark.parametrize("artifact, links, field", [
+    ({"id": "a\x00b", "kind": "record", "content": "x"}, {}, "id"),
+    ({"id": "a", "kind": "summary", "content": "x"}, {"inputs": ["n\x001"]}, "inputs[0]"),
+    ({"id": "a", "kind": "summary", "content": "x"}, {"semantic": ["n1", "n\x002"]}, "semantic[1]"),
+    ({"id": "a", "kind": "summary", "content": "x"}, {"inputs": ["n\ud8001"]}, "inputs[0]"),
+])
+def test_ids_postgresql_text_cannot_hold_are_refused_on_both_backends(artifact, links, field):
+    """A NUL (or a lone surrogate) in an id or an id list is an InputError naming the field on SQLite
+    and PostgreSQL alike (PostgreSQL raised UntranslatableCharacter, SQLite stored it), before the
+    store is touched; single writes, batches and `store put` documents alike."""
+    s = Store()  # the module's store_backend: SQLite, then PostgreSQL
+    s.record({"id": "n1", "kind": "record", "content": "Alice lives in Paris"})
+    before = s.dump_state()
+    for attempt in (lambda: s.record(artifact, **links),
+                    lambda: s.record_many([{"id": "ok", "kind": "record", "content": "fine"}, {**artifact, **links}])):
+        with pytest.raises(InputError) as exc:
+            attempt()
+        assert exc.value.field.endswith(field) and "NUL" in exc.value.message, (exc.value.field, exc.value.message)
+        assert s.dump_state() == before  # not even an audit row
+    assert s.record({"id": "a", "kind": "summary", "content": "fine"}, inputs=["n1"]).version == 1
+
+
+def test_store_put_of_a_nul_id_is_exit_2_on_both_backends(store_at, tmp_path: Path):
+    """`store put` of an id holding NUL: one error line naming the field, exit 2 (PostgreSQL gave
+    "internal error", exit 3); nothing stored, the next put succeeds."""
+    import subprocess
+    import sys
+
+    cli = str(Path(sys.executable).with_name("memsteward"))
+    url = store_at("put")
+
+    def put(doc: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([cli, "store", "put", "--store", url], input=doc, capture_output=True, text=True,
+                              timeout=300)
+
+    assert put('{"id": "ok", "kind": "record", "content": "fine"}').returncode == 0
+    fingerprint = store_at.fingerprint(url)
+    for doc, field in (('{"id": "a\\u0000b", "kind": "record", "content": "x"}', "id"),
+                       ('{"id": "s", "kind": "summary", "content": "x", "inputs": ["ok", "o\\u0000k"]}', "inputs[1]")):
+        r = put(doc)
+        assert r.returncode == 2 and f"{field}]" in r.stderr + r.stdout and "NUL" in r.stderr + r.stdout, r
+        assert "internal error" not in r.stderr + r.stdout
+        assert store_at.fingerprint(url) == fingerprint
+    assert put('{"id": "ok2", "kind": "record", "content": "fine"}').returncode == 0
+
+
 def test_batch_is_all_or_nothing_and_may_chain():
     s = _notes_store()
     out = s.record_many([{"id": "m1", "kind": "record", "content": "m1"},

@@ -188,11 +188,32 @@ def content_problem(kind: str, arch: str | None, content: Any, where: str = "con
     return None
 
 
+ID_RULE = f"an id is valid Unicode without NUL characters, of at most {MAX_ID_CHARS} characters"
+
+
+def id_problem(ident: str) -> str | None:
+    r"""Why a string cannot be an artifact id on every backend (:data:`ID_RULE`), or None.
+
+    PostgreSQL text holds neither a NUL (U+0000) nor a lone surrogate; SQLite would take both, so
+    both backends refuse them here, before a store is touched.
+
+    Examples
+    --------
+    >>> id_problem("note-1") is None, id_problem("a\x00b") is not None, id_problem("\ud800") is not None
+    (True, True, True)
+    """
+    if len(ident) > MAX_ID_CHARS or "\x00" in ident or tree_problem(ident):
+        return ID_RULE
+    return None
+
+
 def artifact_problem(ident: Any, kind: str, arch: str | None, version: Any, content: Any,
                      meta: Mapping[str, Any]) -> Problem | None:
     """The first problem of one artifact (field relative to the artifact), or None."""
-    if isinstance(ident, str) and (len(ident) > MAX_ID_CHARS or tree_problem(ident)):
-        return "id", f"an id is valid Unicode of at most {MAX_ID_CHARS} characters"
+    if isinstance(ident, str):
+        problem = id_problem(ident)
+        if problem:
+            return "id", problem
     if _is_int(version) and version > MAX_VERSION:
         return "version", f"version must be at most {MAX_VERSION}"
     for name, value in (("content", content), ("meta", meta)):

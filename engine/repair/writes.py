@@ -20,6 +20,7 @@ from typing import Any
 
 from ..errors import InputError
 from .artifacts import MAX_CONTENT_BYTES, Artifact, parse_artifact
+from .schemas import id_problem
 
 MAX_LINKS = 10_000
 """Limit on ``inputs`` + ``semantic`` of one write."""
@@ -88,6 +89,9 @@ def _ids(value: Any, name: str, file: str, where: str) -> tuple[str, ...]:
     for k, i in enumerate(out):
         if type(i) is not str or not i:
             raise InputError(f"'{name}' holds a non-id value {i!r:.40}", file=file, field=f"{where}{name}[{k}]")
+        problem = id_problem(i)
+        if problem:
+            raise InputError(f"'{name}' holds {i!r:.40}: {problem}", file=file, field=f"{where}{name}[{k}]")
     if len(out) > 1 and len(set(out)) != len(out):
         dup = next(i for k, i in enumerate(out) if i in out[:k])
         raise InputError(f"'{name}' names {dup!r} twice", file=file, field=f"{where}{name}")
