@@ -8,7 +8,7 @@ import importlib
 import pytest
 
 MODULES = ["memsteward", "memsteward.api", "memsteward.repair.writes", "memsteward.store.sqlstore", "memsteward.store.reads",
-           "memsteward.store.writepath", "memsteward.store.memory_log", "memsteward.store.crashing",
+           "memsteward.store.writepath", "memsteward.store.live", "memsteward.store.memory_log", "memsteward.store.crashing",
            "memsteward.store.postgres", "memsteward.store.pg_connect", "memsteward.store.driver",
            "memsteward.mcp.tenant", "memsteward.mcp.limits", "memsteward.mcp.memory", "memsteward.mcp.transports",
            "memsteward.repair.reingest", "memsteward.repair.schemas", "memsteward.integrations.langgraph.store",

@@ -221,6 +221,32 @@ def test_store_put_of_a_nul_id_is_exit_2_on_both_backends(store_at, tmp_path: Pa
     assert put('{"id": "ok2", "kind": "record", "content": "fine"}').returncode == 0
 
 
+@pytest.mark.parametrize("options, field", [
+    ({"reingest": "bogus"}, "reingest"), ({"reingest": 3}, "reingest"), ({"reingest": None}, "reingest"),
+    ({"wait": "1"}, "wait"), ({"wait": -1}, "wait"), ({"wait": math.nan}, "wait"), ({"wait": math.inf}, "wait"),
+    ({"wait": True}, "wait"),
+])
+@pytest.mark.parametrize("backend", ["store", "memory"])
+def test_reingest_and_wait_are_checked_before_anything_is_written(backend, options, field):
+    """A bad ``reingest`` was accepted unless a tombstone matched (then a plain ValueError) and
+    ``wait="1"`` was a TypeError: now an InputError naming the argument, whether the content is
+    tombstoned or not, with nothing written (not even a refusal's audit row)."""
+    from memsteward.store.memory_log import MemoryStore
+
+    s = _notes_store() if backend == "store" else MemoryStore()
+    s.record({"id": "pin", "kind": "record", "content": "Bob's bank PIN is 482913"})
+    _delete(s, "pin")
+    before = s.dump_state()
+    for content in ("unrelated text", "Bob's bank PIN is 482913"):  # a tombstone matches the second
+        doc = {"id": "x", "kind": "record", "content": content}
+        for batch in (False, True):
+            with pytest.raises(InputError) as exc:
+                s.record_many([doc], **options) if batch else s.record(doc, **options)
+            assert exc.value.field == field and field in exc.value.message, (exc.value.field, exc.value.message)
+            assert s.dump_state() == before
+    assert s.record({"id": "x", "kind": "record", "content": "fine"}, reingest="review", wait=0.5).version == 1
+
+
 def test_batch_is_all_or_nothing_and_may_chain():
     s = _notes_store()
     out = s.record_many([{"id": "m1", "kind": "record", "content": "m1"},

@@ -22,18 +22,20 @@ before it takes the store's write lock, and under the lock checks only the write
 from __future__ import annotations
 
 import json
+import numbers
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any, NamedTuple, TypeVar
 
 from ..errors import InputError, WriteRefused
+from ..repair.reingest import REINGEST_RULES
 from ..repair.reingest import verdict as reingest_verdict
 from ..repair.writes import content_digest
 from ..textnorm import text_digests
 from .connection import WRITE_WAIT_ENV, WRITE_WAIT_MAX, write_wait
 
-__all__ = ["BUSY_RETRY_AFTER", "WRITE_WAIT_ENV", "LiveEvent", "ordered_after", "pending_tombstones",
-           "retry_busy", "tombstone_digests", "tombstone_hit", "write_wait"]
+__all__ = ["BUSY_RETRY_AFTER", "WRITE_WAIT_ENV", "LiveEvent", "check_write_options", "ordered_after",
+           "pending_tombstones", "retry_busy", "tombstone_digests", "tombstone_hit", "write_wait"]
 
 BUSY_RETRY_AFTER = 0.05  # seconds a busy write is told to wait before it tries again
 
@@ -109,6 +111,32 @@ def ordered_after(event: LiveEvent, ident: str, state: str | None, said: set[str
                                 f"(root {dead()[hit]!r}); after it is published the write is refused",
                                 "busy", file, f"{where}content", BUSY_RETRY_AFTER)
     return None
+
+
+def check_write_options(reingest: Any, wait: Any, file: str = "<record>") -> None:
+    """Refuse a bad ``reingest`` (one of :data:`~memsteward.repair.reingest.REINGEST_RULES`) or
+    ``wait`` (None, or a number of seconds from 0 to ``WRITE_WAIT_MAX``) of a write: an InputError
+    naming the argument, before anything is read or written (whether a tombstone matches or not).
+
+    Examples
+    --------
+    >>> check_write_options("review", 0.5)
+    >>> check_write_options("bogus", None)
+    Traceback (most recent call last):
+    ...
+    memsteward.errors.InputError: reingest must be one of allow, refuse, review, got 'bogus'
+    >>> check_write_options("allow", "1")
+    Traceback (most recent call last):
+    ...
+    memsteward.errors.InputError: wait must be None or a number of seconds from 0 to 3600, got '1'
+    """
+    if not isinstance(reingest, str) or reingest not in REINGEST_RULES:
+        raise InputError(f"reingest must be one of {', '.join(REINGEST_RULES)}, got {reingest!r:.40}", file=file,
+                         field="reingest")
+    if wait is not None and (isinstance(wait, bool) or not isinstance(wait, numbers.Real)
+                             or not 0 <= float(wait) <= WRITE_WAIT_MAX):  # NaN compares False: refused too
+        raise InputError(f"wait must be None or a number of seconds from 0 to {WRITE_WAIT_MAX:g}, got {wait!r:.40}",
+                         file=file, field="wait")
 
 
 def retry_busy(attempt: Callable[[], T], wait: float | None = None) -> T:

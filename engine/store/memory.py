@@ -29,7 +29,7 @@ from ..repair.writes import Write, canonical_json, content_digest, parse_put, pr
 from ..textnorm import said_text_digests
 from .core import _dump, _load, refs_unkeyed
 from .hooks import LogHooks
-from .live import LiveEvent, ordered_after, pending_tombstones, retry_busy
+from .live import LiveEvent, check_write_options, ordered_after, pending_tombstones, retry_busy
 from .planstore import read_fields
 from .tombstoned import first_tombstoned, refusal, said_digests
 
@@ -298,11 +298,13 @@ class MemoryReads(LogHooks):
     def record(self, artifact: Artifact | Mapping[str, Any], inputs: Sequence[str] = (),
                semantic: Sequence[str] = (), *, reingest: str = "refuse", wait: float | None = None,
                before_commit: Callable[[], None] | None = None) -> Artifact:
+        check_write_options(reingest, wait, self.path)
         return self.record_many([prepare(artifact, inputs, semantic, file=self.path)], reingest=reingest,
                                 wait=wait, before_commit=before_commit)[0]
 
     def record_many(self, writes: Sequence[Write | Mapping[str, Any]], *, reingest: str = "refuse",
                     wait: float | None = None, before_commit: Callable[[], None] | None = None) -> list[Artifact]:
+        check_write_options(reingest, wait, self.path)
         batch = [w if isinstance(w, Write) else parse_put(w, self.path, f"writes[{k}].") for k, w in enumerate(writes)]
         return retry_busy(lambda: self._record_once(batch, reingest, before_commit), wait)
 

@@ -23,7 +23,7 @@ from ..shred.envelope import key_tag
 from ..shred.vault import Row
 from .audit import tail_of
 from .connection import retrying
-from .live import LiveEvent, ordered_after, pending_tombstones, retry_busy, tombstone_hit
+from .live import LiveEvent, check_write_options, ordered_after, pending_tombstones, retry_busy, tombstone_hit
 from .planstore import read_fields
 from .queries import ARTIFACT_COLUMNS, WRITTEN_VERSION_COLUMNS
 from .repairlog import Transitions
@@ -78,6 +78,7 @@ class Writes(Transitions):
         >>> s.record({"id": "n1", "kind": "record", "content": "Alice likes coffee"}).version
         2
         """
+        check_write_options(reingest, wait, self.path)
         return self.record_many([prepare(artifact, inputs, semantic, file=self.path)], reingest=reingest,
                                 wait=wait, before_commit=before_commit)[0]
 
@@ -91,6 +92,7 @@ class Writes(Transitions):
         """
         from ..repair.writes import parse_put
 
+        check_write_options(reingest, wait, self.path)
         batch = [w if isinstance(w, Write) else parse_put(w, self.path, f"writes[{k}].")
                  for k, w in enumerate(writes)]
         out = retry_busy(lambda: self._record_once(batch, reingest, before_commit), wait)
