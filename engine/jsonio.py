@@ -124,8 +124,9 @@ def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def tree_problem(doc: Any, max_depth: int = MAX_DEPTH) -> tuple[str, str] | None:
     """(field, message) of the first value no store can hold, else None (iterative walk).
 
-    Checks nesting depth, string encodability (lone surrogates) of keys and values, integer
-    bounds and float finiteness — so values built in Python are held to what parsing enforces.
+    Checks nesting depth, that object keys are strings, string encodability (lone surrogates) of
+    keys and values, integer bounds and float finiteness — so values built in Python are held to
+    what parsing enforces.
     """
     if type(doc) is str:  # the common content: one string, no walk
         return None if _encodable(doc) else ("", "string holds a lone surrogate (not valid Unicode)")
@@ -149,7 +150,9 @@ def tree_problem(doc: Any, max_depth: int = MAX_DEPTH) -> tuple[str, str] | None
                 return where, "not a finite number"
         elif isinstance(value, dict):
             for k, v in value.items():
-                if not isinstance(k, str) or not _encodable(k):
+                if not isinstance(k, str):
+                    return where, f"object key is not a string ({type(k).__name__})"
+                if not _encodable(k):
                     return where, "object key holds a lone surrogate (not valid Unicode)"
                 stack.append((v, f"{where}.{k}" if where else k, depth + 1))
         elif isinstance(value, (list, tuple)):
