@@ -110,7 +110,7 @@ def test_every_default_ignorable_code_point_is_removed():
             missed.append(f"U+{cp:04X}")
     assert not missed, missed
     for filler in "\u115f\u1160\u3164\uffa0":
-        assert normalise(f"the user keeps a spare key under the mat".replace(" ", filler)) == base
+        assert normalise("the user keeps a spare key under the mat".replace(" ", filler)) == base
 
 
 def test_quotes_and_lines_and_keys_are_what_a_write_says():
