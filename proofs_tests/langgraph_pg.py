@@ -14,8 +14,8 @@ from psycopg.rows import dict_row
 
 
 @contextlib.contextmanager
-def postgres_store(prefix: str) -> Iterator[Any]:
-    """A set-up ``PostgresStore`` whose tables live in a fresh schema ``<prefix>_<random>``."""
+def postgres_store(prefix: str, **kw: Any) -> Iterator[Any]:
+    """A set-up ``PostgresStore(conn, **kw)`` whose tables live in a fresh schema ``<prefix>_<random>``."""
     from langgraph.store.postgres import PostgresStore
 
     dsn, name = pg_dsn(), f"{prefix}_{uuid.uuid4().hex[:12]}"
@@ -24,7 +24,7 @@ def postgres_store(prefix: str) -> Iterator[Any]:
     conn = psycopg.connect(dsn, autocommit=True, prepare_threshold=0, row_factory=dict_row,
                            options=f"-c search_path={name}")
     try:
-        inner = PostgresStore(conn)
+        inner = PostgresStore(conn, **kw)
         inner.setup()
         yield inner
     finally:

@@ -216,3 +216,29 @@ def test_get_is_one_probe_whatever_the_incarnations():
     gs.store.last_with_prefix = lambda prefixes: calls.append(list(prefixes)) or real(prefixes)  # type: ignore[method-assign]
     assert gs.get(NS, "k").value == {"content": "last"}
     assert len(calls) == 1 and len(calls[0]) == 1
+
+
+def test_list_namespaces_serves_only_namespaces_holding_a_servable_item():
+    """InMemoryStore keeps a namespace's entry after its last item is deleted: the adapter must not
+    list an erased user's labels, and offsets and limits count the namespaces it lists."""
+    import asyncio
+
+    gs = _gs()
+    carol = ("users", "carol-7731", "diagnosis-hiv")
+    gs.put(carol, "n1", {"content": "Carol was diagnosed in March."})
+    gs.put(("users", "dave", "memories"), "n1", {"content": "Dave likes chess."})
+    gs.put(("users", "erin"), "n1", {"content": "Erin plays go."})
+    gs.put(("users", "erin", "deep", "er"), "n1", {"content": "Erin reads."})
+    gs.put(("users", "fay", "memories"), "n1", {"content": "Fay swims."})
+    gs.forget(("users", "carol-7731"), expect=gs.preview_forget(("users", "carol-7731")).digest)
+    gs.delete(("users", "erin"), "n1")  # ("users", "erin") is empty; ("users", "erin", "deep", "er") is not
+    assert carol in gs.inner.list_namespaces()  # the wrapped store still lists it
+    live = [("users", "dave", "memories"), ("users", "erin", "deep", "er"), ("users", "fay", "memories")]
+    assert gs.list_namespaces() == live
+    assert asyncio.run(gs.alist_namespaces()) == live
+    assert gs.list_namespaces(prefix=("users", "carol-7731")) == []
+    assert gs.list_namespaces(suffix=("diagnosis-hiv",)) == []
+    assert gs.list_namespaces(max_depth=2) == [("users", "dave"), ("users", "erin"), ("users", "fay")]
+    assert gs.list_namespaces(limit=1, offset=1) == [("users", "erin", "deep", "er")]
+    assert asyncio.run(gs.alist_namespaces(limit=2, offset=1)) == live[1:]
+    assert gs.list_namespaces(limit=1, offset=3) == []

@@ -4,6 +4,9 @@ An item is served only when its latest incarnation (:mod:`.identity`: one index 
 is servable in memsteward's store and, under ``reingest: review``, not held for review. An item
 written around the adapter has no record, so it is never served. ``search`` pages through the
 wrapped store until ``offset + limit`` servable items are found (offsets count served items).
+``list_namespaces`` lists only the namespaces that hold an item the adapter would serve (a wrapped
+store may keep an emptied namespace, as ``InMemoryStore`` does: an erased user's labels are not
+listed), paging the same way (offsets count listed namespaces).
 
 The state every part of the adapter shares is declared here (:class:`ReadGuard`); the layers build
 on each other: read guard → events (:mod:`.events`) → write path (:mod:`.writes`) → the
@@ -17,7 +20,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, cast
 
-from langgraph.store.base import BaseStore, Item, SearchOp
+from langgraph.store.base import BaseStore, Item, ListNamespacesOp, SearchOp
 
 from ...policy.model import Policy
 from ...repair.artifacts import SERVABLE_STATES
@@ -119,4 +122,64 @@ class ReadGuard:
                 break
             start += page
             page = max(2 * page, 20)  # items were hidden: read further in larger pages
+        return seen[op.offset:want]
+
+    # ------------------------------------------------------------------ list_namespaces
+
+    @staticmethod
+    def _probe(ns: tuple[str, ...], start: int, page: int) -> SearchOp:
+        return SearchOp(ns, None, page, start, None, refresh_ttl=False)
+
+    @staticmethod
+    def _exact(op: ListNamespacesOp, ns: tuple[str, ...]) -> bool:
+        """Whether ``ns`` must hold an item itself (a whole namespace), not only below it (a namespace
+        cut at ``max_depth``)."""
+        return op.max_depth is None or len(ns) < op.max_depth
+
+    def _holds(self, ns: tuple[str, ...], exact: bool) -> bool:
+        """Whether the namespace (``exact``) or its subtree holds an item the adapter serves."""
+        start, page = 0, 10
+        while True:
+            batch = cast("list[Item]", self.inner.batch([self._probe(ns, start, page)])[0])
+            mine = [it for it in batch if not exact or tuple(it.namespace) == ns]
+            if mine and self._visible(mine):
+                return True
+            if len(batch) < page:
+                return False
+            start, page = start + page, min(2 * page, 1000)
+
+    async def _aholds(self, ns: tuple[str, ...], exact: bool) -> bool:
+        start, page = 0, 10
+        while True:
+            batch = cast("list[Item]", (await self.inner.abatch([self._probe(ns, start, page)]))[0])
+            mine = [it for it in batch if not exact or tuple(it.namespace) == ns]
+            if mine and await self._off_loop(self._visible, mine):
+                return True
+            if len(batch) < page:
+                return False
+            start, page = start + page, min(2 * page, 1000)
+
+    def _namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+        """Page through the wrapped store's namespaces until ``offset + limit`` hold a served item."""
+        want, page, start = op.offset + op.limit, op.offset + op.limit, 0
+        seen: list[tuple[str, ...]] = []
+        while len(seen) < want and page > 0:
+            batch = cast("list[tuple[str, ...]]", self.inner.batch([op._replace(limit=page, offset=start)])[0])
+            seen += [ns for ns in batch if self._holds(tuple(ns), self._exact(op, tuple(ns)))]
+            if len(batch) < page:
+                break
+            start += page
+            page = max(2 * page, 20)  # namespaces were left out: read further in larger pages
+        return seen[op.offset:want]
+
+    async def _anamespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+        want, page, start = op.offset + op.limit, op.offset + op.limit, 0
+        seen: list[tuple[str, ...]] = []
+        while len(seen) < want and page > 0:
+            batch = cast("list[tuple[str, ...]]", (await self.inner.abatch([op._replace(limit=page, offset=start)]))[0])
+            seen += [ns for ns in batch if await self._aholds(tuple(ns), self._exact(op, tuple(ns)))]
+            if len(batch) < page:
+                break
+            start += page
+            page = max(2 * page, 20)  # namespaces were left out: read further in larger pages
         return seen[op.offset:want]

@@ -10,7 +10,8 @@ every operation, as LangGraph requires; ``index_config``, ``supports_ttl``, ``tt
   writes it to the wrapped store. A put on a key whose item has dependants is a ``correct`` event:
   the dependants are repaired against the new value.
 * ``get`` / ``search`` return only items whose latest incarnation is servable (and not held for
-  review); an item written around the adapter is never servable. ``list_namespaces`` passes through.
+  review); an item written around the adapter is never servable. ``list_namespaces`` lists only
+  namespaces that hold an item ``get`` would serve (an emptied or erased namespace is not listed).
 * ``delete`` is a MemoRepair delete event; the wrapped store is then brought in line
   (:mod:`.sync`): repaired values rebuilt whole, everything withdrawn or erased removed.
 * :meth:`forget`, :meth:`sweep`, :meth:`approve` and :meth:`attest` are in :mod:`.forget`,
@@ -28,6 +29,8 @@ are awaited.
 
 from __future__ import annotations
 
+import concurrent.futures
+import logging
 import threading
 from collections.abc import Iterable, Sequence
 from typing import Any, cast
@@ -50,6 +53,8 @@ from .values import ValueSpec
 from .writes import WritePath
 
 __all__ = ["REVIEW_KEY", "GovernedStore"]
+
+log = logging.getLogger(__name__)
 
 
 def _declared_meta(policy: Policy) -> frozenset[str]:
@@ -136,6 +141,8 @@ class GovernedStore(WritePath, BaseStore):
         self.clean_through: int | None = None  # files rewritten, no older snapshot held, after this event
         self.supports_ttl = inner.supports_ttl
         self.ttl_config = inner.ttl_config
+        self._ttl_stop = threading.Event()
+        self._ttl_sweeper: threading.Thread | None = None
 
     # ------------------------------------------------------------------ what LangGraph reads
 
@@ -173,6 +180,51 @@ class GovernedStore(WritePath, BaseStore):
         with self._lock:
             return sweep(self)
 
+    def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> concurrent.futures.Future[None]:
+        """Run :meth:`sweep` every ``sweep_interval_minutes`` (else the wrapped store's
+        ``ttl_config["sweep_interval_minutes"]``, else 5) on a daemon thread, as LangGraph's TTL stores
+        do with their own ``sweep_ttl``: start this one, not the wrapped store's, so each expiry is a
+        delete event here. Returns a future, done when the sweeper stops (:meth:`stop_ttl_sweeper`);
+        cancelling it stops the sweeper. A store without TTL: a future already done."""
+        future: concurrent.futures.Future[None] = concurrent.futures.Future()
+        if not self.supports_ttl or not self.ttl_config:
+            future.set_result(None)
+            return future
+        running = self._ttl_sweeper
+        if running is not None and running.is_alive():
+            future.add_done_callback(lambda f: self._ttl_stop.set() if f.cancelled() else None)
+            return future
+        self._ttl_stop.clear()
+        interval = 60 * float(sweep_interval_minutes or self.ttl_config.get("sweep_interval_minutes") or 5)
+
+        def loop() -> None:
+            try:
+                while not self._ttl_stop.wait(interval):
+                    try:
+                        self.sweep()
+                    except Exception:  # one failed sweep does not end the sweeper: the next one retries
+                        log.exception("GovernedStore TTL sweep failed")
+            finally:
+                if not future.done():  # a cancelled future is done already
+                    future.set_result(None)
+
+        self._ttl_sweeper = threading.Thread(target=loop, daemon=True, name="memsteward-ttl-sweeper")
+        self._ttl_sweeper.start()
+        future.add_done_callback(lambda f: self._ttl_stop.set() if f.cancelled() else None)
+        return future
+
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Stop the sweeper of :meth:`start_ttl_sweeper`; True when it stopped (or was not running)."""
+        running = self._ttl_sweeper
+        if running is None or not running.is_alive():
+            return True
+        self._ttl_stop.set()
+        running.join(timeout)
+        if running.is_alive():
+            return False
+        self._ttl_sweeper = None
+        return True
+
     def approve(self, namespace: tuple[str, ...], key: str) -> None:
         """Release an item held for review (``reingest: review``): it becomes servable."""
         with self._lock:
@@ -205,7 +257,7 @@ class GovernedStore(WritePath, BaseStore):
                 item = cast("Item | None", self.inner.batch([op])[0])
                 results.append(self._get_result(op, item))
             elif isinstance(op, ListNamespacesOp):
-                results.append(self.inner.batch([op])[0])
+                results.append(self._namespaces(op))
             else:
                 raise TypeError(f"unknown LangGraph store operation {type(op).__name__}")
         return results
@@ -221,7 +273,7 @@ class GovernedStore(WritePath, BaseStore):
                 item = cast("Item | None", (await self.inner.abatch([op]))[0])
                 results.append(await self._off_loop(self._get_result, op, item))
             elif isinstance(op, ListNamespacesOp):
-                results.append((await self.inner.abatch([op]))[0])
+                results.append(await self._anamespaces(op))
             elif isinstance(op, PutOp) and op.value is not None:
                 how = await self._off_loop(self._record, op)
                 if how == "corrected" or (how == "overwrite" and self.index_config):

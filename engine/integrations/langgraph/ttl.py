@@ -6,7 +6,10 @@ plaintext, what the wrapped store let expire, so expiry is reconciled twice:
 
 * **on sweep** (:func:`sweep`): the addresses about to expire are read from the wrapped store's
   table first, its sweep runs, then one delete event erases every one of them that memsteward still
-  holds servable;
+  holds servable, together with every item recorded with a TTL that is still servable here but that
+  the wrapped store no longer holds (:func:`vanished`): the wrapped store's own sweeper
+  (``sweep_ttl``, which LangGraph's ``start_ttl_sweeper`` runs on a schedule) may have removed the
+  rows first, and then the table has nothing left to read;
 * **on read** (:func:`reconcile_missing`): a ``get`` the wrapped store answers with nothing, for an
   item recorded with a TTL and still servable here, runs the delete event at once.
 
@@ -20,6 +23,8 @@ import sqlite3
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from langgraph.store.base import GetOp
+
 from ...repair.artifacts import SERVABLE_STATES
 from .sync import Address
 from .values import ADDRESS_KEY
@@ -27,9 +32,13 @@ from .values import ADDRESS_KEY
 if TYPE_CHECKING:
     from .store import GovernedStore
 
-__all__ = ["expired_item", "expiring", "reconcile_missing", "sweep"]
+__all__ = ["expired_item", "expiring", "reconcile_missing", "sweep", "vanished"]
 
 MAX_SWEEP = 100_000
+MAX_TRACKED = 1_000_000
+"""Adapter items :func:`vanished` looks at per sweep (their ids and states, then the metadata of the
+servable ones: no content is read)."""
+CHUNK = 500
 
 
 def _text_ns(prefix: str) -> tuple[str, ...]:
@@ -77,13 +86,40 @@ def _expire(gs: GovernedStore, items: Sequence[Address]) -> list[str]:
     return roots
 
 
+def vanished(gs: GovernedStore) -> list[Address]:
+    """The addresses of the adapter items recorded with a TTL (address metadata ``ttl: True``) that
+    are servable here but absent from the wrapped store: expired and already swept there.
+
+    memsteward's store has no index of TTL items, so the adapter's ids and states are read (one
+    primary-key range), then the metadata (never the content) of the servable ones, 500 at a time;
+    the wrapped store is asked only about the TTL items, with one ``batch`` of ``GetOp`` per 500
+    (``refresh_ttl=False``: the check does not extend a TTL)."""
+    if not gs.supports_ttl:
+        return []
+    live = [i for i, st in gs.store.ids_with_prefix(gs.ids.prefix(()), MAX_TRACKED) if st in SERVABLE_STATES]
+    tracked: list[Address] = []
+    for start in range(0, len(live), CHUNK):
+        for art in gs.store.artifacts_of(live[start:start + CHUNK], content=False).values():
+            a = art.meta.get(ADDRESS_KEY) if art.meta else None
+            if isinstance(a, dict) and a.get("ttl") and isinstance(a.get("key"), str) \
+                    and isinstance(a.get("namespace"), list):
+                tracked.append((tuple(a["namespace"]), a["key"]))
+    gone: list[Address] = []
+    for start in range(0, len(tracked), CHUNK):
+        part = tracked[start:start + CHUNK]
+        found = gs.inner.batch([GetOp(ns, k, refresh_ttl=False) for ns, k in part])
+        gone.extend(a for a, it in zip(part, found) if it is None)
+    return gone
+
+
 def sweep(gs: GovernedStore) -> list[str]:
-    """Sweep the wrapped store's expired items and erase them here too (one delete event)."""
+    """Sweep the wrapped store's expired items and erase them here too (one delete event), with the
+    TTL items the wrapped store's own sweeper removed before (:func:`vanished`)."""
     items = expiring(gs.inner)
     run = getattr(gs.inner, "sweep_ttl", None)
     if callable(run):
         run()
-    return _expire(gs, items)
+    return _expire(gs, [*items, *vanished(gs)])
 
 
 def reconcile_missing(gs: GovernedStore, items: Sequence[Address]) -> list[str]:

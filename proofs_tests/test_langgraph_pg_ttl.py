@@ -1,0 +1,72 @@
+"""TTL on a real PostgresStore when the wrapped store's own sweeper (``sweep_ttl``, what LangGraph's
+``start_ttl_sweeper`` runs on its schedule) removed the expired rows before ``GovernedStore.sweep``
+looks: the expiry is still reconciled (one delete event, the dependants repaired), and the adapter's
+own ``start_ttl_sweeper`` sweeps through the adapter."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from langgraph_pg import postgres_store
+
+import memsteward
+from memsteward.integrations.langgraph import GovernedStore
+
+POLICY = memsteward.load_policy(memsteward.bundled_path("policies", "default.yaml"))
+NS = ("users", "alice", "memories")
+PROFILE = ("users", "alice", "profile")
+
+
+@pytest.fixture
+def gs(tmp_path):
+    with postgres_store("lgttl", ttl={"default_ttl": None}) as inner:
+        yield GovernedStore(inner, memsteward.open_store(tmp_path / "prov.db"), POLICY)
+
+
+def _memories(gs: GovernedStore) -> None:
+    gs.put(NS, "home", {"content": "Alice lives at 12 Rue Cler in Paris."}, ttl=0.01)  # 0.6 s
+    gs.put(NS, "tea", {"content": "Alice drinks green tea."})
+    gs.put(PROFILE, "main", {"content": "Alice lives at 12 Rue Cler in Paris. Alice drinks green tea.",
+                             "derived_from": [[list(NS), "home"], [list(NS), "tea"]]})
+
+
+def _served(gs: GovernedStore) -> str:
+    return " ".join(repr(it.value) for it in gs.search(("users", "alice")))
+
+
+def test_sweep_reconciles_an_expiry_the_wrapped_stores_own_sweeper_removed_first(gs):
+    _memories(gs)
+    home = gs.artifact_id(NS, "home")
+    time.sleep(1.2)
+    assert gs.inner.sweep_ttl() == 1  # LangGraph's sweeper ran first: the row is gone
+    roots = gs.sweep()
+    assert roots == [home]
+    assert gs.store.unservable_of([home]) == {home: "erased"}
+    assert "Rue Cler" not in _served(gs)
+    assert gs.get(PROFILE, "main").value["content"] == "Alice drinks green tea."
+    assert gs.get(NS, "tea") is not None  # an item without a TTL is never taken for an expiry
+    assert gs.sweep() == []  # nothing left to reconcile
+
+
+def test_an_item_deleted_around_the_adapter_without_ttl_is_not_an_expiry(gs):
+    gs.put(NS, "tea", {"content": "Alice drinks green tea."})
+    gs.inner.delete(NS, "tea")
+    assert gs.sweep() == []
+    assert gs.store.unservable_of([gs.artifact_id(NS, "tea")]) == {}
+
+
+def test_the_adapters_ttl_sweeper_sweeps_through_the_adapter(gs):
+    _memories(gs)
+    home = gs.artifact_id(NS, "home")
+    time.sleep(1.2)
+    future = gs.start_ttl_sweeper(sweep_interval_minutes=0.005)  # every 0.3 s
+    try:
+        deadline = time.monotonic() + 10
+        while gs.store.unservable_of([home]) != {home: "erased"} and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        assert gs.stop_ttl_sweeper(timeout=10)
+    assert future.done()
+    assert gs.store.unservable_of([home]) == {home: "erased"}
+    assert gs.get(PROFILE, "main").value["content"] == "Alice drinks green tea."
