@@ -20,6 +20,7 @@ deleted around the adapter is not mistaken for an expiry.
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +33,7 @@ from .values import ADDRESS_KEY
 if TYPE_CHECKING:
     from .store import GovernedStore
 
-__all__ = ["expired_item", "expiring", "reconcile_missing", "sweep", "vanished"]
+__all__ = ["due", "expired_item", "expiring", "reconcile_missing", "sweep", "vanished"]
 
 MAX_SWEEP = 100_000
 MAX_TRACKED = 1_000_000
@@ -74,12 +75,25 @@ def expired_item(inner: Any, namespace: tuple[str, ...], key: str) -> bool:
     return row is not None
 
 
+def due(address: Any, now: float) -> bool:
+    """Whether an item's recorded address says its TTL may have run out by ``now``: recorded with a TTL,
+    and past the deadline the put recorded (``expires``; an item recorded before deadlines were kept is
+    due). A put is recorded before the wrapped store holds it, so an item missing there before its
+    deadline is one being written (an ``aput`` between its record and its wrapped put), not expired."""
+    if not isinstance(address, dict) or not address.get("ttl"):
+        return False
+    expires = address.get("expires")
+    return not isinstance(expires, (int, float)) or isinstance(expires, bool) or expires <= now
+
+
 def _expire(gs: GovernedStore, items: Sequence[Address]) -> list[str]:
-    """One delete event over the servable TTL items among ``items``; returns its roots."""
+    """One delete event over the servable TTL items among ``items`` whose deadline has passed
+    (:func:`due`); returns its roots."""
     found = gs.latest(list(dict.fromkeys(items)))
     live = [i for i, st in found.values() if st in SERVABLE_STATES]
     arts = gs.store.artifacts_of(live, content=False)
-    roots = sorted(i for i, a in arts.items() if (a.meta.get(ADDRESS_KEY) or {}).get("ttl"))
+    now = time.time()
+    roots = sorted(i for i, a in arts.items() if due((a.meta or {}).get(ADDRESS_KEY), now))
     if roots:
         gs._run({"type": "delete", "roots": roots})
         gs.scrub()
@@ -98,10 +112,11 @@ def vanished(gs: GovernedStore) -> list[Address]:
         return []
     live = [i for i, st in gs.store.ids_with_prefix(gs.ids.prefix(()), MAX_TRACKED) if st in SERVABLE_STATES]
     tracked: list[Address] = []
+    now = time.time()
     for start in range(0, len(live), CHUNK):
         for art in gs.store.artifacts_of(live[start:start + CHUNK], content=False).values():
             a = art.meta.get(ADDRESS_KEY) if art.meta else None
-            if isinstance(a, dict) and a.get("ttl") and isinstance(a.get("key"), str) \
+            if isinstance(a, dict) and due(a, now) and isinstance(a.get("key"), str) \
                     and isinstance(a.get("namespace"), list):
                 tracked.append((tuple(a["namespace"]), a["key"]))
     gone: list[Address] = []

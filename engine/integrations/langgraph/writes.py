@@ -16,6 +16,7 @@ vectors are deleted first), stay in sequence.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -197,6 +198,8 @@ class WritePath(EventSync):
             self.policy.role(named) not in (None, "skill") else ("summary" if inputs else "record")
         meta = split_meta(value.get(self.spec.meta_field), self.declared_meta)
         meta[ADDRESS_KEY] = {"namespace": list(op.namespace), "key": op.key, "ttl": op.ttl is not None}
+        if op.ttl is not None:  # the earliest the wrapped store may let it expire (its TTL is in minutes)
+            meta[ADDRESS_KEY]["expires"] = round(time.time() + 60 * float(op.ttl), 3)
         return {"kind": kind, "content": artifact_content(value, self.spec), "meta": meta}
 
     def _record(self, op: PutOp, before_commit: Callable[[], None] | None = None) -> str:
