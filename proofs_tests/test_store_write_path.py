@@ -224,6 +224,28 @@ def test_store_put_of_a_nul_id_is_exit_2_on_both_backends(store_at, tmp_path: Pa
     assert put('{"id": "ok2", "kind": "record", "content": "fine"}').returncode == 0
 
 
+def test_an_event_naming_a_nul_root_is_exit_2_on_both_backends(store_at, tmp_path: Path):
+    """`repair --event` with a root id holding NUL: PostgreSQL could not even be asked about it
+    ("internal error", exit 3, found in review after the write path was fixed); now one error
+    naming ``roots[0]``, exit 2, the store unchanged."""
+    import json
+    import subprocess
+    import sys
+
+    cli = str(Path(sys.executable).with_name("memsteward"))
+    url = store_at("event")
+    assert subprocess.run([cli, "store", "put", "--store", url], input='{"id": "a", "kind": "record", "content": "x"}',
+                          capture_output=True, text=True, timeout=300).returncode == 0
+    fingerprint = store_at.fingerprint(url)
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"type": "delete", "roots": ["a\u0000b"]}))
+    policy = str(Path(__file__).resolve().parent.parent / "policies" / "default.yaml")
+    r = subprocess.run([cli, "repair", "--store", url, "--policy", policy, "--event", str(event)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2 and "roots[0]]" in r.stderr + r.stdout and "internal error" not in r.stderr, r
+    assert store_at.fingerprint(url) == fingerprint
+
+
 @pytest.mark.parametrize("options, field", [
     ({"reingest": "bogus"}, "reingest"), ({"reingest": 3}, "reingest"), ({"reingest": None}, "reingest"),
     ({"wait": "1"}, "wait"), ({"wait": -1}, "wait"), ({"wait": math.nan}, "wait"), ({"wait": math.inf}, "wait"),

@@ -20,7 +20,7 @@ from ..errors import InputError
 from ..policy.model import EVENTS
 from ..store.api import Provenance
 from .artifacts import Artifact, Snapshot, line_of, parse_artifact, read_json
-from .schemas import interface_problem
+from .schemas import id_problem, interface_problem
 
 EVENT_FIELDS = frozenset({"type", "roots", "replacements", "interface", "privacy"})
 
@@ -86,6 +86,10 @@ def parse_event(doc: Any, source: Provenance, file: str = "<event>", text: str =
     roots = doc.get("roots")
     if not isinstance(roots, list) or not roots or not all(isinstance(r, str) for r in roots):
         raise fail("'roots' must be a non-empty list of artifact ids", "roots")
+    for i, r in enumerate(roots):  # no store holds such an id, and PostgreSQL cannot even be asked about it
+        problem = id_problem(r)
+        if problem:
+            raise fail(problem, f"roots[{i}]")
     known = source.artifacts_of(set(roots))
     for i, r in enumerate(roots):
         if r not in known:
