@@ -19,10 +19,10 @@ trailing punctuation:
 
 :func:`text_of` gathers every string of a JSON value (keys excluded) in document order, so wrapping
 text in ``{"text": …}`` or moving it into ``meta`` does not change what it says. A write is also
-checked by its object keys and by each line of a string of several lines (:func:`said_text_digests`):
-``{"<erased text>": true}`` says it too, and so does ``"<erased text>\\nmore"``. A tombstone holds no
-key's digest (keys are a value's schema: tombstoning them would refuse every later value of the same
-shape), and the lines of a string of several lines only from :data:`MIN_TOMBSTONE_CHARS` characters. Issue 27 keys its
+checked by its object keys and by each line of a string of several lines, of at least
+:data:`MIN_TOMBSTONE_CHARS` normalised characters (:func:`said_text_digests`): ``{"<erased text>":
+true}`` says it too, and so does ``"<erased text>\\nmore"``. A tombstone holds no key's digest (keys
+are a value's schema: tombstoning them would refuse every later value of the same shape). Issue 27 keys its
 digests (HMAC under the store's index key) over :func:`normalise` d text; :func:`digest_of` is the
 plain hook the tombstones use until then.
 """
@@ -140,12 +140,11 @@ def text_digests(*values: Any) -> set[str]:
 
 def said_text_digests(*values: Any) -> set[str]:
     """What a write says, for the tombstone test: :func:`text_digests` of its values, and the digest of
-    each line's normalised text and of each object key's that is no field name (one with a space, or of
-    :data:`MIN_TOMBSTONE_CHARS` characters), of any length (a key or a line that is an erased value's
-    whole text says it)."""
-    keys = (k for value in values for k in keys_of(value) if " " in k or len(k) >= MIN_TOMBSTONE_CHARS)  # not a field name
-    parts = {normalise(t) for t in (*keys, *(t for value in values for t in lines_of(value)))}
-    return text_digests(*values) | {digest_of(t) for t in parts if t}
+    each line and each object key of at least :data:`MIN_TOMBSTONE_CHARS` normalised characters (a
+    shorter one would match the whole text of every short erased value: a deleted "yes" must not refuse
+    every later line or key "yes", as it does not refuse a string "yes" inside a larger value)."""
+    parts = {normalise(t) for value in values for t in (*keys_of(value), *lines_of(value))}
+    return text_digests(*values) | {digest_of(t) for t in parts if len(t) >= MIN_TOMBSTONE_CHARS}
 
 
 __all__ = ["CONFUSABLES", "DEFAULT_IGNORABLE", "MIN_TOMBSTONE_CHARS", "digest_of", "keys_of", "lines_of", "normalise",

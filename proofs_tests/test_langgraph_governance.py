@@ -188,6 +188,21 @@ def test_a_derived_put_carrying_deleted_text_is_refused_wherever_it_sits(value):
     gs.put(NS, "profile", {"content": "Alice drinks green tea.", "derived_from": [[list(NS), "tea"]]})
 
 
+def test_a_short_deleted_value_does_not_refuse_later_lines_or_keys_that_say_it():
+    """Found by a second red-team round: with every line and key checked at any length, a deleted
+    "yes" (its whole text is tombstoned, however short) refused every later derived put with a field,
+    a line or a key "yes". Lines and keys are checked from 20 characters, like strings."""
+    gs = _gs()
+    gs.put(NS, "answer", {"content": "yes"})
+    gs.put(NS, "tea", {"content": "Alice drinks green tea."})
+    gs.delete(NS, "answer")
+    src = [[list(NS), "tea"]]
+    gs.put(NS, "p1", {"content": "Alice drinks green tea.", "likes_tea": "yes", "derived_from": src})
+    gs.put(NS, "p2", {"content": "Alice drinks green tea.\nyes", "derived_from": src})
+    gs.put(NS, "p3", {"content": "Alice drinks green tea.", "x": {"home address": "yes"}, "derived_from": src})
+    assert all(gs.get(NS, k) is not None for k in ("p1", "p2", "p3"))
+
+
 def test_ttl_expiry_on_read_is_a_delete_event(tmp_path):
     conn = sqlite3.connect(str(tmp_path / "lg.db"), check_same_thread=False, isolation_level=None)
     inner = SqliteStore(conn, ttl={"default_ttl": None, "refresh_on_read": False})

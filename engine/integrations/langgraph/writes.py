@@ -26,7 +26,7 @@ from langgraph.store.base import BaseStore, PutOp, Result
 from ...errors import InputError, WriteRefused
 from ...repair.artifacts import SERVABLE_STATES
 from ...repair.reingest import verdict
-from ...textnorm import keys_of
+from ...textnorm import MIN_TOMBSTONE_CHARS, keys_of, normalise
 from .errors import GovernedWriteRefused
 from .events import EventSync
 from .guard import REVIEW_KEY
@@ -175,10 +175,11 @@ class WritePath(EventSync):
         return list(dict.fromkeys(found[a] for a in pairs))
 
     def _said_keys(self, op: PutOp) -> dict[str, None] | None:
-        """The object keys of a put's value that may carry text, for the tombstone test: every key below
-        the top level, and top-level keys with a space (a field name has none); None when there are none."""
-        body = [(k, v) for k, v in (op.value or {}).items() if k not in (self.spec.provenance_field, self.spec.meta_field)]
-        keys = [k for k, _ in body if " " in k] + [k for _, v in body for k in keys_of(v)]
+        """The object keys of a put's value long enough to say an erased string (at least
+        ``MIN_TOMBSTONE_CHARS`` normalised characters, as :func:`memsteward.textnorm.said_text_digests`
+        checks them), for the tombstone test; None when there are none."""
+        body = {k: v for k, v in (op.value or {}).items() if k not in (self.spec.provenance_field, self.spec.meta_field)}
+        keys = [k for k in keys_of(body) if len(k) >= MIN_TOMBSTONE_CHARS and len(normalise(k)) >= MIN_TOMBSTONE_CHARS]
         return dict.fromkeys(keys) if keys else None
 
     def _keys_erased(self, op: PutOp) -> bool:
