@@ -120,7 +120,7 @@ def test_quotes_and_lines_and_keys_are_what_a_write_says():
     erased = text_digests("Alice lives at 12 Rue Cler in Paris.")
     # a short line or key is not checked: it would match every short erased value's whole text ("yes")
     assert not text_digests("PIN 4829") & said_text_digests("Bob's card\nPIN 4829")
-    assert not text_digests("yes") & said_text_digests({"likes tea": "yes", "yes": 1})
+    assert not text_digests("yes") & said_text_digests({"likes tea": "daily", "yes": 1})
     assert erased & said_text_digests("Alice drinks green tea.\nAlice lives at 12 Rue Cler in Paris")
     assert erased & said_text_digests({"x": {"Alice lives at 12 Rue Cler in Paris": 1}})
     # a tombstone holds no key's digest: a value's schema does not block later values of its shape
