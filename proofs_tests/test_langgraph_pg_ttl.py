@@ -87,3 +87,43 @@ def test_an_item_missing_before_its_deadline_is_being_written_not_expired(gs):
     time.sleep(1.2)
     gs.inner.delete(NS, "mood")
     assert gs.sweep() == [mood]                      # past its deadline: an expiry
+
+
+def test_a_sweeper_stopped_mid_sweep_and_started_again_runs(tmp_path):
+    """Found by a second red-team round: ``stop_ttl_sweeper(timeout)`` returned False during a long
+    sweep and left the stop flag set; ``start_ttl_sweeper()`` then saw the old thread alive and started
+    nothing, so no sweeper ran after the old one ended. A restart now gets a sweeper of its own."""
+    import sqlite3
+    import threading
+
+    from langgraph.store.sqlite import SqliteStore
+
+    conn = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+    inner = SqliteStore(conn, ttl={"default_ttl": None, "refresh_on_read": False, "sweep_interval_minutes": 0.002})
+    inner.setup()
+    gs = GovernedStore(inner, memsteward.open_store(), POLICY)
+    real, calls = gs.sweep, []
+
+    def slow_sweep() -> list[str]:
+        calls.append(time.monotonic())
+        time.sleep(0.5)
+        return real()
+
+    gs.sweep = slow_sweep  # type: ignore[method-assign]
+    first = gs.start_ttl_sweeper()
+    deadline = time.monotonic() + 10
+    while not calls and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert gs.stop_ttl_sweeper(timeout=0.05) is False  # mid-sweep
+    second = gs.start_ttl_sweeper()
+    try:
+        first.result(timeout=10)                   # the old sweeper ends after its sweep
+        seen = len(calls)
+        deadline = time.monotonic() + 10
+        while len(calls) == seen and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(calls) > seen and not second.done()  # the new one sweeps on
+        assert [t for t in threading.enumerate() if t.name == "memsteward-ttl-sweeper"]
+    finally:
+        assert gs.stop_ttl_sweeper(timeout=10)
+    assert second.result(timeout=10) is None

@@ -87,9 +87,9 @@ def parse_event(doc: Any, source: Provenance, file: str = "<event>", text: str =
     if not isinstance(roots, list) or not roots or not all(isinstance(r, str) for r in roots):
         raise fail("'roots' must be a non-empty list of artifact ids", "roots")
     for i, r in enumerate(roots):  # no store holds such an id, and PostgreSQL cannot even be asked about it
-        problem = id_problem(r)
-        if problem:
-            raise fail(problem, f"roots[{i}]")
+        bad_id = id_problem(r)
+        if bad_id:
+            raise fail(bad_id, f"roots[{i}]")
     known = source.artifacts_of(set(roots))
     for i, r in enumerate(roots):
         if r not in known:

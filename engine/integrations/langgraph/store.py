@@ -141,8 +141,9 @@ class GovernedStore(WritePath, BaseStore):
         self.clean_through: int | None = None  # files rewritten, no older snapshot held, after this event
         self.supports_ttl = inner.supports_ttl
         self.ttl_config = inner.ttl_config
-        self._ttl_stop = threading.Event()
+        self._ttl_stop = threading.Event()  # the running sweeper's own: a restart gets a new one
         self._ttl_sweeper: threading.Thread | None = None
+        self._ttl_futures: list[concurrent.futures.Future[None]] = []
 
     # ------------------------------------------------------------------ what LangGraph reads
 
@@ -190,27 +191,32 @@ class GovernedStore(WritePath, BaseStore):
         if not self.supports_ttl or not self.ttl_config:
             future.set_result(None)
             return future
-        running = self._ttl_sweeper
-        if running is not None and running.is_alive():
-            future.add_done_callback(lambda f: self._ttl_stop.set() if f.cancelled() else None)
+        running, stop = self._ttl_sweeper, self._ttl_stop
+        if running is not None and running.is_alive() and not stop.is_set():  # one sweeper: this call joins it
+            self._ttl_futures.append(future)
+            future.add_done_callback(lambda f: stop.set() if f.cancelled() else None)
             return future
-        self._ttl_stop.clear()
+        # none running, or the last one told to stop (it may still finish a sweep): a new sweeper, with its
+        # own stop flag and futures, so the old one's ending neither stops nor resolves this one
+        stop, futures = threading.Event(), [future]
+        self._ttl_stop, self._ttl_futures = stop, futures
         interval = 60 * float(sweep_interval_minutes or self.ttl_config.get("sweep_interval_minutes") or 5)
 
         def loop() -> None:
             try:
-                while not self._ttl_stop.wait(interval):
+                while not stop.wait(interval):
                     try:
                         self.sweep()
                     except Exception:  # one failed sweep does not end the sweeper: the next one retries
                         log.exception("GovernedStore TTL sweep failed")
             finally:
-                if not future.done():  # a cancelled future is done already
-                    future.set_result(None)
+                for f in list(futures):
+                    if not f.done():  # a cancelled future is done already
+                        f.set_result(None)
 
         self._ttl_sweeper = threading.Thread(target=loop, daemon=True, name="memsteward-ttl-sweeper")
         self._ttl_sweeper.start()
-        future.add_done_callback(lambda f: self._ttl_stop.set() if f.cancelled() else None)
+        future.add_done_callback(lambda f: stop.set() if f.cancelled() else None)
         return future
 
     def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
