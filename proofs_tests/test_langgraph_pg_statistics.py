@@ -139,3 +139,41 @@ def test_a_role_that_may_not_read_the_data_directory_gets_no_files_not_an_error(
         with psycopg.connect(pg_dsn(), autocommit=True) as admin:
             admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
             admin.execute(f'DROP ROLE IF EXISTS "{role}"')
+
+
+def test_a_role_that_does_not_own_the_tables_is_told_analyze_was_skipped():
+    """Found by a second red-team round: for a role that does not own the wrapped tables the server
+    skips ``ANALYZE`` with a notice, yet the scrub listed the table as analyzed. It is now listed as
+    ``skipped``, and the failing ``wrapped-statistics`` check says why. A real role on the real server."""
+    from langgraph.store.postgres import PostgresStore
+    from psycopg.rows import dict_row
+
+    tag = uuid.uuid4().hex[:10]
+    role, schema = f"lg_no_{tag}", f"lg_no_{tag}"
+    with psycopg.connect(pg_dsn(), autocommit=True) as admin:
+        admin.execute(f'CREATE ROLE "{role}" LOGIN')
+        admin.execute(f'CREATE SCHEMA "{schema}"')
+        admin.execute(f'GRANT USAGE ON SCHEMA "{schema}" TO "{role}"')
+        with psycopg.connect(pg_dsn(), autocommit=True, prepare_threshold=0, row_factory=dict_row,
+                             options=f"-c search_path={schema}") as owner:
+            PostgresStore(owner).setup()  # the tables belong to the admin
+        admin.execute(f'GRANT ALL ON ALL TABLES IN SCHEMA "{schema}" TO "{role}"')
+    try:
+        dsn = psycopg.conninfo.make_conninfo(pg_dsn(), user=role)
+        with psycopg.connect(dsn, autocommit=True, prepare_threshold=0, row_factory=dict_row,
+                             options=f"-c search_path={schema}") as conn:
+            gs = GovernedStore(PostgresStore(conn), memsteward.open_store(), POLICY)
+            user, secret = _user()
+            _fill(gs, user, secret, ("u0001",))
+            with psycopg.connect(pg_dsn(), autocommit=True) as admin:
+                admin.execute(f'ANALYZE "{schema}".store')  # as autovacuum would
+            report = _forget(gs, user)
+            assert gs.last_scrub["statistics"]["skipped"] == ["store"]
+            assert "store" not in gs.last_scrub["statistics"]["analyzed"]
+            check = _check(report, "wrapped-statistics")
+            assert not check["ok"] and "skipped" in check["detail"]
+    finally:
+        with psycopg.connect(pg_dsn(), autocommit=True) as admin:
+            admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+            admin.execute(f'DROP OWNED BY "{role}"')
+            admin.execute(f'DROP ROLE IF EXISTS "{role}"')

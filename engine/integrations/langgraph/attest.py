@@ -157,6 +157,9 @@ def _statistics_check(gs: GovernedStore, needles: Needles, matcher: ByteMatcher 
         matcher.find(memoryview(text), found)
     detail = f"{columns} column(s) with planner statistics read; {len(found)} of {len(needles.words)} needles found"
     stats = gs.last_scrub.get("statistics") or {}
+    if found and stats.get("skipped"):
+        detail += (f"; ANALYZE of {', '.join(stats['skipped'])} was skipped: only the table's owner or a superuser "
+                   "may refresh its statistics")
     if found and stats.get("stale"):
         detail += (f"; the statistics of the empty table(s) {', '.join(stats['stale'])} were kept: ANALYZE writes "
                    "none from no rows and deleting them from pg_statistic needs a superuser")

@@ -88,14 +88,23 @@ def scrub(inner: Any, wait: float = SNAPSHOT_WAIT) -> dict[str, Any]:
 
 
 def _refresh_statistics(cur: Any, tables: list[str]) -> dict[str, Any]:
-    """``ANALYZE`` each table (statistics from its remaining rows only); delete the statistics of a
-    table left empty, which ``ANALYZE`` leaves as they were (superuser only: else listed as ``stale``)."""
+    """``ANALYZE`` each table this role may analyze (its owner, or a superuser: for another role the server
+    skips it with a notice, so those are listed as ``skipped``); delete the statistics of a table left
+    empty, which ``ANALYZE`` leaves as they were (superuser only: else listed as ``stale``)."""
     from psycopg import errors, sql
 
-    empty, cleared, stale = [], [], []
+    empty, cleared, stale, analyzed, skipped = [], [], [], [], []
     for table in tables:
         name = sql.Identifier(table)
+        cur.execute("SELECT pg_has_role(c.relowner, 'USAGE') OR r.rolsuper AS may FROM pg_catalog.pg_class c, "
+                    "pg_catalog.pg_roles r WHERE c.oid = quote_ident(%s)::regclass AND r.rolname = current_user",
+                    (table,))
+        row = cur.fetchone()
+        if not (row["may"] if isinstance(row, dict) else row[0]):
+            skipped.append(table)
+            continue
         cur.execute(sql.SQL("ANALYZE {}").format(name))
+        analyzed.append(table)
         cur.execute(sql.SQL("SELECT NOT EXISTS (SELECT 1 FROM {}) AS e").format(name))
         row = cur.fetchone()
         if row["e"] if isinstance(row, dict) else row[0]:
@@ -106,7 +115,7 @@ def _refresh_statistics(cur: Any, tables: list[str]) -> dict[str, Any]:
             cleared.append(table)
         except errors.InsufficientPrivilege:  # not a superuser: pg_statistic is not writable
             stale.append(table)
-    return {"analyzed": list(tables), "cleared": cleared, "stale": stale}
+    return {"analyzed": analyzed, "skipped": skipped, "cleared": cleared, "stale": stale}
 
 
 def _rewrite_statistics_catalog(cur: Any) -> bool:
