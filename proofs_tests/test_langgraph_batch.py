@@ -58,3 +58,23 @@ def test_a_refused_put_refuses_the_whole_run():
         gs.batch([PutOp(NS, "ok", {"content": "Erin likes tea."}),
                   PutOp(NS, "x", {"content": "Erin's passport number is X1234567."})])
     assert gs.artifact_id(NS, "ok") is None and gs.inner.get(NS, "ok") is None and gs.inner.get(NS, "x") is None
+
+
+def test_abatch_records_a_run_the_way_batch_does():
+    """Found by the red team (2026-12-03): ``abatch`` put a run one by one, so in [ok, refused] the
+    first put landed where ``batch()`` refuses the run whole. Now a run is one transaction in both."""
+    import asyncio
+
+    gs, calls = _gs(reingest="refuse")
+    asyncio.run(gs.abatch([PutOp(NS, f"m{k}", {"content": f"Erin memory number {k}."}) for k in range(5)]))
+    assert calls == [5] and gs.get(NS, "m4").value == {"content": "Erin memory number 4."}
+    gs.put(NS, "x", {"content": "Erin's passport number is X1234567."})
+    gs.delete(NS, "x")
+    with pytest.raises(GovernedWriteRefused):
+        asyncio.run(gs.abatch([PutOp(NS, "ok", {"content": "Erin likes tea."}),
+                               PutOp(NS, "x", {"content": "Erin's passport number is X1234567."})]))
+    assert gs.artifact_id(NS, "ok") is None and gs.inner.get(NS, "ok") is None and gs.inner.get(NS, "x") is None
+    derived = [PutOp(NS, "s", {"content": "Erin's memories.", "derived_from": [[list(NS), "m0"]]}),
+               PutOp(NS, "t", {"content": "Erin reads."})]
+    asyncio.run(gs.abatch(derived))  # a derived value: one by one, as batch() does
+    assert calls[-2:] == [1, 1] and gs.get(NS, "s") is not None and gs.get(NS, "t") is not None

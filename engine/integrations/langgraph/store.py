@@ -272,24 +272,38 @@ class GovernedStore(WritePath, BaseStore):
         """The async form of :meth:`batch`: the wrapped store's reads are awaited, memsteward's work
         (records, the read guard, events) runs off the event loop (:meth:`_off_loop`)."""
         results: list[Result] = []
-        for op in ops:
-            if isinstance(op, SearchOp):
+        todo, k = list(ops), 0
+        while k < len(todo):
+            op, k = todo[k], k + 1
+            if isinstance(op, PutOp) and op.value is not None:
+                run = [op]  # a run of puts: recorded together when it can be, all or none, as batch() does
+                while k < len(todo) and isinstance(todo[k], PutOp) and cast(PutOp, todo[k]).value is not None:
+                    run.append(cast(PutOp, todo[k]))
+                    k += 1
+                if len(run) > 1 and await self._off_loop(self._record_run, run):
+                    results.extend(await self.inner.abatch(run))
+                else:
+                    results.extend([await self._aput(p) for p in run])
+            elif isinstance(op, SearchOp):
                 results.append(await self._asearch(op))
             elif isinstance(op, GetOp):
                 item = cast("Item | None", (await self.inner.abatch([op]))[0])
                 results.append(await self._off_loop(self._get_result, op, item))
             elif isinstance(op, ListNamespacesOp):
                 results.append(await self._anamespaces(op))
-            elif isinstance(op, PutOp) and op.value is not None:
-                how = await self._off_loop(self._record, op)
-                if how == "corrected" or (how == "overwrite" and self.index_config):
-                    await self.inner.abatch([PutOp(op.namespace, op.key, None)])
-                results.append((await self.inner.abatch([op]))[0])
-                if how == "corrected":
-                    await self._off_loop(self.scrub)
             else:
                 results.extend(await self._off_loop(self._batch, [op]))
         return results
+
+    async def _aput(self, op: PutOp) -> Result:
+        """One put of :meth:`abatch`: recorded off the loop, then the wrapped write awaited."""
+        how = await self._off_loop(self._record, op)
+        if how == "corrected" or (how == "overwrite" and self.index_config):
+            await self.inner.abatch([PutOp(op.namespace, op.key, None)])
+        result = (await self.inner.abatch([op]))[0]
+        if how == "corrected":
+            await self._off_loop(self.scrub)
+        return result
 
     def _get_result(self, op: GetOp, item: Item | None) -> Item | None:
         from .ttl import expired_item, reconcile_missing

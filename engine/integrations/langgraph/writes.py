@@ -105,13 +105,7 @@ class WritePath(EventSync):
             return [self._put(op) for op in ops]
         overlap = self._overlap(ops)
         try:
-            self.store.record_many(writes, reingest="refuse" if self.reingest == "refuse" else "allow",
-                                   wait=self.write_wait,
-                                   before_commit=overlap.start if overlap is not None else None)
-        except WriteRefused as exc:
-            if overlap is not None and overlap.future is not None:
-                overlap.undo()
-            raise GovernedWriteRefused.wrap(exc) from None
+            self._record_writes(writes, overlap.start if overlap is not None else None)
         except BaseException:
             if overlap is not None and overlap.future is not None:
                 overlap.undo()
@@ -119,6 +113,23 @@ class WritePath(EventSync):
         if overlap is not None and overlap.future is not None:
             return overlap.results()
         return self.inner.batch(ops)
+
+    def _record_writes(self, writes: list[dict[str, Any]], before_commit: Callable[[], None] | None = None) -> None:
+        """Record the artifacts of a run of puts (:meth:`_grouped`) in one transaction."""
+        try:
+            self.store.record_many(writes, reingest="refuse" if self.reingest == "refuse" else "allow",
+                                   wait=self.write_wait, before_commit=before_commit)
+        except WriteRefused as exc:
+            raise GovernedWriteRefused.wrap(exc) from None
+
+    def _record_run(self, ops: list[PutOp]) -> bool:
+        """``abatch``'s half of :meth:`_put_run`: record a run of puts in one transaction when it can be
+        (True; the caller then awaits their wrapped write), else False (they are put one by one)."""
+        writes = self._grouped(ops) if len(ops) > 1 else None
+        if writes is None:
+            return False
+        self._record_writes(writes)
+        return True
 
     def _grouped(self, ops: list[PutOp]) -> list[dict[str, Any]] | None:
         """The artifacts of a run of puts that can be recorded together (None: put them one by one)."""
