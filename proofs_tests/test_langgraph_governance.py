@@ -257,3 +257,15 @@ def test_list_namespaces_serves_only_namespaces_holding_a_servable_item():
     assert gs.list_namespaces(limit=1, offset=1) == [("users", "erin", "deep", "er")]
     assert asyncio.run(gs.alist_namespaces(limit=2, offset=1)) == live[1:]
     assert gs.list_namespaces(limit=1, offset=3) == []
+
+
+def test_a_key_that_normalising_lengthens_is_checked():
+    """Found by a third red-team round: keys were filtered by their raw length, so an erased
+    'Maßstraße 123 Köln' (18 characters, 20 once ß folds to ss) got through as a key."""
+    gs = _gs()
+    gs.put(NS, "addr", {"content": "Maßstraße 123 Köln"})
+    gs.put(NS, "tea", {"content": "Alice drinks green tea."})
+    gs.delete(NS, "addr")
+    with pytest.raises(GovernedWriteRefused):
+        gs.put(NS, "p", {"content": "Alice drinks green tea.", "Maßstraße 123 Köln": True,
+                         "derived_from": [[list(NS), "tea"]]})

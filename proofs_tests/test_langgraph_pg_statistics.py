@@ -177,3 +177,37 @@ def test_a_role_that_does_not_own_the_tables_is_told_analyze_was_skipped():
             admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
             admin.execute(f'DROP OWNED BY "{role}"')
             admin.execute(f'DROP ROLE IF EXISTS "{role}"')
+
+
+def test_the_database_owner_analyzes_tables_it_does_not_own():
+    """Found by a third red-team round: PostgreSQL lets a database's owner ANALYZE every table in it,
+    but the scrub's check asked only for the table's owner or a superuser and skipped it, leaving
+    statistics the code before had refreshed. A real role owning a real database, dropped afterwards."""
+    from psycopg.rows import dict_row
+
+    tag = uuid.uuid4().hex[:10]
+    role, db = f"lg_dbo_{tag}", f"lg_dbo_{tag}"
+    with psycopg.connect(pg_dsn(), autocommit=True) as admin:
+        admin.execute(f'CREATE ROLE "{role}" LOGIN')
+        admin.execute(f'CREATE DATABASE "{db}" OWNER "{role}"')
+    try:
+        with psycopg.connect(psycopg.conninfo.make_conninfo(pg_dsn(), dbname=db), autocommit=True) as owner:
+            owner.execute("CREATE TABLE store (prefix text, key text, value jsonb)")  # the admin's table
+            owner.execute("INSERT INTO store SELECT 'users.erin', 'k' || g, '{\"c\": \"Erin X1234567\"}' "
+                          "FROM generate_series(1, 200) g")
+            owner.execute("ANALYZE store")
+            owner.execute("DELETE FROM store")
+            owner.execute("INSERT INTO store VALUES ('users.bob', 'k', '{\"c\": \"Bob rows\"}')")
+            owner.execute(f'GRANT ALL ON store TO "{role}"')
+        with psycopg.connect(psycopg.conninfo.make_conninfo(pg_dsn(), dbname=db, user=role), autocommit=True,
+                             row_factory=dict_row) as conn, conn.cursor() as cur:
+            report = physical._refresh_statistics(cur, ["store"])
+            cur.execute("SELECT coalesce(string_agg(most_common_vals::text, ' '), '') AS v FROM pg_stats "
+                        "WHERE tablename = 'store'")
+            left = cur.fetchone()["v"]
+        assert report["analyzed"] == ["store"] and report["skipped"] == []
+        assert "users.erin" not in left
+    finally:
+        with psycopg.connect(pg_dsn(), autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{db}"')
+            admin.execute(f'DROP ROLE IF EXISTS "{role}"')

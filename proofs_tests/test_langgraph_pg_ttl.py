@@ -127,3 +127,40 @@ def test_a_sweeper_stopped_mid_sweep_and_started_again_runs(tmp_path):
     finally:
         assert gs.stop_ttl_sweeper(timeout=10)
     assert second.result(timeout=10) is None
+
+
+def test_concurrent_starts_run_one_sweeper_and_stop_ends_it():
+    """Found by a third red-team round: start_ttl_sweeper took no lock, so 16 threads starting at
+    once left 4–15 sweepers, all but one never stopped and most futures never resolved."""
+    import sqlite3
+    import threading
+
+    from langgraph.store.sqlite import SqliteStore
+
+    conn = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+    inner = SqliteStore(conn, ttl={"default_ttl": None, "refresh_on_read": False, "sweep_interval_minutes": 0.001})
+    inner.setup()
+    gs = GovernedStore(inner, memsteward.open_store(), POLICY)
+    gate, futures = threading.Barrier(16), []
+
+    def start() -> None:
+        gate.wait()
+        futures.append(gs.start_ttl_sweeper())
+
+    import sys
+
+    threads = [threading.Thread(target=start) for _ in range(16)]
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads switch between bytecodes as often as they can: the race shows
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(switch)
+    sweepers = [t for t in threading.enumerate() if t.name == "memsteward-ttl-sweeper"]
+    assert len(sweepers) == 1
+    assert gs.stop_ttl_sweeper(timeout=10)
+    assert all(f.result(timeout=10) is None for f in futures)
+    assert not [t for t in threading.enumerate() if t.name == "memsteward-ttl-sweeper"]

@@ -88,16 +88,17 @@ def scrub(inner: Any, wait: float = SNAPSHOT_WAIT) -> dict[str, Any]:
 
 
 def _refresh_statistics(cur: Any, tables: list[str]) -> dict[str, Any]:
-    """``ANALYZE`` each table this role may analyze (its owner, or a superuser: for another role the server
-    skips it with a notice, so those are listed as ``skipped``); delete the statistics of a table left
+    """``ANALYZE`` each table this role may analyze (the table's or the database's owner, or a superuser:
+    for another role the server skips it with a notice, so those are listed as ``skipped``); delete the statistics of a table left
     empty, which ``ANALYZE`` leaves as they were (superuser only: else listed as ``stale``)."""
     from psycopg import errors, sql
 
     empty, cleared, stale, analyzed, skipped = [], [], [], [], []
     for table in tables:
         name = sql.Identifier(table)
-        cur.execute("SELECT pg_has_role(c.relowner, 'USAGE') OR r.rolsuper AS may FROM pg_catalog.pg_class c, "
-                    "pg_catalog.pg_roles r WHERE c.oid = quote_ident(%s)::regclass AND r.rolname = current_user",
+        cur.execute("SELECT pg_has_role(c.relowner, 'USAGE') OR pg_has_role(d.datdba, 'USAGE') OR r.rolsuper AS may "
+                    "FROM pg_catalog.pg_class c, pg_catalog.pg_roles r, pg_catalog.pg_database d WHERE "
+                    "c.oid = quote_ident(%s)::regclass AND r.rolname = current_user AND d.datname = current_database()",
                     (table,))
         row = cur.fetchone()
         if not (row["may"] if isinstance(row, dict) else row[0]):

@@ -144,6 +144,7 @@ class GovernedStore(WritePath, BaseStore):
         self._ttl_stop = threading.Event()  # the running sweeper's own: a restart gets a new one
         self._ttl_sweeper: threading.Thread | None = None
         self._ttl_futures: list[concurrent.futures.Future[None]] = []
+        self._ttl_lock = threading.Lock()  # start and stop one at a time (never held while sweeping)
 
     # ------------------------------------------------------------------ what LangGraph reads
 
@@ -191,6 +192,11 @@ class GovernedStore(WritePath, BaseStore):
         if not self.supports_ttl or not self.ttl_config:
             future.set_result(None)
             return future
+        with self._ttl_lock:
+            return self._start_sweeper(future, sweep_interval_minutes)
+
+    def _start_sweeper(self, future: concurrent.futures.Future[None],
+                       sweep_interval_minutes: float | None) -> concurrent.futures.Future[None]:
         running, stop = self._ttl_sweeper, self._ttl_stop
         if running is not None and running.is_alive() and not stop.is_set():  # one sweeper: this call joins it
             self._ttl_futures.append(future)
@@ -221,14 +227,17 @@ class GovernedStore(WritePath, BaseStore):
 
     def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
         """Stop the sweeper of :meth:`start_ttl_sweeper`; True when it stopped (or was not running)."""
-        running = self._ttl_sweeper
-        if running is None or not running.is_alive():
-            return True
-        self._ttl_stop.set()
+        with self._ttl_lock:
+            running = self._ttl_sweeper
+            if running is None or not running.is_alive():
+                return True
+            self._ttl_stop.set()
         running.join(timeout)
         if running.is_alive():
             return False
-        self._ttl_sweeper = None
+        with self._ttl_lock:
+            if self._ttl_sweeper is running:
+                self._ttl_sweeper = None
         return True
 
     def approve(self, namespace: tuple[str, ...], key: str) -> None:

@@ -190,7 +190,7 @@ class WritePath(EventSync):
         ``MIN_TOMBSTONE_CHARS`` normalised characters, as :func:`memsteward.textnorm.said_text_digests`
         checks them), for the tombstone test; None when there are none."""
         body = {k: v for k, v in (op.value or {}).items() if k not in (self.spec.provenance_field, self.spec.meta_field)}
-        keys = [k for k in keys_of(body) if len(k) >= MIN_TOMBSTONE_CHARS and len(normalise(k)) >= MIN_TOMBSTONE_CHARS]
+        keys = [k for k in keys_of(body) if len(normalise(k)) >= MIN_TOMBSTONE_CHARS]  # normalising may lengthen (ß → ss)
         return dict.fromkeys(keys) if keys else None
 
     def _keys_erased(self, op: PutOp) -> bool:
