@@ -78,3 +78,35 @@ def test_abatch_records_a_run_the_way_batch_does():
                PutOp(NS, "t", {"content": "Erin reads."})]
     asyncio.run(gs.abatch(derived))  # a derived value: one by one, as batch() does
     assert calls[-2:] == [1, 1] and gs.get(NS, "s") is not None and gs.get(NS, "t") is not None
+
+
+@pytest.mark.parametrize("run", [1, 3])
+def test_an_adelete_during_an_abatch_put_leaves_no_text_in_the_wrapped_store(run):
+    """Found by a third red-team round: abatch releases the adapter's lock between a put's record and
+    its awaited wrapped write; an ``adelete`` of the key landing in between ran its event and
+    write-back first, then the wrapped write put the erased text back. The put now checks, after its
+    write, that what it recorded is still servable, and deletes (and scrubs) the item if not."""
+    import asyncio
+
+    class Slow(InMemoryStore):  # a wrapped store with I/O latency, as AsyncPostgresStore has
+        async def abatch(self, ops):
+            ops = list(ops)
+            if any(isinstance(o, PutOp) and o.value is not None for o in ops):
+                await asyncio.sleep(0.3)
+            return await super().abatch(ops)
+
+    inner = Slow()
+    gs = GovernedStore(inner, memsteward.open_store(), POLICY)
+    ops = [PutOp(NS, "p", {"content": "Erin's passport number is X1234567."})]
+    ops += [PutOp(NS, f"o{k}", {"content": f"Erin note {k}."}) for k in range(run - 1)]
+
+    async def main() -> None:
+        async def deleter() -> None:
+            await asyncio.sleep(0.1)
+            await gs.adelete(NS, "p")
+        await asyncio.gather(gs.abatch(ops), deleter())
+
+    asyncio.run(main())
+    assert gs.latest([(NS, "p")])[(NS, "p")][1] == "erased"
+    assert inner.get(NS, "p") is None and gs.attest()["ok"]
+    assert all(inner.get(NS, f"o{k}") is not None for k in range(run - 1))

@@ -39,6 +39,7 @@ from langgraph.store.base import BaseStore, GetOp, Item, ListNamespacesOp, Op, P
 
 from ...errors import InputError
 from ...policy.model import Policy
+from ...repair.artifacts import SERVABLE_STATES
 from ...repair.closure import DEFAULT_BACKEND, preload
 from ...repair.operators import OperatorRegistry, operators_for
 from ...repair.oracles import OracleRegistry
@@ -291,6 +292,7 @@ class GovernedStore(WritePath, BaseStore):
                     k += 1
                 if len(run) > 1 and await self._off_loop(self._record_run, run):
                     results.extend(await self.inner.abatch(run))
+                    await self._unwrite_unservable(run)
                 else:
                     results.extend([await self._aput(p) for p in run])
             elif isinstance(op, SearchOp):
@@ -312,7 +314,20 @@ class GovernedStore(WritePath, BaseStore):
         result = (await self.inner.abatch([op]))[0]
         if how == "corrected":
             await self._off_loop(self.scrub)
+        await self._unwrite_unservable([op])
         return result
+
+    async def _unwrite_unservable(self, ops: Sequence[PutOp]) -> None:
+        """After an awaited wrapped write: an event that ran meanwhile (the adapter's lock is not held
+        across the await; a concurrent ``adelete`` of the key) may have withdrawn or erased what was
+        recorded, and its write-back ran before this write landed. Such items are deleted from the
+        wrapped store again, and its files scrubbed, so the write does not bring the text back."""
+        addresses = [(tuple(op.namespace), op.key) for op in ops]
+        found = await self._off_loop(self.latest, addresses)
+        gone = [a for a in addresses if found.get(a, ("", "servable"))[1] not in SERVABLE_STATES]
+        if gone:
+            await self.inner.abatch([PutOp(ns, key, None) for ns, key in gone])
+            await self._off_loop(self.scrub)
 
     def _get_result(self, op: GetOp, item: Item | None) -> Item | None:
         from .ttl import expired_item, reconcile_missing
