@@ -9,13 +9,17 @@ attestation reads them (``wrapped-statistics``).
 
 from __future__ import annotations
 
+import contextlib
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
 import pytest
 from conftest import pg_dsn
+from langgraph.store.postgres import PostgresStore
 from langgraph_pg import postgres_store
+from psycopg.rows import dict_row
 
 import memsteward
 from memsteward.integrations.langgraph import GovernedStore, physical
@@ -116,82 +120,73 @@ def test_pg_statistic_not_rewritten_is_unverified(pg_store, monkeypatch):
     assert "wrapped-statistics" in report["unverified"] and report["ok"]
 
 
+@contextlib.contextmanager
+def _role(prefix: str, *, database: bool = False) -> Iterator[str]:
+    """A login role named ``<prefix>_<random>``; the same name serves for the test's schema or, with
+    ``database``, for a database the role owns. Everything is dropped afterwards."""
+    name = f"{prefix}_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(pg_dsn(), autocommit=True) as admin:
+        admin.execute(f'CREATE ROLE "{name}" LOGIN')
+        if database:
+            admin.execute(f'CREATE DATABASE "{name}" OWNER "{name}"')
+    try:
+        yield name
+    finally:
+        with psycopg.connect(pg_dsn(), autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}"' if database else f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+            admin.execute(f'DROP OWNED BY "{name}"')
+            admin.execute(f'DROP ROLE "{name}"')
+
+
+def _connect(schema: str | None = None, **conninfo: str) -> psycopg.Connection:
+    """A connection as PostgresStore wants one (``conninfo``: a role, a database), in ``schema``."""
+    return psycopg.connect(psycopg.conninfo.make_conninfo(pg_dsn(), **conninfo), autocommit=True, prepare_threshold=0,
+                           row_factory=dict_row, options=f"-c search_path={schema}" if schema else None)
+
+
 def test_a_role_that_may_not_read_the_data_directory_gets_no_files_not_an_error():
     """Found while checking the statistics with a non-superuser: ``files()`` raised
     ``InsufficientPrivilege`` reading ``data_directory``; it now names no file, so the file check is
     ``unverified``. A real role on the real server, dropped afterwards."""
-    from langgraph.store.postgres import PostgresStore
-    from psycopg.rows import dict_row
-
-    tag = uuid.uuid4().hex[:10]
-    role, schema = f"lg_np_{tag}", f"lg_np_{tag}"
-    with psycopg.connect(pg_dsn(), autocommit=True) as admin:
-        admin.execute(f'CREATE ROLE "{role}" LOGIN')
-        admin.execute(f'CREATE SCHEMA "{schema}" AUTHORIZATION "{role}"')
-    try:
-        dsn = psycopg.conninfo.make_conninfo(pg_dsn(), user=role)
-        with psycopg.connect(dsn, autocommit=True, prepare_threshold=0, row_factory=dict_row,
-                             options=f"-c search_path={schema}") as conn:
+    with _role("lg_np") as role:
+        with psycopg.connect(pg_dsn(), autocommit=True) as admin:
+            admin.execute(f'CREATE SCHEMA "{role}" AUTHORIZATION "{role}"')
+        with _connect(role, user=role) as conn:
             inner = PostgresStore(conn)
             inner.setup()
             assert physical.files(inner) == []
-    finally:
-        with psycopg.connect(pg_dsn(), autocommit=True) as admin:
-            admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-            admin.execute(f'DROP ROLE IF EXISTS "{role}"')
 
 
 def test_a_role_that_does_not_own_the_tables_is_told_analyze_was_skipped():
     """Found by a second red-team round: for a role that does not own the wrapped tables the server
     skips ``ANALYZE`` with a notice, yet the scrub listed the table as analyzed. It is now listed as
     ``skipped``, and the failing ``wrapped-statistics`` check says why. A real role on the real server."""
-    from langgraph.store.postgres import PostgresStore
-    from psycopg.rows import dict_row
-
-    tag = uuid.uuid4().hex[:10]
-    role, schema = f"lg_no_{tag}", f"lg_no_{tag}"
-    with psycopg.connect(pg_dsn(), autocommit=True) as admin:
-        admin.execute(f'CREATE ROLE "{role}" LOGIN')
-        admin.execute(f'CREATE SCHEMA "{schema}"')
-        admin.execute(f'GRANT USAGE ON SCHEMA "{schema}" TO "{role}"')
-        with psycopg.connect(pg_dsn(), autocommit=True, prepare_threshold=0, row_factory=dict_row,
-                             options=f"-c search_path={schema}") as owner:
-            PostgresStore(owner).setup()  # the tables belong to the admin
-        admin.execute(f'GRANT ALL ON ALL TABLES IN SCHEMA "{schema}" TO "{role}"')
-    try:
-        dsn = psycopg.conninfo.make_conninfo(pg_dsn(), user=role)
-        with psycopg.connect(dsn, autocommit=True, prepare_threshold=0, row_factory=dict_row,
-                             options=f"-c search_path={schema}") as conn:
+    with _role("lg_no") as role:
+        with psycopg.connect(pg_dsn(), autocommit=True) as admin:
+            admin.execute(f'CREATE SCHEMA "{role}"')
+            admin.execute(f'GRANT USAGE ON SCHEMA "{role}" TO "{role}"')
+            with _connect(role) as owner:
+                PostgresStore(owner).setup()  # the tables belong to the admin
+            admin.execute(f'GRANT ALL ON ALL TABLES IN SCHEMA "{role}" TO "{role}"')
+        with _connect(role, user=role) as conn:
             gs = GovernedStore(PostgresStore(conn), memsteward.open_store(), POLICY)
             user, secret = _user()
             _fill(gs, user, secret, ("u0001",))
             with psycopg.connect(pg_dsn(), autocommit=True) as admin:
-                admin.execute(f'ANALYZE "{schema}".store')  # as autovacuum would
+                admin.execute(f'ANALYZE "{role}".store')  # as autovacuum would
             report = _forget(gs, user)
             assert gs.last_scrub["statistics"]["skipped"] == ["store"]
             assert "store" not in gs.last_scrub["statistics"]["analyzed"]
             check = _check(report, "wrapped-statistics")
             assert not check["ok"] and "skipped" in check["detail"]
-    finally:
-        with psycopg.connect(pg_dsn(), autocommit=True) as admin:
-            admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-            admin.execute(f'DROP OWNED BY "{role}"')
-            admin.execute(f'DROP ROLE IF EXISTS "{role}"')
 
 
 def test_the_database_owner_analyzes_tables_it_does_not_own():
     """Found by a third red-team round: PostgreSQL lets a database's owner ANALYZE every table in it,
     but the scrub's check asked only for the table's owner or a superuser and skipped it, leaving
     statistics the code before had refreshed. A real role owning a real database, dropped afterwards."""
-    from psycopg.rows import dict_row
-
-    tag = uuid.uuid4().hex[:10]
-    role, db = f"lg_dbo_{tag}", f"lg_dbo_{tag}"
-    with psycopg.connect(pg_dsn(), autocommit=True) as admin:
-        admin.execute(f'CREATE ROLE "{role}" LOGIN')
-        admin.execute(f'CREATE DATABASE "{db}" OWNER "{role}"')
-    try:
-        with psycopg.connect(psycopg.conninfo.make_conninfo(pg_dsn(), dbname=db), autocommit=True) as owner:
+    with _role("lg_dbo", database=True) as role:
+        with _connect(dbname=role) as owner:
             owner.execute("CREATE TABLE store (prefix text, key text, value jsonb)")  # the admin's table
             owner.execute("INSERT INTO store SELECT 'users.erin', 'k' || g, '{\"c\": \"Erin X1234567\"}' "
                           "FROM generate_series(1, 200) g")
@@ -199,15 +194,10 @@ def test_the_database_owner_analyzes_tables_it_does_not_own():
             owner.execute("DELETE FROM store")
             owner.execute("INSERT INTO store VALUES ('users.bob', 'k', '{\"c\": \"Bob rows\"}')")
             owner.execute(f'GRANT ALL ON store TO "{role}"')
-        with psycopg.connect(psycopg.conninfo.make_conninfo(pg_dsn(), dbname=db, user=role), autocommit=True,
-                             row_factory=dict_row) as conn, conn.cursor() as cur:
+        with _connect(dbname=role, user=role) as conn, conn.cursor() as cur:
             report = physical._refresh_statistics(cur, ["store"])
             cur.execute("SELECT coalesce(string_agg(most_common_vals::text, ' '), '') AS v FROM pg_stats "
                         "WHERE tablename = 'store'")
             left = cur.fetchone()["v"]
         assert report["analyzed"] == ["store"] and report["skipped"] == []
         assert "users.erin" not in left
-    finally:
-        with psycopg.connect(pg_dsn(), autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{db}"')
-            admin.execute(f'DROP ROLE IF EXISTS "{role}"')
