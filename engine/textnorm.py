@@ -143,9 +143,15 @@ def said_text_digests(*values: Any) -> set[str]:
     each line and each object key of at least :data:`MIN_TOMBSTONE_CHARS` normalised characters (a
     shorter one would match the whole text of every short erased value: a deleted "yes" must not refuse
     every later line or key "yes", as it does not refuse a string "yes" inside a larger value)."""
-    parts = {normalise(t) for value in values for t in (*keys_of(value), *lines_of(value))}
-    return text_digests(*values) | {digest_of(t) for t in parts if len(t) >= MIN_TOMBSTONE_CHARS}
+    lines = {n for value in values for n in map(normalise, lines_of(value)) if len(n) >= MIN_TOMBSTONE_CHARS}
+    return text_digests(*values) | {digest_of(t) for t in said_keys(*values) | lines}
+
+
+def said_keys(*values: Any) -> set[str]:
+    """The normalised object keys of JSON values that can say an erased string: those of at least
+    :data:`MIN_TOMBSTONE_CHARS` normalised characters (normalising may lengthen a key: ``ß`` → ``ss``)."""
+    return {n for value in values for n in map(normalise, keys_of(value)) if len(n) >= MIN_TOMBSTONE_CHARS}
 
 
 __all__ = ["CONFUSABLES", "DEFAULT_IGNORABLE", "MIN_TOMBSTONE_CHARS", "digest_of", "keys_of", "lines_of", "normalise",
-           "said_text_digests", "strings_of", "text_digests", "text_of"]
+           "said_keys", "said_text_digests", "strings_of", "text_digests", "text_of"]

@@ -32,8 +32,8 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import threading
-from collections.abc import Iterable, Sequence
-from typing import Any, cast
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar, cast
 
 from langgraph.store.base import BaseStore, GetOp, Item, ListNamespacesOp, Op, PutOp, Result, SearchOp
 
@@ -56,6 +56,7 @@ from .writes import WritePath
 __all__ = ["REVIEW_KEY", "GovernedStore"]
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 def _declared_meta(policy: Policy) -> frozenset[str]:
@@ -290,9 +291,11 @@ class GovernedStore(WritePath, BaseStore):
                 while k < len(todo) and isinstance(todo[k], PutOp) and cast(PutOp, todo[k]).value is not None:
                     run.append(cast(PutOp, todo[k]))
                     k += 1
-                if len(run) > 1 and await self._off_loop(self._record_run, run):
+                grouped, events = await self._off_loop(self._with_last_event, self._record_run, run)
+                if grouped:
                     results.extend(await self.inner.abatch(run))
-                    await self._unwrite_unservable(run)
+                    if self.last_event_id != events:
+                        await self._unwrite_unservable(run)
                 else:
                     results.extend([await self._aput(p) for p in run])
             elif isinstance(op, SearchOp):
@@ -308,19 +311,25 @@ class GovernedStore(WritePath, BaseStore):
 
     async def _aput(self, op: PutOp) -> Result:
         """One put of :meth:`abatch`: recorded off the loop, then the wrapped write awaited."""
-        how = await self._off_loop(self._record, op)
+        how, events = await self._off_loop(self._with_last_event, self._record, op)
         if how == "corrected" or (how == "overwrite" and self.index_config):
             await self.inner.abatch([PutOp(op.namespace, op.key, None)])
         result = (await self.inner.abatch([op]))[0]
         if how == "corrected":
             await self._off_loop(self.scrub)
-        await self._unwrite_unservable([op])
+        if self.last_event_id != events:
+            await self._unwrite_unservable([op])
         return result
 
+    def _with_last_event(self, fn: Callable[..., T], *args: Any) -> tuple[T, int | None]:
+        """``fn(*args)`` and the id of the last event this adapter ran, read under the same lock (a
+        correct event the record ran is its own; one run after it, during the awaited write, is not)."""
+        return fn(*args), self.last_event_id
+
     async def _unwrite_unservable(self, ops: Sequence[PutOp]) -> None:
-        """After an awaited wrapped write: an event that ran meanwhile (the adapter's lock is not held
-        across the await; a concurrent ``adelete`` of the key) may have withdrawn or erased what was
-        recorded, and its write-back ran before this write landed. Such items are deleted from the
+        """After an awaited wrapped write, when this adapter ran an event meanwhile (its lock is not held
+        across the await; a concurrent ``adelete`` of the key): the event may have withdrawn or erased
+        what was recorded, and its write-back ran before this write landed. Such items are deleted from the
         wrapped store again, and its files scrubbed, so the write does not bring the text back."""
         addresses = [(tuple(op.namespace), op.key) for op in ops]
         found = await self._off_loop(self.latest, addresses)

@@ -26,7 +26,7 @@ from langgraph.store.base import BaseStore, PutOp, Result
 from ...errors import InputError, WriteRefused
 from ...repair.artifacts import SERVABLE_STATES
 from ...repair.reingest import verdict
-from ...textnorm import MIN_TOMBSTONE_CHARS, keys_of, normalise
+from ...textnorm import said_keys
 from .errors import GovernedWriteRefused
 from .events import EventSync
 from .guard import REVIEW_KEY
@@ -185,19 +185,13 @@ class WritePath(EventSync):
                                  field=f"{field}[{k}]")
         return list(dict.fromkeys(found[a] for a in pairs))
 
-    def _said_keys(self, op: PutOp) -> dict[str, None] | None:
-        """The object keys of a put's value long enough to say an erased string (at least
-        ``MIN_TOMBSTONE_CHARS`` normalised characters, as :func:`memsteward.textnorm.said_text_digests`
-        checks them), for the tombstone test; None when there are none."""
-        body = {k: v for k, v in (op.value or {}).items() if k not in (self.spec.provenance_field, self.spec.meta_field)}
-        keys = [k for k in keys_of(body) if len(normalise(k)) >= MIN_TOMBSTONE_CHARS]  # normalising may lengthen (ß → ss)
-        return dict.fromkeys(keys) if keys else None
-
     def _keys_erased(self, op: PutOp) -> bool:
         """Whether an object key of the put's value says content a delete event erased (the governed text
-        is the value's strings; its keys are checked here, one tombstone lookup, when it has any)."""
-        keys = self._said_keys(op)
-        return keys is not None and self.store.tombstone_of(keys) is not None
+        is the value's strings; its keys that can say one, :func:`memsteward.textnorm.said_keys`, are
+        checked here: one tombstone lookup, only when it has any)."""
+        body = {k: v for k, v in (op.value or {}).items() if k not in (self.spec.provenance_field, self.spec.meta_field)}
+        keys = said_keys(body)
+        return bool(keys) and self.store.tombstone_of(dict.fromkeys(sorted(keys))) is not None
 
     def _artifact(self, op: PutOp, inputs: list[str]) -> dict[str, Any]:
         rule = "refuse" if self.reingest == "refuse" else "allow"
